@@ -1,0 +1,1 @@
+"""The agent core: LLM client, token counting, prompt context, perception and the ReAct loop."""

@@ -1,0 +1,233 @@
+"""
+Settings for ai_assistant: the defaults, the game's `AI_ASSISTANT` setting, per-NPC overrides.
+
+Every number the seeds give is a default here and can be changed. A game overrides any subset
+in its `server/conf/settings.py`::
+
+    AI_ASSISTANT = {
+        "llm": {"base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1"},
+        "journal": {"max_entries": 200},
+    }
+
+and an admin can override a key per NPC with `@assistant/config Ada = llm.model gpt-4o-mini`.
+Lookups use dotted keys: `settings.get("journal.max_entries")`.
+
+This module is imported by the core; it reads Django settings only when Django is configured,
+so the core stays usable (and testable) without Evennia.
+"""
+
+import copy
+import os
+from collections.abc import Mapping
+
+DEFAULTS = {
+    "llm": {
+        # No base_url and no api_key -> mechanical mode (no LLM calls at all).
+        "base_url": None,
+        "api_key": None,
+        "model": "gpt-4o-mini",
+        "temperature": 0.7,
+        "max_tokens": 512,
+        "timeout": 30.0,
+        "extra": {},
+        # Native tool calling; set False for endpoints without it (JSON fallback is used).
+        "native_tools": True,
+        "context_limit": 128000,
+        "max_retries": 3,
+        "backoff_base": 0.5,
+        "backoff_max": 8.0,
+        "breaker_threshold": 5,
+        "breaker_cooldown": 30.0,
+        "max_consecutive_errors": 5,
+        "global_concurrency": 4,
+        "per_npc_concurrency": 1,
+    },
+    "threads": {"min": 1, "max": 8},
+    "ticks": {"awake": 5, "sleep": 60},
+    "react": {
+        "max_iterations_per_tick": 5,
+        "max_errors_per_tick": 3,
+        "dangerous_tools_enabled": False,
+        "thinking_delay": 2.0,
+    },
+    "perception": {"queue_size": 50, "urgent_priority": 8},
+    "working_memory": {"max_messages": 40, "stale_seconds": 3600},
+    "journal": {
+        "max_entries": 100,
+        "max_content_chars": 4000,
+        "prune_importance": 3,
+        "prune_age_days": 30,
+        "prune_batch": 10,
+        "scoring_max_per_tick": 3,
+        "scoring_batch_size": 10,
+        "search_limit": 10,
+        "alpha_recency": 1.0,
+        "alpha_importance": 1.0,
+        "alpha_relevance": 1.0,
+        # The seed's recency is exp(-0.99 * age_hours); Generative Agents used 0.995 per hour.
+        "recency_decay": 0.99,
+    },
+    "reflection": {"threshold": 150, "questions": 3, "evidence_per_question": 10},
+    "memory": {
+        "enabled": True,
+        "min_importance": 3,
+        "consolidation_per_tick": 5,
+        "relevance_threshold": 0.7,
+        "min_source_trust": 0.5,
+        "link_similarity": 0.7,
+        "link_batch": 5,
+        "mem0": {},
+    },
+    "entities": {"max_observations": 50, "consolidation_min_observations": 5},
+    "compaction": {
+        "sleep_threshold": 0.70,
+        "emergency_threshold": 0.80,
+        "preserve_messages": 10,
+    },
+    "sleep": {
+        "enabled": False,
+        "sleep_start_hour": 2,
+        "sleep_duration_hours": 4,
+        "tick_rate_sleep": 60,
+        "min_awake_ticks": 10,
+        "wake_cooldown_minutes": 60,
+    },
+    "nodes": {
+        "cluster_threshold": 0.45,
+        "recall_threshold": 0.35,
+        "recall_top_k": 3,
+        "dying_threshold": 0.05,
+        "decay_sessions": 30,
+        "split_min_active": 10,
+        "small_cluster_max": 2,
+    },
+}
+
+
+def deep_merge(base, override):
+    """
+    Return a new dict with `override` merged into `base`, recursively.
+
+    Args:
+        base (Mapping): The defaults.
+        override (Mapping): Values that win.
+
+    Returns:
+        dict: A fresh nested dict; neither argument is modified.
+    """
+    merged = copy.deepcopy(dict(base))
+    for key, value in (override or {}).items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def game_settings():
+    """
+    The game's `AI_ASSISTANT` setting merged over the defaults, with the usual OpenAI
+    environment variables honoured when the setting leaves them unset.
+
+    Returns:
+        dict: The game-wide settings tree.
+    """
+    configured = {}
+    try:
+        from django.conf import settings as django_settings
+
+        if django_settings.configured:
+            configured = getattr(django_settings, "AI_ASSISTANT", {}) or {}
+    except ImportError:  # the core can run without Django
+        pass
+    tree = deep_merge(DEFAULTS, configured)
+    llm = tree["llm"]
+    if not llm.get("api_key") and os.environ.get("OPENAI_API_KEY"):
+        llm["api_key"] = os.environ["OPENAI_API_KEY"]
+    if not llm.get("base_url") and os.environ.get("OPENAI_BASE_URL"):
+        llm["base_url"] = os.environ["OPENAI_BASE_URL"]
+    return tree
+
+
+class Settings:
+    """
+    Read-only view of a settings tree with dotted-key lookup.
+
+    Args:
+        tree (dict, optional): A full settings tree; defaults to `game_settings()`.
+        overrides (dict, optional): Flat `{"dotted.key": value}` per-NPC overrides.
+    """
+
+    def __init__(self, tree=None, overrides=None):
+        self._tree = tree if tree is not None else game_settings()
+        self._overrides = dict(overrides or {})
+
+    def get(self, dotted_key, default=None):
+        """
+        Look up a setting.
+
+        Args:
+            dotted_key (str): E.g. `"journal.max_entries"`.
+            default (any): Returned when the key does not exist.
+
+        Returns:
+            any: The per-NPC override if set, else the game setting, else `default`.
+        """
+        if dotted_key in self._overrides:
+            return self._overrides[dotted_key]
+        node = self._tree
+        for part in dotted_key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        if isinstance(node, Mapping):
+            # a subtree: apply the overrides that live below it
+            node = copy.deepcopy(dict(node))
+            prefix = dotted_key + "."
+            for key, value in self._overrides.items():
+                if key.startswith(prefix):
+                    _set_dotted(node, key[len(prefix) :], value)
+        return node
+
+    def __getitem__(self, dotted_key):
+        sentinel = object()
+        value = self.get(dotted_key, sentinel)
+        if value is sentinel:
+            raise KeyError(dotted_key)
+        return value
+
+    def with_overrides(self, overrides):
+        """
+        Args:
+            overrides (dict): More flat dotted-key overrides.
+
+        Returns:
+            Settings: A new view with these overrides on top of the current ones.
+        """
+        return Settings(self._tree, {**self._overrides, **(overrides or {})})
+
+    def known_key(self, dotted_key):
+        """
+        Args:
+            dotted_key (str): A key to check.
+
+        Returns:
+            bool: True if the key exists in the defaults (so it may be overridden).
+        """
+        node = DEFAULTS
+        parts = dotted_key.split(".")
+        for i, part in enumerate(parts):
+            if not isinstance(node, Mapping):
+                return False
+            if part not in node:
+                # free-form subtrees (llm.extra, memory.mem0) accept any key below them
+                return i > 0 and parts[i - 1] in ("extra", "mem0")
+            node = node[part]
+        return not isinstance(node, Mapping) or dotted_key in ("llm.extra", "memory.mem0")
+
+
+def _set_dotted(tree, dotted_key, value):
+    parts = dotted_key.split(".")
+    for part in parts[:-1]:
+        tree = tree.setdefault(part, {})
+    tree[parts[-1]] = value

@@ -1,0 +1,1 @@
+"""Memory core: journal, importance, reflection, semantic tier, entities, working memory, nodes."""

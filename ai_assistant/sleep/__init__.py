@@ -1,0 +1,1 @@
+"""Operating modes, wake conditions, sleep schedule and the sleep tick orchestrator."""

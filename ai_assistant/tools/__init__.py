@@ -1,0 +1,1 @@
+"""ReAct tools: the registry and one module per tool family."""

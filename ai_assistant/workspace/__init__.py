@@ -1,0 +1,1 @@
+"""The assistant's cognitive workspace: goals, projects, session memory, system status."""
