@@ -10,6 +10,8 @@ EVENNIA_SUPERUSER_USERNAME ?= admin
 EVENNIA_SUPERUSER_PASSWORD ?= changeme
 EVENNIA_SUPERUSER_EMAIL ?= admin@example.com
 export EVENNIA_SUPERUSER_USERNAME EVENNIA_SUPERUSER_PASSWORD EVENNIA_SUPERUSER_EMAIL
+# Evennia's launcher starts `twistd` from PATH.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 # Find a Python 3.12: python3.12 on PATH (a pyenv shim that has no 3.12 selected fails the
 # version check and is skipped), then any 3.12 that pyenv has installed.

@@ -21,6 +21,8 @@ import os
 from collections.abc import Mapping
 
 DEFAULTS = {
+    # The typeclass `@assistant/create` uses; a game may point it at its own subclass.
+    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
     "llm": {
         # No base_url and no api_key -> mechanical mode (no LLM calls at all).
         "base_url": None,
@@ -66,8 +68,16 @@ DEFAULTS = {
         "alpha_relevance": 1.0,
         # The seed's recency is exp(-0.99 * age_hours); Generative Agents used 0.995 per hour.
         "recency_decay": 0.99,
+        # Relevance boosts of the episodic search (memory/retrieval.py).
+        "speaker_boost": 0.6,
+        "context_weight": 0.5,
     },
-    "reflection": {"threshold": 150, "questions": 3, "evidence_per_question": 10},
+    "reflection": {
+        "threshold": 150,
+        "questions": 3,
+        "evidence_per_question": 10,
+        "max_prompt_entries": 50,
+    },
     "memory": {
         "enabled": True,
         "min_importance": 3,
@@ -77,6 +87,11 @@ DEFAULTS = {
         "link_similarity": 0.7,
         "link_batch": 5,
         "mem0": {},
+        # Dreaming links memories at least this important; each gets at most this many links.
+        "link_min_importance": 5,
+        "link_max_per_memory": 5,
+        # Memories offered in the prompt, and the default of recall_memories.
+        "recall_limit": 5,
     },
     "entities": {"max_observations": 50, "consolidation_min_observations": 5},
     "compaction": {
@@ -100,6 +115,20 @@ DEFAULTS = {
         "decay_sessions": 30,
         "split_min_active": 10,
         "small_cluster_max": 2,
+    },
+    # Seed 003: the assistant's own workspace (projects, goals, session memory, status).
+    "workspace": {
+        "projects": {"max_projects": 20, "max_summary_chars": 500, "max_context_chars": 8000},
+        "goals": {
+            "min_subtasks": 3,
+            "max_subtasks": 7,
+            "max_goals": 200,
+            "max_description_chars": 500,
+            "context_max_goals": 15,
+        },
+        "session_memory": {"max_items": 100, "max_content_chars": 1000, "near_duplicate": 0.8},
+        "status": {"warning_percent": 60, "critical_percent": 80},
+        "system_prompt": {"max_chars": 4000, "history_max": 20},
     },
 }
 

@@ -16,6 +16,8 @@ own cmdsets by inheriting from them or directly from `evennia.CmdSet`.
 
 from evennia import default_cmds
 
+from ai_assistant.commands import AssistantCmdSet
+
 
 class CharacterCmdSet(default_cmds.CharacterCmdSet):
     """
@@ -34,6 +36,7 @@ class CharacterCmdSet(default_cmds.CharacterCmdSet):
         #
         # any commands you add below will overload the default ones.
         #
+        self.add(AssistantCmdSet)
 
 
 class AccountCmdSet(default_cmds.AccountCmdSet):

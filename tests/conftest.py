@@ -26,3 +26,4 @@ def pytest_configure(config):
         evennia._init()
     finally:
         blocker.restore()
+pytest_plugins = ["scripted_llm"]

@@ -20,6 +20,7 @@ WEBSOCKET_CLIENT_INTERFACE = "127.0.0.1"
 # With no LLM endpoint configured (here or in OPENAI_BASE_URL / OPENAI_API_KEY) the assistant
 # runs in mechanical mode.
 AI_ASSISTANT = {
+    "typeclass": "typeclasses.assistants.Assistant",
     "llm": {
         "base_url": os.environ.get("AI_ASSISTANT_LLM_BASE_URL") or None,
         "api_key": os.environ.get("AI_ASSISTANT_LLM_API_KEY") or None,

@@ -1,0 +1,202 @@
+"""
+Adapters that give the core its ports inside an Evennia game (the shell side of `ports.py`).
+
+- `AttributeState`: state documents as Attributes on the NPC (or its script), read once into a
+  plain-data cache in `ndb` and written back with `set` - reactor thread only.
+- `EvenniaWorld`: the NPC's body: say, emote, whisper, look around.
+- `build_ports`: the `AssistantPorts` bundle for one assistant character.
+"""
+
+import copy
+
+from evennia.utils import logger
+from evennia.utils.dbserialize import deserialize
+
+from ai_assistant.conf import Settings
+from ai_assistant.ports import AssistantPorts, SystemClock
+
+# Documents the seeds keep on the script rather than on the character.
+SCRIPT_DOCUMENTS = frozenset(
+    {
+        "operating_mode",
+        "sleep_phase",
+        "tick_count",
+        "skipped_ticks",
+        "reflection_state",
+        "current_goals",
+        "conversation_history",
+        "memory_links",
+        "loop_state",
+        "session_metrics",
+        "last_sleep_tick",
+        "mode_history",
+        "sleep_state",
+    }
+)
+
+
+class AttributeState:
+    """
+    `StateStore` over Evennia Attributes.
+
+    `get` returns a plain (deserialized) copy cached in `ndb`, so repeated reads cost nothing
+    and a change is only persisted by `set`. The cache lives in `ndb`, so a reload starts from
+    what was saved.
+
+    Args:
+        character (AssistantCharacter): The NPC.
+    """
+
+    def __init__(self, character):
+        self.character = character
+
+    def _owner(self, name):
+        if name in SCRIPT_DOCUMENTS:
+            script = self.character.assistant_script
+            if script is not None:
+                return script
+        return self.character
+
+    @staticmethod
+    def _cache(owner):
+        cache = owner.ndb.ai_state_cache
+        if cache is None:
+            cache = owner.ndb.ai_state_cache = {}
+        return cache
+
+    def get(self, name, default=None):
+        owner = self._owner(name)
+        cache = self._cache(owner)
+        if name in cache:
+            return cache[name]
+        value = owner.attributes.get(name, default=None)
+        if value is None:
+            return copy.deepcopy(default)
+        value = deserialize(value)
+        cache[name] = value
+        return value
+
+    def set(self, name, value):
+        owner = self._owner(name)
+        owner.attributes.add(name, value)
+        self._cache(owner)[name] = value
+
+
+def game_clock():
+    """The game's own clock (Evennia gametime), as an aware datetime."""
+    from datetime import UTC, datetime
+
+    from evennia.utils import gametime
+
+    return datetime.fromtimestamp(gametime.gametime(absolute=True), UTC)
+
+
+class EvenniaWorld:
+    """
+    The `WorldPort` of an NPC: what it does in its room.
+
+    Args:
+        character (DefaultCharacter): The NPC.
+    """
+
+    def __init__(self, character):
+        self.character = character
+
+    def say(self, text):
+        self.character.at_say(text)
+
+    def emote(self, text):
+        location = self.character.location
+        if location:
+            location.msg_contents(
+                text=(f"{self.character.key} {text}", {"type": "pose"}),
+                from_obj=self.character,
+            )
+
+    def _find_present(self, target):
+        location = self.character.location
+        if not location:
+            return None
+        wanted = str(target).strip().lstrip("#").lower()
+        for obj in location.contents:
+            if obj is self.character or not self._is_character(obj):
+                continue
+            if obj.key.lower() == wanted or str(obj.id) == wanted:
+                return obj
+            if wanted in [alias.lower() for alias in obj.aliases.all()]:
+                return obj
+        return None
+
+    def whisper(self, target, text):
+        receiver = self._find_present(target)
+        if receiver is None:
+            return f"'{target}' is not here"
+        self.character.at_say(text, whisper=True, receivers=receiver)
+        return None
+
+    @staticmethod
+    def _is_character(obj):
+        from evennia.objects.objects import DefaultCharacter
+
+        return isinstance(obj, DefaultCharacter) or obj.has_account
+
+    def present(self):
+        location = self.character.location
+        if not location:
+            return []
+        return [
+            {"id": obj.dbref, "name": obj.key, "is_player": bool(obj.has_account)}
+            for obj in location.contents
+            if obj is not self.character and self._is_character(obj)
+        ]
+
+    def describe_location(self):
+        location = self.character.location
+        if not location:
+            return {"name": None, "description": "nowhere", "exits": [], "objects": []}
+        exits, things = [], []
+        for obj in location.contents:
+            if obj is self.character or self._is_character(obj):
+                continue
+            (exits if obj.destination else things).append(obj.key)
+        return {
+            "name": location.key,
+            "description": location.db.desc or "",
+            "exits": exits,
+            "objects": things,
+            "characters": [person["name"] for person in self.present()],
+        }
+
+
+def npc_settings(character):
+    """The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides."""
+    return Settings(overrides=deserialize(character.attributes.get("config_overrides") or {}))
+
+
+def log_to_server(message):
+    logger.log_info(f"[ai_assistant] {message}")
+
+
+def build_ports(character):
+    """
+    Assemble the ports of one assistant.
+
+    Args:
+        character (AssistantCharacter): The NPC.
+
+    Returns:
+        AssistantPorts: Fresh bundle (the LLM client and stores are created by the character
+        and cached in its `ndb`).
+    """
+    settings = npc_settings(character)
+    return AssistantPorts(
+        key=f"assistant_{character.id}",
+        name=character.key,
+        state=AttributeState(character),
+        clock=SystemClock(game_clock),
+        settings=settings,
+        llm=character.llm_client(settings),
+        semantic=None,
+        world=EvenniaWorld(character),
+        log=log_to_server,
+    )

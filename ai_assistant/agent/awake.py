@@ -1,0 +1,168 @@
+"""
+The awake tick: turn what the assistant perceived into conversation and action.
+
+Each awake tick drains the perception queue, hands every event to the perception listeners
+(journal, entity profiles... register with `add_perception_listener`), records speech in working
+memory, and runs one ReAct cycle per interlocutor who addressed the assistant. An idle tick
+(nothing queued) does no work at all.
+
+During a cycle the world port is wrapped in `ConversationWorld`, which records what the NPC says
+in working memory and keeps it from talking to an empty room: if the person it answers has left
+by the time the LLM replies, the reply is dropped.
+"""
+
+import dataclasses
+
+from twisted.internet import defer
+
+from ai_assistant.agent import perception
+from ai_assistant.memory import working
+
+SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
+ANSWERED = ("direct_message", "direct_addressing")
+
+MECHANICAL_NOTICE = (
+    "gives {sender} a polite but vacant look; no thoughts stir behind those eyes. "
+    "(This assistant is in mechanical mode: no LLM is configured.)"
+)
+UNAVAILABLE_NOTICE = (
+    "seems lost in thought and does not answer. (The assistant's LLM is unavailable: {reason})"
+)
+
+_perception_listeners = []
+
+
+def add_perception_listener(listener):
+    """
+    Register `listener(ports, events)`, called on the reactor thread with every drained batch.
+
+    Listeners must be fast and synchronous (they update state; slow work belongs in sleep).
+    A listener that raises is logged and skipped; it never stops the tick.
+    """
+    if listener not in _perception_listeners:
+        _perception_listeners.append(listener)
+
+
+class ConversationWorld:
+    """
+    A `WorldPort` wrapper for one conversation.
+
+    Args:
+        world (WorldPort): The NPC's body.
+        ports (AssistantPorts): The assistant (for working memory).
+        interlocutor (dict): `{"id", "name"}` of the character being answered.
+    """
+
+    def __init__(self, world, ports, interlocutor):
+        self._world = world
+        self._ports = ports
+        self._interlocutor = interlocutor
+        self.suppressed = []
+
+    def __getattr__(self, name):
+        return getattr(self._world, name)
+
+    def _audience_present(self):
+        return any(person["id"] == self._interlocutor["id"] for person in self._world.present())
+
+    def _speak(self, verb, text):
+        if not self._audience_present():
+            self.suppressed.append(text)
+            who = self._interlocutor["name"]
+            self._ports.log(f"{self._ports.name}: {who} left; not answering an empty room")
+            return
+        getattr(self._world, verb)(text)
+        content = text if verb == "say" else f"*{self._ports.name} {text}*"
+        working.record_message(
+            self._ports, self._interlocutor["id"], self._interlocutor["name"], "assistant", content
+        )
+
+    def say(self, text):
+        self._speak("say", text)
+
+    def emote(self, text):
+        self._speak("emote", text)
+
+
+def _notify_listeners(ports, events):
+    for listener in list(_perception_listeners):
+        try:
+            listener(ports, events)
+        except Exception as err:  # a broken listener must not stop the tick
+            ports.log(f"{ports.name}: perception listener {listener.__name__} failed: {err}")
+
+
+def _interlocutors(events):
+    """Senders who addressed the assistant, most urgent first, each once."""
+    seen, ordered = set(), []
+    for event in events:
+        if event["classification"] in ANSWERED and event["sender_id"] not in seen:
+            seen.add(event["sender_id"])
+            ordered.append({"id": event["sender_id"], "name": event["sender"]})
+    return ordered
+
+
+@defer.inlineCallbacks
+def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
+    """
+    One awake tick.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        run_cycle (callable): `run_cycle(ports, situation, cache=...) -> Deferred[dict]`,
+            normally `react.run_react_cycle`.
+        call_later (callable, optional): `call_later(seconds, func)` returning a cancellable
+            call, for the "thinking" emote; none is shown when omitted.
+        cache (ToolCache, optional): The assistant's tool cache.
+
+    Returns:
+        Deferred[dict]: What the tick did: `{"events", "answered", "cycles": [...]}`.
+    """
+    events = perception.drain(ports)
+    report = {"events": len(events), "answered": 0, "cycles": []}
+    if not events:
+        return report
+    _notify_listeners(ports, events)
+    for event in events:
+        if event["kind"] in SPEECH_KINDS and event["classification"] != "self":
+            working.record_message(
+                ports, event["sender_id"], event["sender"], "user", event["text"]
+            )
+
+    for interlocutor in _interlocutors(events):
+        their_events = [e for e in events if e["sender_id"] == interlocutor["id"]]
+        context_events = their_events + [
+            e for e in events if e["sender_id"] != interlocutor["id"] and e["priority"] < 8
+        ]
+        world = ConversationWorld(ports.world, ports, interlocutor) if ports.world else None
+        cycle_ports = dataclasses.replace(ports, world=world)
+        if ports.mechanical:
+            if world is not None:
+                world.emote(MECHANICAL_NOTICE.format(sender=interlocutor["name"]))
+            report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True})
+            continue
+        situation = {
+            "events": context_events,
+            "history": working.history(ports, interlocutor["id"]),
+            "interlocutor": interlocutor,
+            "mode": "awake",
+            "purpose": "conversation",
+        }
+        thinking = None
+        delay = ports.settings.get("react.thinking_delay", 2.0)
+        if call_later is not None and world is not None and delay and delay > 0:
+            thinking = call_later(delay, ports.world.emote, "pauses, thinking.")
+        try:
+            result = yield run_cycle(cycle_ports, situation, cache=cache)
+        finally:
+            if thinking is not None and thinking.active():
+                thinking.cancel()
+        stopped = str(result.get("stopped", ""))
+        if stopped.startswith("llm_error") and world is not None and not result.get("tools"):
+            world.emote(UNAVAILABLE_NOTICE.format(reason=stopped.partition(": ")[2] or stopped))
+        result = {**result, "interlocutor": interlocutor["id"]}
+        if world is not None and world.suppressed:
+            result["suppressed"] = list(world.suppressed)
+        report["cycles"].append(result)
+        report["answered"] += 1
+    return report

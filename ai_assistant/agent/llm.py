@@ -1,0 +1,724 @@
+"""
+The LLM client: any OpenAI-compatible chat-completions endpoint through the `openai` SDK.
+
+`LLMClient.complete(...)` returns a Deferred and never blocks the reactor: the SDK call runs in
+the shared thread pool (`ai_assistant.threads.run_blocking`), and everything around it -
+retries, backoff, the circuit breaker, the emergency stop, concurrency caps and token
+accounting - happens in Twisted on the reactor thread, so no thread ever sleeps and every state
+write happens in a callback on the reactor.
+
+Failure handling, from the inside out:
+
+- retries: 429, 5xx, timeouts and connection errors are retried `max_retries` times with
+  exponential backoff and full jitter (`uniform(0, min(backoff_max, backoff_base * 2**n))`), or
+  after the endpoint's `Retry-After` seconds when it sends one. Other 4xx are not retried.
+- circuit breaker (one per endpoint, shared by every NPC using it): after `breaker_threshold`
+  consecutive failed calls (a call counts once, after its retries) it opens and calls fail fast
+  with `LLMUnavailable`; after `breaker_cooldown` seconds one trial call is let through
+  (half-open) and its outcome closes or re-opens the breaker. Only failures that say the
+  endpoint is unhealthy count (retryable ones and garbage answers), not a request it refused.
+- emergency stop (per NPC, persisted in the "llm_stats" state document so it survives a
+  reload): after `max_consecutive_errors` consecutive failed calls the client refuses every
+  call until an admin runs `clear_emergency_stop()`.
+"""
+
+import json
+import random
+import re
+import threading
+import time
+
+from twisted.internet import defer, task
+
+from ai_assistant.agent import tokens
+from ai_assistant.ports import (
+    LLMBadResponse,
+    LLMError,
+    LLMReply,
+    LLMTimeout,
+    LLMUnavailable,
+    ToolCall,
+)
+
+STATS_DOC = "llm_stats"
+
+# Retry-After values larger than this are treated as this (a misconfigured proxy must not
+# park an NPC for hours).
+MAX_RETRY_AFTER = 60.0
+
+# Keyword arguments `chat.completions.create` takes directly; any other per-call parameter
+# goes in the request body through `extra_body`.
+_SDK_PARAMS = frozenset(
+    {
+        "model",
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "top_p",
+        "stop",
+        "seed",
+        "response_format",
+        "tool_choice",
+        "parallel_tool_calls",
+        "presence_penalty",
+        "frequency_penalty",
+        "user",
+    }
+)
+
+
+class LLMRequestError(LLMError):
+    """
+    The endpoint answered with an HTTP error (after retries, if it was retryable).
+
+    Attributes:
+        status_code (int): The HTTP status.
+        retryable (bool): Whether it was a transient kind (429/5xx).
+    """
+
+    def __init__(self, message, status_code=None, retryable=False):
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = retryable
+
+
+class LLMConnectionError(LLMError):
+    """The endpoint could not be reached (after retries)."""
+
+
+def empty_stats():
+    """A fresh "llm_stats" document."""
+    return {
+        "calls": 0,
+        "failures": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "consecutive_errors": 0,
+        "emergency_stop": False,
+        "last_error": None,
+        "by_purpose": {},
+    }
+
+
+def mask_secret(key):
+    """
+    Show an API key safely: a short prefix and the last four characters.
+
+    Args:
+        key (str): The secret.
+
+    Returns:
+        str: E.g. "sk-...abcd"; "(not set)" for no key; "****" for keys too short to hint at.
+    """
+    if not key:
+        return "(not set)"
+    key = str(key)
+    if len(key) < 12:
+        return "****"
+    prefix = key[:3] if key[:3].isascii() else ""
+    return f"{prefix}...{key[-4:]}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Circuit breaker
+
+
+class CircuitBreaker:
+    """
+    Consecutive-failure breaker for one endpoint. Times are passed in (reactor seconds), so
+    tests drive it with a fake clock.
+
+    Args:
+        threshold (int): Consecutive failed calls that open it.
+        cooldown (float): Seconds open before one trial call is let through.
+    """
+
+    CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+
+    def __init__(self, threshold=5, cooldown=30.0):
+        self.threshold = max(1, int(threshold))
+        self.cooldown = float(cooldown)
+        self.state = self.CLOSED
+        self.failures = 0
+        self.opened_at = 0.0
+        self._trial_in_flight = False
+
+    def allow(self, now):
+        """
+        Whether a call may go out now. In half-open state only one trial call is let through.
+
+        Returns:
+            bool: True to proceed.
+        """
+        if self.state == self.CLOSED:
+            return True
+        if self.state == self.OPEN and now - self.opened_at >= self.cooldown:
+            self.state = self.HALF_OPEN
+            self._trial_in_flight = False
+        if self.state == self.HALF_OPEN and not self._trial_in_flight:
+            self._trial_in_flight = True
+            return True
+        return False
+
+    def retry_in(self, now):
+        """Seconds until a trial call will be allowed (0 when not open)."""
+        if self.state != self.OPEN:
+            return 0.0
+        return max(0.0, self.cooldown - (now - self.opened_at))
+
+    def record_success(self):
+        self.state = self.CLOSED
+        self.failures = 0
+        self._trial_in_flight = False
+
+    def record_failure(self, now):
+        """Count a failed call. Returns True if this failure opened the breaker."""
+        self.failures += 1
+        was_open = self.state == self.OPEN
+        if self.state == self.HALF_OPEN or self.failures >= self.threshold:
+            self.state = self.OPEN
+            self.opened_at = now
+            self._trial_in_flight = False
+        return self.state == self.OPEN and not was_open
+
+    def release_trial(self):
+        """A trial call ended without a verdict on the endpoint (e.g. a refused request)."""
+        self._trial_in_flight = False
+
+
+_breakers = {}
+_breakers_lock = threading.Lock()
+
+
+def get_breaker(base_url, threshold=5, cooldown=30.0):
+    """The shared breaker of one endpoint (created on first use)."""
+    key = (base_url or "https://api.openai.com/v1").rstrip("/")
+    with _breakers_lock:
+        breaker = _breakers.get(key)
+        if breaker is None:
+            breaker = _breakers[key] = CircuitBreaker(threshold, cooldown)
+        else:  # the latest configuration wins (an admin may have tuned it)
+            breaker.threshold = max(1, int(threshold))
+            breaker.cooldown = float(cooldown)
+        return breaker
+
+
+def reset_breakers():
+    """Forget every breaker (tests; an admin after fixing an endpoint)."""
+    with _breakers_lock:
+        _breakers.clear()
+
+
+# ----------------------------------------------------------------------------------------------
+# Concurrency caps
+
+_global_semaphore = None
+_npc_semaphores = {}
+
+
+def _get_global_semaphore(limit):
+    global _global_semaphore
+    if _global_semaphore is None:
+        _global_semaphore = defer.DeferredSemaphore(max(1, int(limit)))
+    return _global_semaphore
+
+
+def _get_npc_semaphore(npc_key, limit):
+    semaphore = _npc_semaphores.get(npc_key)
+    if semaphore is None:
+        semaphore = _npc_semaphores[npc_key] = defer.DeferredSemaphore(max(1, int(limit)))
+    return semaphore
+
+
+# ----------------------------------------------------------------------------------------------
+# The client
+
+
+class _AttemptFailed(Exception):
+    """One HTTP attempt failed; carries what the retry logic needs."""
+
+    def __init__(self, error, retryable=False, retry_after=None, unhealthy=False):
+        super().__init__(str(error))
+        self.error = error
+        self.retryable = retryable
+        self.retry_after = retry_after
+        # whether this failure says the endpoint is unhealthy (counts for the breaker)
+        self.unhealthy = unhealthy or retryable
+
+
+def _parse_retry_after(headers):
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(value)))
+    except (TypeError, ValueError):  # an HTTP date: not worth parsing, use our backoff
+        return None
+
+
+def _classify(exc):
+    """Turn an exception from the SDK call into an `_AttemptFailed`."""
+    import openai
+
+    if isinstance(exc, _AttemptFailed):
+        return exc
+    if isinstance(exc, openai.APITimeoutError):
+        return _AttemptFailed(LLMTimeout("request timed out"), retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        return _AttemptFailed(LLMConnectionError(f"connection failed: {exc}"), retryable=True)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retryable = status in (408, 409, 429) or status >= 500
+        detail = _error_detail(exc)
+        error = LLMRequestError(f"HTTP {status}: {detail}", status_code=status, retryable=retryable)
+        return _AttemptFailed(
+            error,
+            retryable=retryable,
+            retry_after=_parse_retry_after(getattr(exc.response, "headers", None)),
+        )
+    if isinstance(exc, LLMBadResponse):
+        return _AttemptFailed(exc, unhealthy=True)
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, ValueError)):
+        return _AttemptFailed(LLMBadResponse(f"unreadable response: {exc}"), unhealthy=True)
+    if isinstance(exc, LLMError):
+        return _AttemptFailed(exc)
+    return _AttemptFailed(LLMError(f"{type(exc).__name__}: {exc}"))
+
+
+def _error_detail(exc):
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error", {})
+        if isinstance(message, dict):
+            message = message.get("message")
+        if message:
+            return str(message)[:200]
+    return str(getattr(exc, "message", "") or exc)[:200]
+
+
+class LLMClient:
+    """
+    An `LLMPort` over one OpenAI-compatible endpoint, for one NPC.
+
+    Args:
+        config (Mapping): The `llm` settings subtree (see `conf.DEFAULTS["llm"]`).
+        npc_key (str): The NPC's unique key (scopes its concurrency cap).
+        npc_name (str): For log lines.
+        state (StateStore, optional): Where "llm_stats" lives; in memory when None.
+        log (callable, optional): `log(message)`.
+        runner (callable, optional): `runner(func, *args) -> Deferred`; the thread pool by
+            default. Tests inject a synchronous one.
+        clock (IReactorTime, optional): For backoff delays and the breaker; the reactor by
+            default.
+        rng (random.Random, optional): Jitter source.
+        sdk_client (openai.OpenAI, optional): A prebuilt SDK client.
+    """
+
+    def __init__(
+        self,
+        config,
+        *,
+        npc_key="",
+        npc_name="assistant",
+        state=None,
+        log=None,
+        runner=None,
+        clock=None,
+        rng=None,
+        sdk_client=None,
+    ):
+        self.config = dict(config or {})
+        self.npc_key = npc_key or npc_name
+        self.npc_name = npc_name
+        self.state = state
+        self.log = log if log is not None else (lambda message: None)
+        self.base_url = self.config.get("base_url") or None
+        self.model = self.config.get("model") or "gpt-4o-mini"
+        self.max_retries = max(0, int(self.config.get("max_retries", 3)))
+        self.backoff_base = float(self.config.get("backoff_base", 0.5))
+        self.backoff_max = float(self.config.get("backoff_max", 8.0))
+        self.max_consecutive_errors = max(1, int(self.config.get("max_consecutive_errors", 5)))
+        self._runner = runner
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._sdk = sdk_client
+        self._sdk_lock = threading.Lock()
+        self._memory_stats = empty_stats()
+        self._refusal_logged = False
+        self.breaker = get_breaker(
+            self.base_url,
+            self.config.get("breaker_threshold", 5),
+            self.config.get("breaker_cooldown", 30.0),
+        )
+        self.global_semaphore = _get_global_semaphore(self.config.get("global_concurrency", 4))
+        self.npc_semaphore = _get_npc_semaphore(
+            self.npc_key, self.config.get("per_npc_concurrency", 1)
+        )
+
+    def __repr__(self):
+        return (
+            f"<LLMClient {self.npc_name} model={self.model} base_url={self.base_url} "
+            f"key={mask_secret(self.config.get('api_key'))}>"
+        )
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @property
+    def clock(self):
+        if self._clock is None:
+            from twisted.internet import reactor
+
+            self._clock = reactor
+        return self._clock
+
+    def _run(self, func, *args):
+        if self._runner is not None:
+            return self._runner(func, *args)
+        from ai_assistant.threads import run_blocking
+
+        return run_blocking(func, *args)
+
+    @property
+    def sdk(self):
+        """The `openai.OpenAI` client (built lazily; its own retries are off, ours apply)."""
+        with self._sdk_lock:  # worker threads may ask for it at the same time
+            if self._sdk is None:
+                self._sdk = self._build_sdk()
+        return self._sdk
+
+    def _build_sdk(self):
+        import openai
+
+        return openai.OpenAI(
+            base_url=self.base_url,
+            # local servers (Ollama, llama.cpp) need no key, but the SDK insists on one
+            api_key=self.config.get("api_key") or "not-needed",
+            timeout=float(self.config.get("timeout", 30.0)),
+            max_retries=0,
+        )
+
+    # -- stats document ------------------------------------------------------------------------
+
+    def stats(self):
+        """The current "llm_stats" document (a copy-safe read)."""
+        if self.state is None:
+            return self._memory_stats
+        stats = self.state.get(STATS_DOC, None)
+        if not isinstance(stats, dict):
+            stats = empty_stats()
+        for key, value in empty_stats().items():
+            stats.setdefault(key, value)
+        return stats
+
+    def _save_stats(self, stats):
+        if self.state is None:
+            self._memory_stats = stats
+        else:
+            self.state.set(STATS_DOC, stats)
+
+    @property
+    def emergency_stopped(self):
+        return bool(self.stats().get("emergency_stop"))
+
+    def clear_emergency_stop(self):
+        """Lift the emergency stop and reset the consecutive-error count."""
+        stats = self.stats()
+        stats["emergency_stop"] = False
+        stats["consecutive_errors"] = 0
+        self._save_stats(stats)
+        self._refusal_logged = False
+        self.log(f"{self.npc_name}: LLM emergency stop cleared")
+
+    def _record_success(self, reply, purpose):
+        stats = self.stats()
+        stats["calls"] += 1
+        stats["prompt_tokens"] += reply.prompt_tokens
+        stats["completion_tokens"] += reply.completion_tokens
+        stats["consecutive_errors"] = 0
+        bucket = stats["by_purpose"].setdefault(
+            purpose, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        )
+        bucket["calls"] += 1
+        bucket["prompt_tokens"] += reply.prompt_tokens
+        bucket["completion_tokens"] += reply.completion_tokens
+        self._save_stats(stats)
+
+    def _record_failure(self, error, purpose):
+        stats = self.stats()
+        stats["calls"] += 1
+        stats["failures"] += 1
+        stats["consecutive_errors"] += 1
+        stats["last_error"] = f"{type(error).__name__}: {error}"[:300]
+        bucket = stats["by_purpose"].setdefault(
+            purpose, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        )
+        bucket["calls"] += 1
+        engaged = False
+        if (
+            stats["consecutive_errors"] >= self.max_consecutive_errors
+            and not stats["emergency_stop"]
+        ):
+            stats["emergency_stop"] = True
+            engaged = True
+        self._save_stats(stats)
+        return engaged
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def complete(self, messages, *, tools=None, purpose="chat", **params):
+        """
+        Ask the model.
+
+        Args:
+            messages (list[dict]): OpenAI-style chat messages.
+            tools (list[dict], optional): Native tool specs.
+            purpose (str): What the call is for (counted per purpose, logged on failure).
+            **params: Per-call overrides (temperature, max_tokens, response_format, ...).
+
+        Returns:
+            Deferred[LLMReply]: Errbacks with an `LLMError` subclass.
+        """
+        if self.emergency_stopped:
+            return self._refuse(
+                f"emergency stop after {self.max_consecutive_errors} consecutive errors "
+                f"(clear it with @assistant/config or clear_emergency_stop())"
+            )
+        now = self.clock.seconds()
+        if not self.breaker.allow(now):
+            return self._refuse(
+                f"circuit breaker open for {self.base_url or 'the default endpoint'} "
+                f"(retry in {self.breaker.retry_in(now):.0f}s)"
+            )
+        request = self._build_request(messages, tools, params)
+        deferred = self.npc_semaphore.run(self._call_with_retries, request)
+        deferred.addCallbacks(
+            self._call_succeeded,
+            self._call_failed,
+            callbackArgs=(purpose,),
+            errbackArgs=(purpose,),
+        )
+        return deferred
+
+    def _refuse(self, reason):
+        if not self._refusal_logged:
+            self._refusal_logged = True
+            self.log(f"{self.npc_name}: LLM call refused: {reason}")
+        return defer.fail(LLMUnavailable(reason))
+
+    def _build_request(self, messages, tools, params):
+        request = {
+            "model": params.pop("model", None) or self.model,
+            "messages": list(messages),
+        }
+        for key in ("temperature", "max_tokens"):
+            value = params.pop(key, self.config.get(key))
+            if value is not None:
+                request[key] = value
+        if tools:
+            request["tools"] = list(tools)
+        extra_body = dict(self.config.get("extra") or {})
+        for key, value in params.items():
+            if key in _SDK_PARAMS:
+                request[key] = value
+            else:
+                extra_body[key] = value
+        if extra_body:
+            request["extra_body"] = extra_body
+        return request
+
+    @defer.inlineCallbacks
+    def _call_with_retries(self, request):
+        attempt = 0
+        while True:
+            try:
+                reply = yield self.global_semaphore.run(self._run, self._blocking_call, request)
+                return reply
+            except Exception as exc:
+                failure = _classify(exc)
+            if not failure.retryable or attempt >= self.max_retries:
+                raise failure
+            delay = failure.retry_after
+            if delay is None:
+                ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
+                delay = self._rng.uniform(0, ceiling)
+            attempt += 1
+            yield task.deferLater(self.clock, delay, lambda: None)
+
+    def _blocking_call(self, request):
+        """Runs in a worker thread: the HTTP call and parsing. No state is touched here."""
+        started = time.monotonic()
+        completion = self.sdk.chat.completions.create(**request)
+        reply = parse_completion(completion, request)
+        reply.latency = time.monotonic() - started
+        return reply
+
+    def _call_succeeded(self, reply, purpose):
+        self.breaker.record_success()
+        self._refusal_logged = False
+        self._record_success(reply, purpose)
+        return reply
+
+    def _call_failed(self, failure, purpose):
+        attempt = failure.value if isinstance(failure.value, _AttemptFailed) else None
+        if attempt is None:
+            attempt = _classify(failure.value)
+        error = attempt.error
+        if attempt.unhealthy:
+            if self.breaker.record_failure(self.clock.seconds()):
+                self.log(
+                    f"{self.npc_name}: LLM circuit breaker opened for "
+                    f"{self.base_url or 'the default endpoint'} "
+                    f"({self.breaker.failures} consecutive failures)"
+                )
+        else:
+            self.breaker.release_trial()
+        engaged = self._record_failure(error, purpose)
+        self.log(f"{self.npc_name}: LLM call ({purpose}) failed: {type(error).__name__}: {error}")
+        if engaged:
+            self.log(
+                f"{self.npc_name}: LLM emergency stop engaged after "
+                f"{self.max_consecutive_errors} consecutive errors"
+            )
+        raise error
+
+
+def parse_completion(completion, request=None):
+    """
+    Turn an SDK chat completion into an `LLMReply`.
+
+    Args:
+        completion: What `chat.completions.create` returned (a `ChatCompletion`, or a plain
+            string when the endpoint sent a non-JSON body).
+        request (dict, optional): The request, to count prompt tokens when usage is missing.
+
+    Raises:
+        LLMBadResponse: When it is not a usable completion.
+    """
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        snippet = str(completion)[:80] if isinstance(completion, str) else "no choices"
+        raise LLMBadResponse(f"not a chat completion ({snippet!r})")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise LLMBadResponse("completion has no message")
+    tool_calls = []
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        if function is None or not getattr(function, "name", None):
+            continue
+        tool_calls.append(
+            ToolCall(
+                name=function.name,
+                arguments=function.arguments or "{}",
+                id=getattr(call, "id", "") or "",
+            )
+        )
+    content = getattr(message, "content", None)
+    usage = getattr(completion, "usage", None)
+    prompt_tokens = getattr(usage, "prompt_tokens", None) if usage else None
+    completion_tokens = getattr(usage, "completion_tokens", None) if usage else None
+    if prompt_tokens is None:
+        prompt_tokens = tokens.count_message_tokens((request or {}).get("messages", []))
+    if completion_tokens is None:
+        completion_tokens = tokens.count_tokens(content) + sum(
+            tokens.count_tokens(call.name) + tokens.count_tokens(call.arguments)
+            for call in tool_calls
+        )
+    return LLMReply(
+        content=content,
+        tool_calls=tool_calls,
+        prompt_tokens=int(prompt_tokens),
+        completion_tokens=int(completion_tokens),
+        finish_reason=getattr(choices[0], "finish_reason", None),
+        model=getattr(completion, "model", None),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+
+
+def make_llm_client(config, **kwargs):
+    """
+    Build the client for an `llm` settings subtree, or None for mechanical mode.
+
+    Args:
+        config (Mapping): The `llm` subtree.
+        **kwargs: Passed to `LLMClient` (npc_key, npc_name, state, log, runner...).
+
+    Returns:
+        LLMClient or None: None when neither `base_url` nor `api_key` is configured.
+    """
+    if not config or not (config.get("base_url") or config.get("api_key")):
+        return None
+    return LLMClient(config, **kwargs)
+
+
+def complete_text(llm, prompt, *, system=None, purpose="text", **params):
+    """
+    One-shot text completion.
+
+    Args:
+        llm (LLMPort): The client.
+        prompt (str): The user message.
+        system (str, optional): A system message.
+        purpose (str): For accounting.
+
+    Returns:
+        Deferred[str]: The reply text, stripped; errbacks with `LLMBadResponse` if empty.
+    """
+    messages = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": prompt})
+
+    def _text(reply):
+        text = (reply.content or "").strip()
+        if not text:
+            raise LLMBadResponse("the model returned no text")
+        return text
+
+    return llm.complete(messages, purpose=purpose, **params).addCallback(_text)
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def parse_json_reply(text, *, expect=None):
+    """
+    Pull a JSON object or array out of a model's reply: bare JSON, JSON in a code fence, or
+    JSON with prose around it.
+
+    Args:
+        text (str): The reply.
+        expect (type, optional): `dict` or `list` to accept only that kind.
+
+    Returns:
+        dict or list: The first JSON value found.
+
+    Raises:
+        LLMBadResponse: When there is none.
+    """
+    if not text or not str(text).strip():
+        raise LLMBadResponse("empty reply where JSON was expected")
+    text = str(text).strip()
+    kinds = (expect,) if expect else (dict, list)
+    candidates = [text] + [match.group(1).strip() for match in _FENCE.finditer(text)]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, kinds):
+            return value
+    decoder = json.JSONDecoder()
+    for index, char in enumerate(text):
+        if char not in "{[":
+            continue
+        try:
+            value, _ = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, kinds):
+            return value
+    raise LLMBadResponse(f"no JSON {'/'.join(k.__name__ for k in kinds)} in reply: {text[:80]!r}")

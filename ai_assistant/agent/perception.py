@@ -1,0 +1,153 @@
+"""
+Perception: what the assistant hears in its room, classified and queued as events.
+
+Every message the NPC receives becomes (at most) one event:
+`{"sender", "sender_id", "text", "kind", "classification", "time", "priority", "urgent"}`.
+
+Classification (seed 001/002 "Message Classification"):
+
+- `self`: the NPC's own output echoed back - ignored;
+- `direct_message`: `talk <npc> = ...` or a whisper/page to the NPC - urgent;
+- `direct_addressing`: speech that names the NPC ("Ada, where is the inn?") - urgent;
+- `room_chatter`: other speech and poses in the room;
+- `ambient`: arrivals, departures and other room events.
+
+The queue is a bounded list in the state doc "pending_events". When it is full the oldest
+event of the lowest priority is dropped first, and drops are counted in "perception_stats".
+"""
+
+import re
+
+PRIORITIES = {
+    "direct_message": 9,
+    "direct_addressing": 8,
+    "room_chatter": 3,
+    "ambient": 2,
+}
+
+_QUOTED = re.compile(r'"(.*)"', re.DOTALL)
+
+
+def extract_speech(text):
+    """
+    Pull the spoken words out of a formatted say line (`Alice says, "hello"`).
+
+    Args:
+        text (str): The message as the room delivered it.
+
+    Returns:
+        str: The quoted words, or the whole text when nothing is quoted.
+    """
+    match = _QUOTED.search(text or "")
+    return (match.group(1) if match else (text or "")).strip()
+
+
+def addresses(text, names):
+    """
+    Args:
+        text (str): Spoken words.
+        names (iterable of str): The NPC's name and aliases.
+
+    Returns:
+        bool: True if any name occurs in `text` as a whole word (case-insensitive).
+    """
+    for name in names:
+        if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+            return True
+    return False
+
+
+def classify(kind, text, *, names, from_self=False):
+    """
+    Classify one perceived message.
+
+    Args:
+        kind (str): "talk", "whisper", "say", "pose", "arrive", "depart" or another
+            message type.
+        text (str): The spoken words (for say/talk/whisper) or the message.
+        names (iterable of str): The NPC's name and aliases.
+        from_self (bool): The NPC itself is the sender.
+
+    Returns:
+        str: One of "self", "direct_message", "direct_addressing", "room_chatter", "ambient".
+    """
+    if from_self:
+        return "self"
+    if kind in ("talk", "whisper", "page"):
+        return "direct_message"
+    if kind in ("say", "pose"):
+        return "direct_addressing" if addresses(text, names) else "room_chatter"
+    return "ambient"
+
+
+def make_event(*, kind, text, sender, sender_id, classification, time, urgent_priority=8):
+    """
+    Build an event dict.
+
+    Args:
+        kind (str): Message kind (see `classify`).
+        text (str): Words or description.
+        sender (str): Display name of who caused it.
+        sender_id (str): Stable id of the sender (e.g. "#12").
+        classification (str): From `classify`.
+        time (str): ISO timestamp.
+        urgent_priority (int): Events at or above this priority are urgent.
+
+    Returns:
+        dict: The event.
+    """
+    priority = PRIORITIES.get(classification, 1)
+    return {
+        "kind": kind,
+        "text": text,
+        "sender": sender,
+        "sender_id": sender_id,
+        "classification": classification,
+        "time": time,
+        "priority": priority,
+        "urgent": priority >= urgent_priority,
+    }
+
+
+def enqueue(ports, event):
+    """
+    Add an event to the NPC's bounded queue.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        event (dict): From `make_event`.
+
+    Returns:
+        dict or None: The event dropped to make room, if any.
+    """
+    queue = list(ports.state.get("pending_events", []) or [])
+    queue.append(event)
+    dropped = None
+    limit = max(1, int(ports.settings.get("perception.queue_size", 50)))
+    if len(queue) > limit:
+        # the lowest priority loses; among equals, the oldest
+        victim = min(range(len(queue)), key=lambda i: (queue[i]["priority"], i))
+        dropped = queue.pop(victim)
+        stats = dict(ports.state.get("perception_stats", {}) or {})
+        stats["dropped"] = stats.get("dropped", 0) + 1
+        ports.state.set("perception_stats", stats)
+    ports.state.set("pending_events", queue)
+    return dropped
+
+
+def drain(ports):
+    """
+    Take every pending event, highest priority first (oldest first among equals).
+
+    Returns:
+        list[dict]: The events; the queue is left empty.
+    """
+    queue = list(ports.state.get("pending_events", []) or [])
+    if queue:
+        ports.state.set("pending_events", [])
+    return sorted(queue, key=lambda event: -event["priority"])
+
+
+def has_urgent(ports):
+    """True if an urgent event is waiting (wakes a light sleeper)."""
+    return any(event.get("urgent") for event in ports.state.get("pending_events", []) or [])

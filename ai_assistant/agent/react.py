@@ -1,0 +1,428 @@
+"""
+The ReAct loop: think (ask the model), act (run a tool), observe (feed the result back), until
+the assistant does something that ends its turn.
+
+One cycle (`run_react_cycle`) runs per tick that has something to handle:
+
+1. the messages are built by `agent.context` and the tools on offer come from the registry
+   (only sleep-mode tools while asleep, DANGEROUS ones only when an admin enabled them);
+2. the model is asked, with native tool calling when `llm.native_tools` is on, otherwise (or
+   as soon as the endpoint rejects the tools parameter) with the JSON protocol: the tools are
+   described in the system message and the model answers
+   `{"tool": ..., "parameters": {...}, "reasoning": ...}`;
+3. each call goes through `registry.execute_tool` (argument validation, reasoning log, cache,
+   timeout); its result is fed back as an observation;
+4. the cycle ends on a TERMINAL tool (say, emote, noop...), after
+   `react.max_iterations_per_tick` model calls, when `react.max_errors_per_tick` errors have
+   piled up, or when the LLM fails.
+
+A plain-text reply is the assistant speaking: it goes out through the `say` tool. Mistakes
+(malformed calls, unknown tools, bad JSON arguments) become observations the model can correct,
+never exceptions. At most one DANGEROUS tool runs per cycle.
+
+State documents kept here (read by the get_system_status tool):
+"loop_state" - {iteration, max_iterations, tools_this_cycle, tool_count_this_cycle, in_chain,
+chain_depth, pending_tools, last_context_tokens};
+"session_metrics" - {total_tool_calls, successful_calls, failed_calls, session_start}.
+"""
+
+import json
+
+from twisted.internet import defer
+
+from ai_assistant.agent import context
+from ai_assistant.agent.llm import LLMRequestError, parse_json_reply
+from ai_assistant.agent.tokens import count_message_tokens
+from ai_assistant.ports import LLMBadResponse, LLMError, ToolCall, iso
+from ai_assistant.tools.registry import (
+    REGISTRY,
+    ToolCache,
+    ToolCategory,
+    error_result,
+    execute_tool,
+    load_all_tools,
+)
+
+LOOP_STATE_DOC = "loop_state"
+SESSION_METRICS_DOC = "session_metrics"
+
+MAX_OBSERVATION_CHARS = 4000
+
+# HTTP statuses with which an endpoint says "I don't understand this request" - for a request
+# with tools, usually "I don't do native tool calling".
+TOOLS_REJECTED_STATUSES = (400, 404, 415, 422, 501)
+
+# Assistants whose endpoint rejected native tools: they use the JSON protocol from then on
+# (until the server reloads), instead of paying a failed call every cycle.
+_native_rejected = set()
+_mechanical_logged = set()
+
+JSON_PROTOCOL = """\
+## How to act
+You act by replying with exactly one JSON object and nothing else:
+{{"tool": "<tool name>", "parameters": {{...}}, "reasoning": "<why, one sentence>"}}
+You will then get an "Observation:" with the result and may act again. Tools marked (ends turn)
+finish your turn. If you only want to speak, you may instead reply with plain text, which you
+say out loud.
+
+## Tools
+{tools}"""
+
+
+def empty_loop_state(max_iterations=5):
+    """A fresh "loop_state" document."""
+    return {
+        "iteration": 0,
+        "max_iterations": max_iterations,
+        "tools_this_cycle": [],
+        "tool_count_this_cycle": 0,
+        "in_chain": False,
+        "chain_depth": 0,
+        "pending_tools": [],
+        "last_context_tokens": 0,
+    }
+
+
+def describe_tools_for_prompt(tools):
+    """The JSON-protocol tool list: one entry per tool with its argument schema."""
+    lines = []
+    for tool in tools:
+        ends = " (ends turn)" if tool.category == ToolCategory.TERMINAL else ""
+        schema = json.dumps(tool.parameters.get("properties", {}), separators=(",", ":"))
+        required = tool.parameters.get("required") or []
+        lines.append(
+            f"- {tool.name}{ends}: {tool.description}\n  parameters: {schema}"
+            + (f" required: {', '.join(required)}" if required else "")
+        )
+    return "\n".join(lines)
+
+
+def json_protocol_prompt(tools):
+    """The system-message addition that teaches the JSON tool protocol."""
+    return JSON_PROTOCOL.format(tools=describe_tools_for_prompt(tools))
+
+
+def parse_fallback_call(content):
+    """
+    Read a JSON-protocol reply.
+
+    Args:
+        content (str): The model's text.
+
+    Returns:
+        tuple: `(ToolCall, None)` for a tool call; `(None, None)` when the reply holds no JSON
+        (plain speech); `(None, error message)` when it holds JSON that is not a valid call.
+    """
+    try:
+        data = parse_json_reply(content, expect=dict)
+    except LLMBadResponse:
+        return None, None
+    name = data.get("tool") or data.get("name") or data.get("action")
+    if not isinstance(name, str) or not name.strip():
+        return None, (
+            'your JSON has no "tool" name; reply with '
+            '{"tool": "<name>", "parameters": {...}, "reasoning": "..."}'
+        )
+    params = data.get("parameters", data.get("arguments", data.get("args", {})))
+    if isinstance(params, str):
+        arguments = params  # JSON text: execute_tool parses it (and reports bad JSON)
+    elif isinstance(params, dict):
+        params = dict(params)
+        if data.get("reasoning") and "reasoning" not in params:
+            params["reasoning"] = data["reasoning"]
+        arguments = params
+    elif params is None:
+        arguments = {}
+    else:
+        return None, '"parameters" must be a JSON object'
+    return ToolCall(name=name.strip(), arguments=arguments), None
+
+
+def _observation_text(result):
+    text = json.dumps(result, default=str, ensure_ascii=False)
+    if len(text) > MAX_OBSERVATION_CHARS:
+        text = text[:MAX_OBSERVATION_CHARS] + "...(cut)"
+    return text
+
+
+class _Cycle:
+    """The mutable bookkeeping of one cycle (kept off the state documents until written)."""
+
+    def __init__(self, ports, max_iterations):
+        self.ports = ports
+        self.max_iterations = max_iterations
+        self.summary = {
+            "iterations": 0,
+            "tools": [],
+            "terminal": False,
+            "stopped": None,
+            "errors": 0,
+        }
+        self.chain_depth = 0
+        self.dangerous_ran = False
+
+    # The writers below run right after a yield, with no yield inside: fresh reads, one write.
+
+    def write_loop_state(self, *, pending=(), context_tokens=None, in_chain=None):
+        state = self.ports.state
+        loop = state.get(LOOP_STATE_DOC, None) or empty_loop_state(self.max_iterations)
+        loop.update(
+            iteration=self.summary["iterations"],
+            max_iterations=self.max_iterations,
+            tools_this_cycle=list(self.summary["tools"]),
+            tool_count_this_cycle=len(self.summary["tools"]),
+            chain_depth=self.chain_depth,
+            in_chain=self.chain_depth > 0 if in_chain is None else in_chain,
+            pending_tools=[call.name for call in pending],
+        )
+        if context_tokens is not None:
+            loop["last_context_tokens"] = context_tokens
+        state.set(LOOP_STATE_DOC, loop)
+
+    def record_tool(self, tool, result):
+        state = self.ports.state
+        metrics = state.get(SESSION_METRICS_DOC, None) or {}
+        metrics.setdefault("total_tool_calls", 0)
+        metrics.setdefault("successful_calls", 0)
+        metrics.setdefault("failed_calls", 0)
+        metrics.setdefault("session_start", iso(self.ports.clock.now()))
+        metrics["total_tool_calls"] += 1
+        if result.get("success"):
+            metrics["successful_calls"] += 1
+        else:
+            metrics["failed_calls"] += 1
+        state.set(SESSION_METRICS_DOC, metrics)
+        self.summary["tools"].append(tool.name)
+        if tool.category == ToolCategory.SAFE_CHAIN and result.get("success"):
+            self.chain_depth += 1
+
+
+@defer.inlineCallbacks
+def run_react_cycle(
+    ports,
+    situation,
+    *,
+    registry=REGISTRY,
+    cache=None,
+    mode="awake",
+    only_tools=None,
+    max_iterations=None,
+):
+    """
+    Run one think-act-observe cycle.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        situation (dict): What to respond to (see `context.build_messages`).
+        registry (ToolRegistry): Where tools come from.
+        cache (ToolCache, optional): Tool result cache (a fresh one per cycle if None).
+        mode (str): "awake" or "sleep" (restricts the tools).
+        only_tools (iterable, optional): Offer only these tools (e.g. a journal-only pass).
+        max_iterations (int, optional): Model calls allowed (default
+            `react.max_iterations_per_tick`).
+
+    Returns:
+        Deferred[dict]: `{"iterations", "tools", "terminal", "stopped", "errors"}`; never
+        errbacks for LLM or tool failures (`stopped` says why the cycle ended).
+    """
+    settings = ports.settings
+    if max_iterations is None:
+        max_iterations = int(settings.get("react.max_iterations_per_tick", 5))
+    max_errors = int(settings.get("react.max_errors_per_tick", 3))
+    dangerous_enabled = bool(settings.get("react.dangerous_tools_enabled", False))
+    cycle = _Cycle(ports, max_iterations)
+    summary = cycle.summary
+
+    if ports.llm is None:
+        if ports.key not in _mechanical_logged:
+            _mechanical_logged.add(ports.key)
+            ports.log(f"{ports.name}: mechanical mode (no LLM configured): not thinking")
+        summary["stopped"] = "mechanical"
+        return summary
+
+    if registry is REGISTRY:
+        try:
+            load_all_tools()
+        except Exception as err:  # one broken tool family must not silence the assistant
+            ports.log(f"{ports.name}: could not load every tool family: {err!r}")
+    offered = {tool.name: tool for tool in registry.available(mode, dangerous_enabled, only_tools)}
+    if not offered:
+        summary["stopped"] = "no_tools"
+        return summary
+    native = bool(settings.get("llm.native_tools", True)) and ports.key not in _native_rejected
+    cache = cache if cache is not None else ToolCache()
+    situation = {**(situation or {}), "mode": mode}
+    purpose = situation.get("purpose") or "react"
+
+    def fresh_messages():
+        extra = None if native else json_protocol_prompt(offered.values())
+        return context.build_messages(ports, {**situation, "extra_system": extra})
+
+    messages = fresh_messages()
+    switched_to_json = False
+    while summary["iterations"] < max_iterations:
+        summary["iterations"] += 1
+        context_tokens = count_message_tokens(messages)
+        cycle.write_loop_state(context_tokens=context_tokens)
+        specs = [tool.spec() for tool in offered.values()] if native else None
+        try:
+            reply = yield ports.llm.complete(messages, tools=specs, purpose=purpose)
+        except LLMRequestError as err:
+            if native and err.status_code in TOOLS_REJECTED_STATUSES:
+                # the endpoint does not take `tools`: switch to the JSON protocol and retry
+                native = False
+                switched_to_json = True
+                ports.log(
+                    f"{ports.name}: endpoint rejected native tools ({err}); using JSON protocol"
+                )
+                messages = fresh_messages()
+                summary["iterations"] -= 1
+                continue
+            summary["stopped"] = f"llm_error: {err}"
+            break
+        except LLMError as err:
+            summary["stopped"] = f"llm_error: {err}"
+            break
+        except Exception as err:  # a broken port must not kill the tick
+            ports.log(f"{ports.name}: unexpected LLM failure: {err!r}")
+            summary["stopped"] = f"llm_error: {type(err).__name__}: {err}"
+            break
+
+        if switched_to_json:
+            # the JSON protocol works where native tools did not: remember that
+            _native_rejected.add(ports.key)
+            switched_to_json = False
+        calls, protocol_error = _calls_from_reply(reply, native)
+        text = (reply.content or "").strip()
+        if not calls and not protocol_error:
+            if not text:
+                protocol_error = "empty reply: call a tool, or use noop to do nothing"
+            elif "say" not in offered:
+                protocol_error = "plain text cannot be said now; use one of the tools"
+            else:
+                # plain speech is the assistant talking: it goes out through `say`
+                call = ToolCall(name="say", arguments={"message": text}, id="speech")
+                messages.append({"role": "assistant", "content": text})
+                result = yield _execute(cycle, offered, registry, ports, call, cache)
+                _observe(messages, call, result, native=False)
+                if result.get("success"):
+                    summary["terminal"] = True
+                    summary["stopped"] = "terminal"
+                    break
+                summary["errors"] += 1
+        if protocol_error:
+            summary["errors"] += 1
+            messages.append({"role": "assistant", "content": reply.content or ""})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": f"Observation: {_observation_text(error_result(protocol_error))}",
+                }
+            )
+        if calls:
+            if native:
+                messages.append(_assistant_tool_message(reply, calls))
+            else:
+                messages.append({"role": "assistant", "content": reply.content or ""})
+            for index, call in enumerate(calls):
+                cycle.write_loop_state(pending=calls[index:])
+                result = yield _execute(cycle, offered, registry, ports, call, cache)
+                _observe(messages, call, result, native)
+                if not result.get("success"):
+                    summary["errors"] += 1
+                    continue
+                tool = offered.get(call.name)
+                if tool is not None and tool.category == ToolCategory.TERMINAL:
+                    summary["terminal"] = True
+                    break
+            if summary["terminal"]:
+                summary["stopped"] = "terminal"
+                break
+        if summary["errors"] >= max_errors:
+            summary["stopped"] = "max_errors"
+            break
+    if summary["stopped"] is None:
+        summary["stopped"] = "max_iterations"
+    cycle.write_loop_state(in_chain=False)
+    return summary
+
+
+def _calls_from_reply(reply, native):
+    """
+    The tool calls a reply asks for.
+
+    Returns:
+        tuple: `(calls, protocol error or None)`.
+    """
+    if native:
+        calls = []
+        for index, call in enumerate(reply.tool_calls or ()):
+            calls.append(ToolCall(call.name, call.arguments, call.id or f"call_{index}"))
+        return calls, None
+    call, error = parse_fallback_call(reply.content)
+    if error:
+        return [], error
+    return ([call] if call else []), None
+
+
+def _assistant_tool_message(reply, calls):
+    return {
+        "role": "assistant",
+        "content": reply.content,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in calls
+        ],
+    }
+
+
+def _observe(messages, call, result, native):
+    text = _observation_text(result)
+    if native:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+    else:
+        messages.append({"role": "user", "content": f"Observation ({call.name}): {text}"})
+
+
+def _execute(cycle, offered, registry, ports, call, cache):
+    """
+    Run one call through `execute_tool`, or explain why it cannot run.
+
+    Returns:
+        Deferred[dict]: The result; the cycle's bookkeeping is written when it fires.
+    """
+    tool = offered.get(call.name)
+    if tool is None:
+        if registry.get(call.name) is not None:
+            message = f"'{call.name}' is not available now"
+        else:
+            message = f"unknown tool '{call.name}'"
+        return defer.succeed(
+            error_result(f"{message}. Available tools: {', '.join(sorted(offered))}")
+        )
+    allow_dangerous = False
+    if tool.category == ToolCategory.DANGEROUS:
+        allow_dangerous = not cycle.dangerous_ran
+        if cycle.dangerous_ran:
+            return defer.succeed(
+                error_result(f"only one dangerous tool per turn; '{tool.name}' must wait")
+            )
+        cycle.dangerous_ran = True
+    deferred = execute_tool(
+        tool, ports, call.arguments, cache=cache, allow_dangerous=allow_dangerous
+    )
+
+    def _recorded(result):
+        cycle.record_tool(tool, result)
+        return result
+
+    return deferred.addCallback(_recorded)

@@ -1,0 +1,382 @@
+"""
+In-game commands: `talk`, the `@assistant` admin family, and one command per ReAct tool.
+
+Add `AssistantCmdSet` to your `CharacterCmdSet` (see the README). The tool commands live in
+`AssistantToolCmdSet`, which every assistant NPC carries, so the NPC's own actions and an admin's
+(`@assistant/tool Ada = say {"message": "hi"}`) go through the same code.
+"""
+
+import json
+
+from evennia import CmdSet, search_tag
+from evennia.commands.command import Command
+from evennia.commands.default.muxcommand import MuxCommand
+from evennia.utils import create, logger
+from evennia.utils.utils import inherits_from
+
+from ai_assistant.conf import Settings
+from ai_assistant.tools.registry import ToolCategory, execute_tool, load_all_tools
+from ai_assistant.typeclasses import ASSISTANT_TAG
+
+MAX_NAME_LENGTH = 40
+MAX_TALK_LENGTH = 2000
+
+
+def find_assistant(name):
+    """
+    Args:
+        name (str): An assistant's name (case-insensitive) or dbref.
+
+    Returns:
+        tuple: `(assistant, None)` or `(None, error message)`.
+    """
+    name = (name or "").strip()
+    assistants = all_assistants()
+    if not name:
+        return None, "Name an assistant."
+    for npc in assistants:
+        if npc.key.lower() == name.lower() or npc.dbref == name:
+            return npc, None
+    known = ", ".join(sorted(npc.key for npc in assistants)) or "none yet"
+    return None, f"No assistant called '{name}'. Assistants: {known}."
+
+
+def all_assistants():
+    return [obj for obj in search_tag(ASSISTANT_TAG[0], category=ASSISTANT_TAG[1])
+            if hasattr(obj, "ai_ports")]
+
+
+def format_json(data):
+    return json.dumps(data, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def parse_config_value(text):
+    """A config value: JSON when it parses (numbers, true, null, lists), else the raw string."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+class CmdTalk(Command):
+    """
+    Speak directly to an AI assistant.
+
+    Usage:
+      talk <assistant> = <message>
+
+    The assistant answers in the room when it has thought about it. You can also just
+    `say Ada, <message>` - saying its name gets its attention.
+    """
+
+    key = "talk"
+    aliases = ["talk to"]
+    locks = "cmd:all()"
+    help_category = "General"
+
+    def func(self):
+        caller = self.caller
+        target, sep, message = self.args.partition("=")
+        target, message = target.strip(), message.strip()
+        if not sep or not target or not message:
+            caller.msg("Usage: talk <assistant> = <message>")
+            return
+        if len(message) > MAX_TALK_LENGTH:
+            caller.msg(f"That is too long to say at once ({len(message)} > {MAX_TALK_LENGTH}).")
+            return
+        npc = caller.search(target, location=caller.location, quiet=True)
+        npc = npc[0] if npc else None
+        if npc is None or not hasattr(npc, "hear"):
+            caller.msg(f"There is no assistant called '{target}' here.")
+            return
+        caller.msg(f'You say to {npc.key}, "{message}"')
+        caller.location.msg_contents(
+            f'{caller.key} says to {npc.key}, "{message}"', exclude=[caller, npc], from_obj=caller
+        )
+        npc.hear(caller, message, "talk")
+
+
+class CmdAssistant(MuxCommand):
+    """
+    Manage AI assistant NPCs.
+
+    Usage:
+      @assistant [<npc>]                     - status (all assistants, or one)
+      @assistant/create <name>               - create an assistant here, awake and ticking
+      @assistant/sleep <npc>                 - put it to sleep (memory consolidation)
+      @assistant/wake <npc>                  - wake it (deferred while it is compacting)
+      @assistant/config <npc> [= key value]  - show or set a per-NPC setting
+      @assistant/tools <npc>                 - list its ReAct tools
+      @assistant/tool <npc> = <tool> [json]  - run one tool as the NPC
+
+    Per-NPC settings use the dotted keys of AI_ASSISTANT, e.g.
+      @assistant/config Ada = llm.model gpt-4o-mini
+      @assistant/config Ada = ticks.awake 10
+      @assistant/config Ada = llm.model default      (remove the override)
+    """
+
+    key = "@assistant"
+    aliases = ["@assistants"]
+    locks = "cmd:perm(Admin)"
+    help_category = "Admin"
+    # validated in func (not MuxCommand's switch_options, which only warns and ignores)
+    valid_switches = ("create", "sleep", "wake", "config", "tools", "tool")
+
+    def func(self):
+        switch = self.switches[0] if self.switches else "status"
+        if len(self.switches) > 1:
+            self.caller.msg("Use one switch at a time.")
+            return
+        handler = getattr(self, f"do_{switch}", None)
+        if handler is None or (switch != "status" and switch not in self.valid_switches):
+            valid = ", ".join(f"/{name}" for name in self.valid_switches)
+            self.caller.msg(f"Unknown switch '/{switch}'. Valid switches: {valid}.")
+            return
+        try:
+            handler()
+        except Exception as err:  # never a traceback to the player
+            logger.log_trace()
+            self.caller.msg(f"|r@assistant/{switch} failed: {err}|n")
+
+    def _npc(self, name=None):
+        npc, error = find_assistant(self.lhs if name is None else name)
+        if error:
+            self.caller.msg(error)
+        return npc
+
+    # --- status -----------------------------------------------------------------------------
+
+    def do_status(self):
+        if not self.args.strip():
+            assistants = all_assistants()
+            if not assistants:
+                self.caller.msg("No assistants yet. Create one with @assistant/create <name>.")
+                return
+            lines = ["|wAI assistants|n"]
+            for npc in sorted(assistants, key=lambda obj: obj.key):
+                where = npc.location.key if npc.location else "nowhere"
+                lines.append(f"  {npc.key} ({npc.dbref}) - {npc.operating_mode}, in {where}")
+            self.caller.msg("\n".join(lines))
+            return
+        npc = self._npc()
+        if npc:
+            from ai_assistant.reports import format_status
+
+            self.caller.msg(format_status(npc))
+
+    # --- create -----------------------------------------------------------------------------
+
+    def do_create(self):
+        caller = self.caller
+        name = self.args.strip()
+        if not name:
+            caller.msg("Usage: @assistant/create <name>")
+            return
+        if len(name) > MAX_NAME_LENGTH or not name.replace(" ", "").replace("-", "").isalnum():
+            caller.msg(f"'{name}' is not a good name: use letters, digits, spaces or '-', "
+                       f"at most {MAX_NAME_LENGTH} characters.")
+            return
+        existing, _ = find_assistant(name)
+        if existing:
+            caller.msg(f"There is already an assistant called {existing.key} ({existing.dbref}).")
+            return
+        location = caller.location
+        if location is None:
+            caller.msg("You must stand in a room to create an assistant.")
+            return
+        typeclass = Settings().get("typeclass")
+        npc = create.create_object(typeclass, key=name, location=location, home=location)
+        if npc is None or not inherits_from(npc, "ai_assistant.typeclasses.AssistantCharacter"):
+            caller.msg(f"Could not create an assistant from typeclass {typeclass}.")
+            return
+        caller.msg(f"Created assistant {npc.key} ({npc.dbref}): awake, ticking every "
+                   f"{npc.assistant_script.db.ticker_interval}s.")
+        location.msg_contents(f"{npc.key} appears.", exclude=[caller])
+
+    # --- modes ------------------------------------------------------------------------------
+
+    def do_sleep(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if npc.operating_mode == "sleep":
+            self.caller.msg(f"{npc.key} is already asleep.")
+            return
+        from ai_assistant.sleep.modes import enter_sleep
+
+        script = npc.assistant_script
+        enter_sleep(npc.ai_ports(), f"admin {self.caller.key}", script.set_mode)
+        script.poke()
+        self.caller.msg(f"{npc.key} is now asleep (phase: compacting; ticker "
+                        f"{script.db.ticker_interval}s).")
+
+    def do_wake(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.sleep.modes import request_wake
+
+        outcome = request_wake(npc.ai_ports(), f"admin {self.caller.key}",
+                               npc.assistant_script.set_mode)
+        self.caller.msg(f"{npc.key}: {outcome}")
+
+    # --- config -----------------------------------------------------------------------------
+
+    def do_config(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs:
+            from ai_assistant.reports import format_config
+
+            self.caller.msg(format_config(npc))
+            return
+        key, _, raw_value = self.rhs.strip().partition(" ")
+        if not key or not raw_value.strip():
+            self.caller.msg("Usage: @assistant/config <npc> = <key> <value>  (value 'default' "
+                            "removes the override)")
+            return
+        settings = Settings()
+        if not settings.known_key(key):
+            self.caller.msg(f"Unknown setting '{key}'. See @assistant/config {npc.key} for keys.")
+            return
+        overrides = dict(npc.attributes.get("config_overrides") or {})
+        if raw_value.strip().lower() == "default":
+            overrides.pop(key, None)
+            message = f"{npc.key}: {key} reset to the game default."
+        else:
+            value = parse_config_value(raw_value)
+            overrides[key] = value
+            shown = "(hidden)" if key == "llm.api_key" else format_json(value)
+            message = f"{npc.key}: {key} = {shown}"
+        npc.attributes.add("config_overrides", overrides)
+        npc.reset_ai_ports()
+        from ai_assistant.sleep.modes import clear_emergency_stop
+
+        clear_emergency_stop(npc.ai_ports())
+        if npc.assistant_script:
+            npc.assistant_script.subscribe()
+        self.caller.msg(message)
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def do_tools(self):
+        npc = self._npc()
+        if not npc:
+            return
+        registry = load_all_tools()
+        lines = [f"|wTools of {npc.key}|n (also commands on the NPC)"]
+        family = None
+        for tool in registry.all():
+            if tool.family != family:
+                family = tool.family
+                lines.append(f"|y{family}|n")
+            marker = "" if tool.category != ToolCategory.DANGEROUS else " |r(disabled)|n"
+            lines.append(f"  {tool.name:<24} {tool.category.value:<15}{marker} "
+                         f"{tool.description.splitlines()[0][:60]}")
+        self.caller.msg("\n".join(lines))
+
+    def do_tool(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs:
+            self.caller.msg("Usage: @assistant/tool <npc> = <tool> [json arguments]")
+            return
+        tool_name, _, raw_args = self.rhs.strip().partition(" ")
+        run_tool_as(npc, self.caller, tool_name, raw_args)
+
+
+def run_tool_as(npc, caller, tool_name, raw_args):
+    """
+    Run a tool as `npc` and show `caller` its JSON result (when it is ready).
+
+    Args:
+        npc (AssistantCharacter): Who acts.
+        caller (Object or Account): Who sees the result.
+        tool_name (str): The tool.
+        raw_args (str): JSON object text; for a tool with one required text parameter,
+            plain text is accepted as that parameter.
+    """
+    registry = load_all_tools()
+    tool = registry.get(tool_name)
+    arguments = _arguments_for(tool, raw_args)
+    settings = npc.ai_ports().settings
+    deferred = execute_tool(
+        tool if tool is not None else tool_name,
+        npc.ai_ports(),
+        arguments,
+        cache=npc.tool_cache(),
+        allow_dangerous=bool(settings.get("react.dangerous_tools_enabled")),
+    )
+    deferred.addCallback(lambda result: caller.msg(
+        f"|w{npc.key} {tool_name}|n ->\n{format_json(result)}"))
+    deferred.addErrback(lambda failure: caller.msg(f"|r{tool_name} failed: "
+                                                   f"{failure.getErrorMessage()}|n"))
+
+
+def _arguments_for(tool, raw_args):
+    raw_args = (raw_args or "").strip()
+    if not raw_args or raw_args.startswith("{") or tool is None:
+        return raw_args
+    required = tool.parameters.get("required", [])
+    props = tool.parameters.get("properties", {})
+    if len(required) == 1 and props.get(required[0], {}).get("type") == "string":
+        return {required[0]: raw_args}
+    return raw_args
+
+
+class ToolCommand(Command):
+    """Base of the commands generated from the tool registry."""
+
+    tool_name = ""
+    help_category = "Assistant tools"
+    auto_help = True
+
+    def func(self):
+        npc = self.obj if hasattr(self.obj, "ai_ports") else self.caller
+        if not hasattr(npc, "ai_ports"):
+            self.caller.msg("Only an AI assistant can use this.")
+            return
+        run_tool_as(npc, self.caller, self.tool_name, self.args)
+
+
+def make_tool_command(tool):
+    """Build the Command class for one tool."""
+    props = tool.parameters.get("properties", {})
+    lines = [tool.description, "", "Usage:", f"  {tool.name} <json arguments>"]
+    for name, spec in props.items():
+        flag = " (required)" if name in tool.parameters.get("required", []) else ""
+        lines.append(f"    {name}: {spec.get('type', 'any')}{flag} {spec.get('description', '')}")
+    return type(
+        f"CmdTool_{tool.name}",
+        (ToolCommand,),
+        {
+            "key": tool.name,
+            "tool_name": tool.name,
+            "locks": "cmd:all()",
+            "__doc__": "\n".join(lines),
+        },
+    )
+
+
+class AssistantToolCmdSet(CmdSet):
+    """The assistant's tools as commands (on every assistant NPC)."""
+
+    key = "AssistantToolCmdSet"
+    priority = 1
+
+    def at_cmdset_creation(self):
+        for tool in load_all_tools().all():
+            self.add(make_tool_command(tool)())
+
+
+class AssistantCmdSet(CmdSet):
+    """`talk` for everyone and `@assistant` for admins. Add it to your CharacterCmdSet."""
+
+    key = "AssistantCmdSet"
+
+    def at_cmdset_creation(self):
+        self.add(CmdTalk())
+        self.add(CmdAssistant())

@@ -1,0 +1,344 @@
+"""
+Journal -> semantic memory: sleep consolidation, and retrieval for the prompt and recall.
+
+`run_sleep_consolidation` is the compacting phase of sleep (seed 001 §4, seed 002 §3.2): it moves
+important journal entries into mem0 with the seed's metadata, a few per tick, and reports
+`completed` when none are left, which moves the sleep phase on to dreaming.
+
+Idempotence (nothing is stored twice, whatever fails or reloads):
+
+1. Before storing, the entry's id is recorded as in flight (state doc `memory_consolidation`).
+2. Before storing, the store is asked for memories whose metadata `entry_id` is this entry's:
+   if a store succeeded but its marking was lost (a reload between the two), the memories
+   found are linked and the entry is marked, without storing again.
+3. Only after the store succeeded is the entry marked consolidated
+   (`journal["consolidated_entry_ids"]`) and linked (`memory_links`), in one step with no
+   yield in between. A failure stops the batch; the entry stays pending for the next tick.
+
+`retrieve_relevant_memories` is seed 001's two-stage filter: semantic relevance above the
+calibrated threshold, then `metadata.source_trust >= memory.min_source_trust`.
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.conf import DEFAULTS
+from ai_assistant.memory import journal as journal_module
+from ai_assistant.ports import iso
+
+LINKS_DOC = "memory_links"
+PROGRESS_DOC = "memory_consolidation"
+# Memories with no recorded trust are treated as this (the seed's neutral middle).
+UNKNOWN_TRUST = 0.5
+
+
+# ----------------------------------------------------------------------------------------------
+# Thresholds
+
+
+def calibrated_threshold(ports, name):
+    """
+    A similarity threshold on the scale of the store's embedder.
+
+    The seed's numbers (relevance 0.7, link similarity 0.7) are on a transformer-cosine scale.
+    A store whose embedder reports its own calibrated value for `name` uses it while the
+    setting is still the seed default; a game that sets another value gets exactly that.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        name (str): "relevance_threshold" or "link_similarity".
+
+    Returns:
+        float: The threshold to compare `score` (cosine) against.
+    """
+    configured = ports.settings.get(f"memory.{name}", DEFAULTS["memory"][name])
+    calibrated = getattr(ports.semantic, name, None)
+    if calibrated is not None and configured == DEFAULTS["memory"][name]:
+        return float(calibrated)
+    return float(configured)
+
+
+# ----------------------------------------------------------------------------------------------
+# Links between journal entries and memories
+
+
+def get_links(ports):
+    """
+    The `memory_links` document: `{mem_id: {"linked_to": [{"id", "score"}], "journal_ids":
+    [entry ids], "processed_at": iso or None}}`.
+    """
+    links = ports.state.get(LINKS_DOC, {})
+    return links if isinstance(links, dict) else {}
+
+
+def link_record(links, memory_id):
+    """The record of `memory_id` in `links`, created empty if missing."""
+    record = links.setdefault(memory_id, {})
+    record.setdefault("linked_to", [])
+    record.setdefault("journal_ids", [])
+    record.setdefault("processed_at", None)
+    return record
+
+
+def memory_ids_for_entry(ports, entry_id):
+    """
+    Returns:
+        list: Ids of the memories consolidated from journal entry `entry_id`.
+    """
+    return [mem_id for mem_id, record in get_links(ports).items()
+            if entry_id in (record.get("journal_ids") or ())]
+
+
+# ----------------------------------------------------------------------------------------------
+# Sleep consolidation
+
+
+def consolidation_metadata(entry):
+    """The seed's metadata for a memory consolidated from a journal entry."""
+    return {
+        "source": "journal",
+        "entry_id": entry.get("id"),
+        "tags": list(entry.get("tags") or []),
+        "source_type": entry.get("source_type"),
+        "source_trust": entry.get("source_trust"),
+        "source_entity": entry.get("source_entity"),
+        "importance": entry.get("importance"),
+        "importance_method": entry.get("importance_method"),
+    }
+
+
+def _is_synthesis(entry):
+    tags = {str(tag).lower() for tag in entry.get("tags") or ()}
+    return journal_module.is_synthesis(entry) or "synthesis" in tags
+
+
+def pending_entries(ports):
+    """
+    Journal entries still to consolidate, oldest first.
+
+    Returns:
+        list: Unconsolidated, non-synthesis entries with importance >= memory.min_importance.
+    """
+    min_importance = ports.settings.get("memory.min_importance", 3)
+    return [
+        entry for entry in journal_module.unconsolidated_entries(ports)
+        if not _is_synthesis(entry) and (entry.get("importance") or 0) >= min_importance
+    ]
+
+
+def _record_in_flight(ports, entry_ids):
+    progress = ports.state.get(PROGRESS_DOC, {}) or {}
+    in_flight = progress.setdefault("in_flight", {})
+    now = iso(ports.clock.now())
+    for entry_id in entry_ids:
+        in_flight.setdefault(entry_id, now)
+    ports.state.set(PROGRESS_DOC, progress)
+
+
+def _finish_entry(ports, entry_id, memory_ids):
+    """Mark one entry consolidated and link it to its memories (no yield inside)."""
+    links = get_links(ports)
+    for memory_id in memory_ids:
+        record = link_record(links, memory_id)
+        if entry_id not in record["journal_ids"]:
+            record["journal_ids"].append(entry_id)
+    ports.state.set(LINKS_DOC, links)
+    journal_module.mark_consolidated(ports, [entry_id])
+    progress = ports.state.get(PROGRESS_DOC, {}) or {}
+    progress.setdefault("in_flight", {}).pop(entry_id, None)
+    progress["stored_total"] = progress.get("stored_total", 0) + len(memory_ids)
+    progress["last_run"] = iso(ports.clock.now())
+    ports.state.set(PROGRESS_DOC, progress)
+
+
+@defer.inlineCallbacks
+def run_sleep_consolidation(ports, max_entries=None):
+    """
+    Move up to `memory.consolidation_per_tick` journal entries into semantic memory.
+
+    With an LLM configured, mem0 extracts facts with ASSISTANT_FACT_EXTRACTION_PROMPT
+    (persona protection); in mechanical mode the entry text is stored as it is.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        max_entries (int, optional): Override of `memory.consolidation_per_tick`.
+
+    Returns:
+        Deferred[dict]: `{"success", "completed", "consolidated": [entry ids],
+        "stored": n memories, "reused": n, "remaining": n, "error"?}`. Never errbacks.
+    """
+    result = {"success": True, "completed": False, "consolidated": [], "stored": 0,
+              "reused": 0, "remaining": 0}
+    store = ports.semantic
+    if store is None or not ports.settings.get("memory.enabled", True):
+        result.update(completed=True, skipped="semantic memory is off")
+        return result
+    limit = max_entries or ports.settings.get("memory.consolidation_per_tick", 5)
+    batch = pending_entries(ports)[: max(1, int(limit))]
+    if not batch:
+        result["completed"] = True
+        return result
+    _record_in_flight(ports, [entry["id"] for entry in batch])
+    infer = not ports.mechanical
+
+    for entry in batch:
+        entry_id = entry["id"]
+        try:
+            # A previous tick may have stored it and lost the marking (reload): find it.
+            existing = yield store.list(limit=20, filters={"entry_id": entry_id})
+            if existing:
+                memory_ids = [item["id"] for item in existing]
+                result["reused"] += 1
+            else:
+                stored = yield store.add(
+                    entry["content"], metadata=consolidation_metadata(entry), infer=infer
+                )
+                memory_ids = [item["id"] for item in stored or ()]
+                result["stored"] += len(memory_ids)
+        except Exception as err:  # the store failed: keep the entry pending, retry next tick
+            message = f"consolidation of journal entry {entry_id} failed: {err}"
+            ports.log(f"{ports.name}: {message}")
+            result.update(success=False, error=message)
+            break
+        # No yield from here on: the marking uses fresh state.
+        _finish_entry(ports, entry_id, memory_ids)
+        result["consolidated"].append(entry_id)
+
+    result["remaining"] = len(pending_entries(ports))
+    result["completed"] = result["success"] and result["remaining"] == 0
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# Retrieval
+
+
+def _event_text(event):
+    if isinstance(event, str):
+        return event
+    if isinstance(event, dict):
+        for key in ("content", "text", "message", "description", "title"):
+            if event.get(key):
+                return str(event[key])
+    return ""
+
+
+def build_query(query=None, events=None, goals=None):
+    """
+    The search text: the query, else the recent events and active goals joined.
+
+    Returns:
+        str: Possibly empty.
+    """
+    if query and str(query).strip():
+        return str(query).strip()
+    parts = [_event_text(item) for item in list(events or [])[-5:]]
+    parts += [_event_text(item) for item in list(goals or [])[:3]]
+    return " ".join(part for part in parts if part).strip()[:2000]
+
+
+def _trust(hit):
+    value = (hit.get("metadata") or {}).get("source_trust")
+    return float(value) if isinstance(value, int | float) else UNKNOWN_TRUST
+
+
+@defer.inlineCallbacks
+def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, limit=None,
+                               min_source_trust=None, threshold=None):
+    """
+    Two-stage retrieval from semantic memory (seed 001).
+
+    Stage 1: cosine relevance above the calibrated threshold (`memory.relevance_threshold`).
+    Stage 2: `metadata.source_trust >= min_source_trust` (`memory.min_source_trust`).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        query (str, optional): What to look for; else built from `events` and `goals`.
+        events (list, optional): Recent events (strings or dicts with "content").
+        goals (list, optional): Active goals (strings or dicts with "description").
+        limit (int, optional): Most results (`memory.recall_limit`).
+        min_source_trust (float, optional): Trust floor.
+        threshold (float, optional): Relevance floor on the embedder's cosine scale.
+
+    Returns:
+        Deferred[list[dict]]: `{"id", "memory", "score", "trust", "metadata"}`, best first.
+        Errbacks if the store fails (callers decide how to show it).
+    """
+    store = ports.semantic
+    text = build_query(query, events, goals)
+    if store is None or not text:
+        return []
+    limit = int(limit or ports.settings.get("memory.recall_limit", 5))
+    if min_source_trust is None:
+        min_source_trust = ports.settings.get("memory.min_source_trust", 0.5)
+    if threshold is None:
+        threshold = calibrated_threshold(ports, "relevance_threshold")
+    # Over-fetch: the trust stage may drop some of the relevant ones.
+    hits = yield store.search(text, limit=limit * 3)
+    kept = []
+    for hit in hits or ():
+        if hit.get("score", 0.0) <= threshold:
+            continue
+        trust = _trust(hit)
+        if trust < min_source_trust:
+            continue
+        kept.append({**hit, "trust": trust})
+    kept.sort(key=lambda hit: hit.get("score", 0.0), reverse=True)
+    return kept[:limit]
+
+
+def format_memory_line(hit):
+    """One memory as a prompt/command line: `- text (relevance 0.52, trust 0.9, from Alice)`."""
+    metadata = hit.get("metadata") or {}
+    source = metadata.get("source_entity")
+    origin = f", from {source}" if source else ""
+    return (f"- {hit.get('memory', '')} (relevance {hit.get('score', 0.0):.2f}, "
+            f"trust {hit.get('trust', _trust(hit)):.2f}{origin})")
+
+
+@defer.inlineCallbacks
+def memory_context_block(ports, query=None, *, events=None, goals=None, limit=None):
+    """
+    Context provider: the prompt block of memories relevant to the current situation.
+
+    Never fails: a store error is logged and gives an empty block (the prompt goes on).
+
+    Returns:
+        Deferred[str]: "## Relevant memories" and one line per memory, or "".
+    """
+    try:
+        hits = yield retrieve_relevant_memories(
+            ports, query, events=events, goals=goals, limit=limit
+        )
+    except Exception as err:
+        ports.log(f"{ports.name}: memory retrieval for the prompt failed: {err}")
+        return ""
+    if not hits:
+        return ""
+    return "\n".join(["## Relevant memories"] + [format_memory_line(hit) for hit in hits])
+
+
+def format_memory_results(query, hits):
+    """
+    The text `@assistant/memory <npc> = <query>` shows.
+
+    Args:
+        query (str): What was searched for.
+        hits (list[dict]): Results of `retrieve_relevant_memories` (or the tool's `memories`).
+
+    Returns:
+        str: A header and one scored line per memory, or a clear "nothing found".
+    """
+    if not hits:
+        return f"No memories match '{query}'."
+    lines = [f"Memories for '{query}' ({len(hits)}):"]
+    for number, hit in enumerate(hits, 1):
+        metadata = hit.get("metadata") or {}
+        tags = ", ".join(metadata.get("tags") or [])
+        extra = f" [{tags}]" if tags else ""
+        source = metadata.get("source_entity")
+        origin = f" from {source}" if source else ""
+        lines.append(
+            f"{number:>2}. score {hit.get('score', 0.0):.2f} | trust "
+            f"{hit.get('trust', _trust(hit)):.2f}{origin} | {hit.get('memory', '')}{extra}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,458 @@
+"""
+The journal: the assistant's episodic memory (seed 000, "Journal Entry Structure").
+
+Stored in the state document "journal"::
+
+    {
+        "entries": [
+            {"id": 42, "timestamp": "2025-12-06T14:30:00Z",
+             "content": "Player Alice prefers formal address and dislikes jokes",
+             "source_type": "direct", "source_trust": 0.9, "source_entity": "Alice",
+             "importance": 7, "importance_method": "llm",   # heuristic | llm | manual
+             "tags": ["player_preference"], "related_projects": ["alice_quest"]},
+        ],
+        "entry_count": 42,             # the id counter: ids never repeat, even after pruning
+        "max_entries": 100,            # mirrors the journal.max_entries setting
+        "last_reflection": "2025-12-06T10:00:00Z",
+        "consolidated_entry_ids": [1, 2, 5, 12],   # already moved to the semantic tier
+    }
+
+Entries are kept oldest first. A [SYNTHESIS] entry (from reflection or `review_journal`) may
+also carry `"evidence"`: the ids it cites.
+
+Auto-prune (when a new entry takes the journal over `journal.max_entries`) removes, one at a
+time until the journal fits:
+
+1. consolidated entries, oldest first - their content already lives in the semantic tier;
+2. then unconsolidated entries, lowest importance first, oldest first among equals - so an
+   unconsolidated high-importance entry is never dropped while a lower one remains (the new
+   entry itself is no exception: a trivial note may be dropped at once from a full journal);
+3. [SYNTHESIS] entries only when nothing else is left, lowest importance and oldest first,
+   because they condense many entries that may be gone already.
+
+Lifecycle pruning during sleep (`prune_low_importance_entries`) is separate: it removes old,
+unimportant, unconsolidated entries in small batches (seed: importance <= 3 and age > 30 days,
+10 per call, consolidated entries preserved).
+"""
+
+from datetime import timedelta
+
+from ai_assistant.memory.importance import (
+    MAX_IMPORTANCE,
+    MIN_IMPORTANCE,
+    score_importance_heuristic,
+    update_reflection_state,
+)
+from ai_assistant.ports import iso, parse_iso
+
+JOURNAL_DOC = "journal"
+SYNTHESIS_PREFIX = "[SYNTHESIS]"
+SYNTHESIS_TAGS = ("synthesis", "meta_learning")
+
+# Seed 000, "Source Types and Trust".
+DEFAULT_SOURCE_TRUST = {
+    "direct": 0.9,
+    "observation": 0.8,
+    "inference": 0.6,
+    "environmental": 0.3,
+}
+SOURCE_TYPES = tuple(DEFAULT_SOURCE_TRUST)
+IMPORTANCE_METHODS = ("heuristic", "llm", "manual")
+MAX_TAGS = 20
+MAX_TAG_CHARS = 64
+MAX_ENTITY_CHARS = 200
+
+
+class JournalError(ValueError):
+    """A journal entry was refused; the message says why and can be shown as-is."""
+
+
+def new_journal(max_entries=100):
+    """A fresh, empty journal document."""
+    return {
+        "entries": [],
+        "entry_count": 0,
+        "max_entries": max_entries,
+        "last_reflection": None,
+        "consolidated_entry_ids": [],
+    }
+
+
+def get_journal(ports):
+    """
+    Args:
+        ports (AssistantPorts): The assistant.
+
+    Returns:
+        dict: The journal document with missing keys filled in. Change it, then `save_journal`.
+    """
+    max_entries = ports.settings.get("journal.max_entries", 100)
+    journal = ports.state.get(JOURNAL_DOC, None)
+    if not isinstance(journal, dict):
+        journal = new_journal(max_entries)
+    for key, value in new_journal(max_entries).items():
+        journal.setdefault(key, value)
+    journal["max_entries"] = max_entries
+    return journal
+
+
+def save_journal(ports, journal):
+    """Write the journal document back."""
+    ports.state.set(JOURNAL_DOC, journal)
+
+
+def get_entry(ports, entry_id):
+    """
+    Returns:
+        dict or None: The entry with this id, if it is still in the journal.
+    """
+    for entry in get_journal(ports)["entries"]:
+        if entry.get("id") == entry_id:
+            return entry
+    return None
+
+
+def is_synthesis(entry):
+    """True for an entry produced by reflection or `review_journal`."""
+    return str(entry.get("content", "")).startswith(SYNTHESIS_PREFIX)
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation
+
+
+def _clean_string_list(value, label):
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise JournalError(f"{label} must be a list of strings, not {type(value).__name__}")
+    cleaned = []
+    for item in value:
+        if not isinstance(item, str):
+            raise JournalError(f"{label} must be a list of strings; got {item!r}")
+        item = item.strip()
+        if len(item) > MAX_TAG_CHARS:
+            raise JournalError(f"each of {label} must be at most {MAX_TAG_CHARS} characters")
+        if item and item not in cleaned:
+            cleaned.append(item)
+    if len(cleaned) > MAX_TAGS:
+        raise JournalError(f"{label} can hold at most {MAX_TAGS} items")
+    return cleaned
+
+
+def validate_importance(importance):
+    """
+    Returns:
+        int: `importance` as an int 1-10.
+
+    Raises:
+        JournalError: If it is not a whole number from 1 to 10.
+    """
+    if isinstance(importance, bool) or not isinstance(importance, int | float):
+        raise JournalError(f"importance must be a whole number from 1 to 10, not {importance!r}")
+    if isinstance(importance, float) and not importance.is_integer():
+        raise JournalError(f"importance must be a whole number from 1 to 10, not {importance}")
+    if not MIN_IMPORTANCE <= importance <= MAX_IMPORTANCE:
+        raise JournalError(f"importance must be from 1 to 10, not {importance:g}")
+    return int(importance)
+
+
+def validate_entry_fields(
+    settings, content, tags, related_projects, source_type, source_trust, source_entity, importance
+):
+    """
+    Check and normalise the fields of a new entry.
+
+    Returns:
+        dict: The cleaned fields (`importance` None when it should be scored).
+
+    Raises:
+        JournalError: With a message naming the bad field.
+    """
+    if not isinstance(content, str) or not content.strip():
+        raise JournalError("content is required: a non-empty text")
+    content = content.strip()
+    max_chars = settings.get("journal.max_content_chars", 4000)
+    if len(content) > max_chars:
+        raise JournalError(
+            f"content is too long ({len(content)} characters; the limit is {max_chars})"
+        )
+    if not isinstance(source_type, str) or source_type not in DEFAULT_SOURCE_TRUST:
+        raise JournalError(
+            f"unknown source_type {source_type!r}; use one of: {', '.join(SOURCE_TYPES)}"
+        )
+    if source_trust is None:
+        source_trust = DEFAULT_SOURCE_TRUST[source_type]
+    elif isinstance(source_trust, bool) or not isinstance(source_trust, int | float):
+        raise JournalError(f"source_trust must be a number from 0.0 to 1.0, not {source_trust!r}")
+    elif not 0.0 <= source_trust <= 1.0:
+        raise JournalError(f"source_trust must be from 0.0 to 1.0, not {source_trust:g}")
+    if source_entity is not None:
+        if not isinstance(source_entity, str):
+            raise JournalError(f"source_entity must be a name, not {source_entity!r}")
+        source_entity = source_entity.strip()[:MAX_ENTITY_CHARS] or None
+    if importance is not None:
+        importance = validate_importance(importance)
+    return {
+        "content": content,
+        "tags": _clean_string_list(tags, "tags"),
+        "related_projects": _clean_string_list(related_projects, "related_projects"),
+        "source_type": source_type,
+        "source_trust": float(source_trust),
+        "source_entity": source_entity,
+        "importance": importance,
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+
+
+def add_entry(
+    ports,
+    content,
+    *,
+    tags=None,
+    related_projects=None,
+    source_type="observation",
+    source_trust=None,
+    source_entity=None,
+    importance=None,
+    evidence=None,
+    count_for_reflection=True,
+):
+    """
+    Write a journal entry (seed 000, `add_journal_entry`).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        content (str): The narrative text (at most `journal.max_content_chars`).
+        tags (list[str], optional): Labels for filtering.
+        related_projects (list[str], optional): Project keys it concerns.
+        source_type (str): direct, observation, inference or environmental.
+        source_trust (float, optional): 0.0-1.0; defaults by source type (0.9/0.8/0.6/0.3).
+        source_entity (str, optional): Who provided the information.
+        importance (int, optional): 1-10 ("manual"); scored by heuristic when omitted.
+        evidence (list, optional): Ids a synthesis cites.
+        count_for_reflection (bool): Add its importance to the reflection state (default True).
+
+    Returns:
+        dict: The stored entry. A full journal is auto-pruned afterwards (see the module doc),
+        which in the rare case of a trivial entry in a full journal may remove the entry itself.
+
+    Raises:
+        JournalError: If a field is invalid; nothing is changed then.
+    """
+    fields = validate_entry_fields(
+        ports.settings,
+        content,
+        tags,
+        related_projects,
+        source_type,
+        source_trust,
+        source_entity,
+        importance,
+    )
+    if fields["importance"] is None:
+        fields["importance"] = score_importance_heuristic(
+            fields["content"], fields["source_type"], fields["tags"]
+        )
+        method = "heuristic"
+    else:
+        method = "manual"
+
+    journal = get_journal(ports)
+    entry_id = int(journal["entry_count"]) + 1
+    entry = {
+        "id": entry_id,
+        "timestamp": iso(ports.clock.now()),
+        "content": fields["content"],
+        "source_type": fields["source_type"],
+        "source_trust": fields["source_trust"],
+        "source_entity": fields["source_entity"],
+        "importance": fields["importance"],
+        "importance_method": method,
+        "tags": fields["tags"],
+        "related_projects": fields["related_projects"],
+    }
+    if evidence:
+        entry["evidence"] = list(evidence)
+    journal["entry_count"] = entry_id
+    journal["entries"].append(entry)
+    auto_prune(journal)
+    save_journal(ports, journal)
+    if count_for_reflection:
+        update_reflection_state(ports, entry["importance"], entry_id)
+    return entry
+
+
+def _prune_order(journal):
+    """Entries in the order auto-prune removes them (see the module doc)."""
+    consolidated = set(journal.get("consolidated_entry_ids") or ())
+    entries = journal["entries"]
+
+    def rank(position):
+        entry = entries[position]
+        if is_synthesis(entry):
+            return (2, entry.get("importance", 0), position)
+        if entry.get("id") in consolidated:
+            return (0, 0, position)
+        return (1, entry.get("importance", 0), position)
+
+    return sorted(range(len(entries)), key=rank)
+
+
+def auto_prune(journal):
+    """
+    Shrink a journal document to its `max_entries`, in place (see the module doc for the order).
+
+    Args:
+        journal (dict): A journal document.
+
+    Returns:
+        list: The ids removed.
+    """
+    excess = len(journal["entries"]) - max(1, int(journal.get("max_entries") or 1))
+    if excess <= 0:
+        return []
+    doomed = set(_prune_order(journal)[:excess])
+    removed = [journal["entries"][i]["id"] for i in sorted(doomed)]
+    journal["entries"] = [e for i, e in enumerate(journal["entries"]) if i not in doomed]
+    _forget_consolidated(journal, removed)
+    return removed
+
+
+def _forget_consolidated(journal, removed_ids):
+    # The consolidated list only needs ids still in the journal: pruning checks membership and
+    # consolidation skips ids it no longer finds, so dropping stale ids keeps the list small.
+    gone = set(removed_ids)
+    journal["consolidated_entry_ids"] = [
+        i for i in journal.get("consolidated_entry_ids") or () if i not in gone
+    ]
+
+
+def mark_consolidated(ports, entry_ids):
+    """
+    Record that entries were moved to the semantic tier (used by sleep consolidation).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        entry_ids (iterable): Ids now consolidated; already-marked ones are left alone.
+
+    Returns:
+        list: The ids newly marked.
+    """
+    journal = get_journal(ports)
+    present = {entry["id"] for entry in journal["entries"]}
+    marked = journal["consolidated_entry_ids"]
+    new = [i for i in entry_ids if i in present and i not in marked]
+    if new:
+        marked.extend(new)
+        save_journal(ports, journal)
+    return new
+
+
+def unconsolidated_entries(ports):
+    """
+    Returns:
+        list: Entries not yet moved to the semantic tier, oldest first, [SYNTHESIS] excluded.
+    """
+    journal = get_journal(ports)
+    done = set(journal["consolidated_entry_ids"])
+    return [e for e in journal["entries"] if e["id"] not in done and not is_synthesis(e)]
+
+
+def set_importance(ports, entry_id, importance):
+    """
+    Set an entry's importance by hand (method "manual"), e.g. from an admin command.
+
+    Returns:
+        dict: The entry.
+
+    Raises:
+        JournalError: Unknown entry or importance out of range.
+    """
+    importance = validate_importance(importance)
+    journal = get_journal(ports)
+    for entry in journal["entries"]:
+        if entry["id"] == entry_id:
+            entry["importance"] = importance
+            entry["importance_method"] = "manual"
+            save_journal(ports, journal)
+            return entry
+    raise JournalError(f"there is no journal entry #{entry_id}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Lifecycle
+
+
+def prune_low_importance_entries(ports, *, max_importance=None, max_age_days=None, limit=None):
+    """
+    Remove old, unimportant entries (dreaming phase; seed 000 "Journal Lifecycle").
+
+    An entry goes when its importance is at most `journal.prune_importance` (3) AND it is older
+    than `journal.prune_age_days` (30), oldest first, at most `journal.prune_batch` (10) per
+    call. Consolidated entries and [SYNTHESIS] entries are preserved.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        max_importance (int, optional), max_age_days (float, optional), limit (int, optional):
+            Override the settings.
+
+    Returns:
+        dict: `{"pruned": [ids], "remaining_candidates": int, "entries": int}`.
+    """
+    settings = ports.settings
+    if max_importance is None:
+        max_importance = settings.get("journal.prune_importance", 3)
+    if max_age_days is None:
+        max_age_days = settings.get("journal.prune_age_days", 30)
+    if limit is None:
+        limit = settings.get("journal.prune_batch", 10)
+    cutoff = ports.clock.now() - timedelta(days=max_age_days)
+
+    journal = get_journal(ports)
+    consolidated = set(journal["consolidated_entry_ids"])
+    candidates = []
+    for entry in journal["entries"]:
+        if entry["id"] in consolidated or is_synthesis(entry):
+            continue
+        moment = parse_iso(entry.get("timestamp"))
+        if entry.get("importance", 10) <= max_importance and moment and moment < cutoff:
+            candidates.append(entry["id"])
+    doomed = set(candidates[: max(0, int(limit))])
+    if doomed:
+        journal["entries"] = [e for e in journal["entries"] if e["id"] not in doomed]
+        save_journal(ports, journal)
+    return {
+        "pruned": [i for i in candidates if i in doomed],
+        "remaining_candidates": len(candidates) - len(doomed),
+        "entries": len(journal["entries"]),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Display
+
+
+def format_entry(entry):
+    """
+    One line for admins: `#id time imp(method) source: content`.
+
+    Args:
+        entry (dict): A journal entry.
+
+    Returns:
+        str: E.g. `#42 2025-12-06 14:30 7(llm) direct/Alice: Player Alice prefers ...`.
+    """
+    moment = parse_iso(entry.get("timestamp"))
+    when = moment.strftime("%Y-%m-%d %H:%M") if moment else "?"
+    source = entry.get("source_type") or "?"
+    if entry.get("source_entity"):
+        source = f"{source}/{entry['source_entity']}"
+    content = " ".join(str(entry.get("content", "")).split())
+    if len(content) > 160:
+        content = content[:157] + "..."
+    method = entry.get("importance_method") or "?"
+    return f"#{entry.get('id')} {when} {entry.get('importance')}({method}) {source}: {content}"

@@ -1,0 +1,349 @@
+"""
+Generative reflection (Park et al. 2023; seed 000 "Reflection System", seed 002 "4.3").
+
+When the importance written since the last reflection reaches the threshold
+(`check_reflection_trigger`, default 150), the dreaming phase runs `run_reflection`:
+
+1. question generation - the LLM reads the entries of the reflection window and asks
+   `reflection.questions` (3) high-level questions;
+2. evidence retrieval - up to `reflection.evidence_per_question` (10) memories per question,
+   from the semantic tier when there is one, else from the journal (hybrid search), each
+   normalised to `{id, content, score}`;
+3. insight generation - the LLM states insights citing the evidence; self-referential ones are
+   dropped (persona protection), and the rest are stored as one "[SYNTHESIS] ..." journal entry
+   with importance 8 (method "manual": the importance is assigned, not judged), tagged
+   synthesis + meta_learning, carrying the cited ids in `"evidence"`.
+
+Then the reflection state is reset (threshold kept, count + 1, time recorded) and the journal's
+`last_reflection` set. If an LLM call fails or its reply is unusable, nothing is written or
+reset: the next dreaming tick tries again. Entries written while the LLM was thinking stay
+counted toward the next reflection.
+"""
+
+import json
+import re
+
+from twisted.internet import defer
+
+from ai_assistant.memory import journal as journal_module
+from ai_assistant.memory.importance import (
+    check_reflection_trigger,
+    get_reflection_state,
+    reset_reflection_state,
+)
+from ai_assistant.memory.persona import filter_insights
+from ai_assistant.memory.retrieval import search_entries, search_settings
+from ai_assistant.ports import iso
+
+__all__ = [
+    "check_reflection_trigger",
+    "run_reflection",
+    "parse_questions",
+    "parse_insights",
+    "gather_evidence",
+]
+
+SYNTHESIS_IMPORTANCE = 8
+PROMPT_ENTRY_CHARS = 300
+QUESTIONS_SYSTEM_PROMPT = (
+    "You help a character in a virtual world reflect on its recent experiences. "
+    "Focus on the world, its people and events - not on the character itself."
+)
+INSIGHTS_SYSTEM_PROMPT = (
+    "You draw high-level insights about the world, its people and events from evidence. "
+    "State insights in the third person as facts or patterns about the world and its people; "
+    "never about the assistant, its behaviour or what it should do."
+)
+
+
+def _extract_json(text):
+    text = (text or "").strip()
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start, end = text.find(opener), text.rfind(closer)
+        if start != -1 and end > start:
+            try:
+                return json.loads(text[start : end + 1])
+            except ValueError:
+                continue
+    return None
+
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|Q\d+[:.)])\s*")
+
+
+def _list_lines(text):
+    lines = []
+    for line in (text or "").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("```", "{", "}", "[", "]")):
+            continue
+        lines.append(_LIST_MARKER.sub("", stripped).strip())
+    return [line for line in lines if line]
+
+
+def parse_questions(text, limit=3):
+    """
+    Read the questions from a reply: JSON `{"questions": [...]}` or a list of lines.
+
+    Returns:
+        list[str]: At most `limit` non-empty questions.
+    """
+    data = _extract_json(text)
+    if isinstance(data, dict):
+        data = data.get("questions")
+    if isinstance(data, list):
+        questions = [str(q).strip() for q in data if isinstance(q, str) and q.strip()]
+    else:
+        questions = [line for line in _list_lines(text) if line.endswith("?")]
+    return questions[:limit]
+
+
+_CITATION = re.compile(r"\((?:because of|evidence|sources?)?:?\s*([\dE,\s#]+)\)\s*$", re.I)
+
+
+def parse_insights(text):
+    """
+    Read insights from a reply.
+
+    Accepts `{"insights": [{"insight": "...", "evidence": [1, 3]}, ...]}` (evidence numbers as
+    shown in the prompt) or lines like `Alice trusts Bob (because of 1, 5)` (Generative Agents'
+    format).
+
+    Returns:
+        list[dict]: `{"insight": str, "evidence": [int]}` each.
+    """
+    data = _extract_json(text)
+    if isinstance(data, dict):
+        data = data.get("insights")
+    insights = []
+    if isinstance(data, list):
+        for item in data:
+            if isinstance(item, str):
+                item = {"insight": item}
+            if not isinstance(item, dict):
+                continue
+            insight = str(item.get("insight") or item.get("text") or "").strip()
+            evidence = item.get("evidence") or item.get("citations") or []
+            if not isinstance(evidence, list):
+                evidence = [evidence]
+            numbers = [int(n) for n in re.findall(r"\d+", " ".join(map(str, evidence)))]
+            if insight:
+                insights.append({"insight": insight, "evidence": numbers})
+        return insights
+    # Plain text counts only as list items or cited lines, so chatter is not an insight.
+    for raw in (text or "").splitlines():
+        if not (_LIST_MARKER.match(raw) or _CITATION.search(raw)):
+            continue
+        line = _LIST_MARKER.sub("", raw.strip()).strip()
+        match = _CITATION.search(line)
+        numbers = [int(n) for n in re.findall(r"\d+", match.group(1))] if match else []
+        insight = line[: match.start()].strip() if match else line
+        if insight:
+            insights.append({"insight": insight, "evidence": numbers})
+    return insights
+
+
+def _window_entries(ports, journal, state):
+    """The entries this reflection reads: its window, or the most recent ones."""
+    wanted = set(state["entries_since_reflection"])
+    entries = [e for e in journal["entries"] if e["id"] in wanted]
+    if not entries:
+        entries = list(journal["entries"])
+    limit = ports.settings.get("reflection.max_prompt_entries", 50)
+    return entries[-limit:]
+
+
+def _questions_prompt(entries, count):
+    statements = "\n".join(
+        f"- {' '.join(str(e['content']).split())[:PROMPT_ENTRY_CHARS]}" for e in entries
+    )
+    user = (
+        f"Recent statements:\n{statements}\n\n"
+        f"Given only these statements, what are the {count} most salient high-level questions "
+        "we can answer about the people, places and events in them?\n"
+        'Answer with JSON only: {"questions": ["...", "..."]}'
+    )
+    return [
+        {"role": "system", "content": QUESTIONS_SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]
+
+
+def _insights_prompt(questions, evidence):
+    lines = [f"{number}. {item['content'][:PROMPT_ENTRY_CHARS]}" for number, item in evidence]
+    user = (
+        "Questions:\n"
+        + "\n".join(f"- {q}" for q in questions)
+        + "\n\nEvidence:\n"
+        + "\n".join(lines)
+        + "\n\nWhat high-level insights can you infer from the evidence that answer these "
+        "questions? Cite the evidence numbers each insight rests on.\n"
+        'Answer with JSON only: {"insights": [{"insight": "...", "evidence": [1, 2]}]}'
+    )
+    return [
+        {"role": "system", "content": INSIGHTS_SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]
+
+
+def _normalise_semantic_hits(hits):
+    normalised = []
+    for hit in hits or ():
+        if not isinstance(hit, dict) or not hit.get("memory"):
+            continue
+        normalised.append(
+            {
+                "id": f"mem:{hit.get('id')}",
+                "content": str(hit["memory"]),
+                "score": float(hit.get("score") or 0.0),
+            }
+        )
+    return normalised
+
+
+def _journal_evidence(ports, question, limit):
+    journal = journal_module.get_journal(ports)
+    options = search_settings(ports.settings)
+    results = search_entries(
+        journal["entries"], question, now=ports.clock.now(), limit=limit, **options
+    )
+    return [
+        {"id": entry["id"], "content": entry["content"], "score": round(score, 4)}
+        for score, entry in results
+        if not journal_module.is_synthesis(entry)
+    ]
+
+
+@defer.inlineCallbacks
+def gather_evidence(ports, question, limit=None):
+    """
+    Up to `limit` memories that bear on a question, normalised to `{id, content, score}`.
+
+    Semantic-tier hits get ids "mem:<id>"; journal entries keep their int ids. A failing
+    semantic search falls back to the journal.
+
+    Returns:
+        Deferred[list[dict]]: Best first.
+    """
+    if limit is None:
+        limit = ports.settings.get("reflection.evidence_per_question", 10)
+    if ports.semantic is not None:
+        try:
+            hits = yield ports.semantic.search(question, limit=limit)
+        except Exception as err:  # noqa: BLE001 - the journal is a fine fallback
+            ports.log(f"{ports.name}: reflection evidence search failed ({err}); using journal")
+        else:
+            evidence = _normalise_semantic_hits(hits)[:limit]
+            if evidence:
+                return evidence
+    return _journal_evidence(ports, question, limit)
+
+
+@defer.inlineCallbacks
+def run_reflection(ports):
+    """
+    Reflect once on the entries gathered since the last reflection (see the module doc).
+
+    It does not check the trigger: the dreaming phase calls it when `check_reflection_trigger`
+    says so, an admin's `@assistant/reflect` whenever asked.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+
+    Returns:
+        Deferred[dict]: `{"ran": bool, "reason": str or None, "questions": [...],
+        "insights": [...], "rejected": [...], "entry_id": int or None}`; never errbacks.
+    """
+    report = {
+        "ran": False,
+        "reason": None,
+        "questions": [],
+        "insights": [],
+        "rejected": [],
+        "entry_id": None,
+    }
+    if ports.mechanical:
+        ports.log(f"{ports.name}: reflection skipped (mechanical mode, no LLM)")
+        report["reason"] = "mechanical mode"
+        return report
+
+    journal = journal_module.get_journal(ports)
+    state = get_reflection_state(ports)
+    window = _window_entries(ports, journal, state)
+    if not window:
+        report["reason"] = "no journal entries to reflect on"
+        return report
+    # What this reflection covers; entries written while it runs stay for the next one.
+    covered_ids = list(state["entries_since_reflection"])
+    covered_importance = state["cumulative_importance"]
+    count = ports.settings.get("reflection.questions", 3)
+
+    try:
+        reply = yield ports.llm.complete(
+            _questions_prompt(window, count), purpose="reflection_questions"
+        )
+        questions = parse_questions(getattr(reply, "content", None), count)
+        if not questions:
+            raise ValueError("the reply held no questions")
+        report["questions"] = questions
+
+        evidence, seen = [], {}
+        for question in questions:
+            items = yield gather_evidence(ports, question)
+            for item in items:
+                if item["id"] not in seen:
+                    seen[item["id"]] = len(evidence) + 1
+                    evidence.append((len(evidence) + 1, item))
+        numbered = dict(evidence)
+        if not evidence:
+            raise ValueError("no evidence was found for the questions")
+
+        reply = yield ports.llm.complete(
+            _insights_prompt(questions, evidence), purpose="reflection_insights"
+        )
+        insights = parse_insights(getattr(reply, "content", None))
+        if not insights:
+            raise ValueError("the reply held no insights")
+    except Exception as err:  # noqa: BLE001 - nothing written, retried next tick
+        report["reason"] = f"reflection failed, will retry: {type(err).__name__}: {err}"
+        ports.log(f"{ports.name}: {report['reason']}")
+        return report
+
+    kept, rejected = filter_insights(insights)
+    report["rejected"] = [item["insight"] for item in rejected]
+
+    # No yield from here on: fresh state is read, changed and written in one go.
+    report["ran"] = True
+    if kept:
+        cited, lines = [], []
+        for item in kept:
+            ids = [numbered[n]["id"] for n in item["evidence"] if n in numbered]
+            cited.extend(i for i in ids if i not in cited)
+            refs = ", ".join(f"#{i}" if isinstance(i, int) else str(i) for i in ids)
+            lines.append(f"{item['insight']} (evidence: {refs})" if refs else item["insight"])
+        content = f"{journal_module.SYNTHESIS_PREFIX} " + " | ".join(lines)
+        max_chars = ports.settings.get("journal.max_content_chars", 4000)
+        entry = journal_module.add_entry(
+            ports,
+            content[:max_chars],
+            tags=list(journal_module.SYNTHESIS_TAGS),
+            source_type="inference",
+            source_entity="reflection",
+            importance=SYNTHESIS_IMPORTANCE,
+            evidence=cited,
+            count_for_reflection=False,
+        )
+        report["entry_id"] = entry["id"]
+        report["insights"] = [item["insight"] for item in kept]
+    else:
+        report["reason"] = "every insight was self-referential; nothing stored"
+
+    reset_reflection_state(ports, covered_ids, covered_importance)
+    journal = journal_module.get_journal(ports)
+    journal["last_reflection"] = iso(ports.clock.now())
+    journal_module.save_journal(ports, journal)
+    ports.log(
+        f"{ports.name}: reflection stored {len(report['insights'])} insight(s), "
+        f"rejected {len(report['rejected'])}"
+    )
+    return report

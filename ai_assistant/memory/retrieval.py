@@ -1,0 +1,598 @@
+"""
+Episodic retrieval: find the journal entries that answer a query (seed 000, "Episodic Search
+Scoring").
+
+The score of an entry is the seed's (Generative Agents') weighted mean of three parts::
+
+    score = (a_rec * recency + a_imp * importance + a_rel * relevance) / (a_rec + a_imp + a_rel)
+
+- recency = exp(-decay * age_hours), decay `journal.recency_decay` (the seed's 0.99).
+  Generative Agents itself used 0.995 ** game_hours and min-max normalised all three parts;
+  the seed's form decays far faster (an entry a few hours old has recency ~0), so with the
+  defaults recency only separates the last hour or so.
+- importance = importance / 10.
+- relevance in [0, 1]: by default BM25 over the journal (tokenised, lower-cased, stop words
+  dropped, lightly stemmed), scaled so the best match of the query is 1.0, with two boosts that
+  help conversational memories: entries whose `source_entity` is named in the query (the
+  speaker), and entries next to a strong match (context: the answer is often the next turn).
+  When an `embed(texts) -> list[vector]` function is given, BM25 is fused with embedding
+  cosine similarity (reciprocal-rank fusion by default, or normalised-score fusion).
+  `relevance_keyword_overlap` keeps the seed's plain word-overlap measure for comparison.
+
+With a non-empty query only entries with some relevance are returned (a search should not
+answer with unrelated entries just because they are recent); an empty query ranks every entry
+by recency and importance (a "recent and important" listing).
+
+The BM25 index of a journal is cached per journal version (ids, contents, timestamps), and
+token lists per content, so repeated searches of a large journal cost milliseconds.
+"""
+
+import math
+import re
+from collections import Counter, OrderedDict
+from operator import methodcaller
+
+import numpy
+
+from ai_assistant.memory.journal import get_journal
+from ai_assistant.ports import parse_iso
+
+# ----------------------------------------------------------------------------------------------
+# Text normalisation
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been before
+    being below between both but by can cannot could couldn did didn do does doesn doing don
+    down during each few for from further had hadn has hasn have haven having he her here hers
+    herself him himself his how i if in into is isn it its itself just let me more most my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same
+    shan she should shouldn so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was wasn we were weren what when
+    where which while who whom why will with won would wouldn you your yours yourself
+    yourselves s t ll re ve d m o y also get got ever really much many lot
+    """.split()
+)
+
+_APOSTROPHE_S = re.compile(r"['’]s\b")
+_APOSTROPHE = re.compile(r"['’]")
+_WORD = re.compile(r"[a-z0-9]+")
+_STEM_CACHE = {}
+_STEM_CACHE_MAX = 200_000
+
+
+def stem(word):
+    """
+    A light suffix stripper (plurals, -ing, -ed, -ly, final e), enough to match word forms.
+
+    It is deliberately simple and consistent rather than linguistically exact: "painting",
+    "painted" and "paints" all become "paint"; "making" and "make" both become "mak".
+
+    Args:
+        word (str): A lower-case word.
+
+    Returns:
+        str: Its stem.
+    """
+    cached = _STEM_CACHE.get(word)
+    if cached is not None:
+        return cached
+    original = word
+    if len(word) > 3 and not word.isdigit():
+        if word.endswith("ies") and len(word) > 4:
+            word = word[:-3] + "y"
+        elif word.endswith("sses"):
+            word = word[:-2]
+        elif word.endswith(("xes", "ches", "shes", "zes")):
+            word = word[:-2]
+        elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+            word = word[:-1]
+        if word.endswith("ing") and len(word) > 5:
+            word = _undouble(word[:-3])
+        elif word.endswith("ied") and len(word) > 4:
+            word = word[:-3] + "y"
+        elif word.endswith("ed") and len(word) > 4:
+            word = _undouble(word[:-2])
+        elif word.endswith("ly") and len(word) > 5:
+            word = word[:-2]
+        if word.endswith("e") and len(word) > 3:
+            word = word[:-1]
+    if len(_STEM_CACHE) > _STEM_CACHE_MAX:
+        _STEM_CACHE.clear()
+    _STEM_CACHE[original] = word
+    return word
+
+
+def _undouble(word):
+    # "running" -> "runn" -> "run"; keep ll/ss/zz ("falling" -> "fall").
+    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeioulsz":
+        return word[:-1]
+    return word
+
+
+def words(text):
+    """Lower-case words of `text`, possessive 's and apostrophes removed (no stemming)."""
+    text = _APOSTROPHE.sub("", _APOSTROPHE_S.sub("", str(text).lower()))
+    return _WORD.findall(text)
+
+
+def tokenize(text):
+    """
+    Args:
+        text (str): Any text.
+
+    Returns:
+        list[str]: Stemmed content words (stop words dropped), in order.
+    """
+    return [stem(word) for word in words(text) if word not in STOPWORDS]
+
+
+# ----------------------------------------------------------------------------------------------
+# The seed's scoring, kept for comparison and for single-entry use
+
+
+def relevance_keyword_overlap(query, content):
+    """
+    The seed's relevance: the share of the query's words found in the content (split on
+    whitespace, lower-cased, no other normalisation).
+
+    Returns:
+        float: 0.0-1.0.
+    """
+    query_words = set(str(query).lower().split())
+    content_words = set(str(content).lower().split())
+    return len(query_words & content_words) / max(len(query_words), 1)
+
+
+def recency_score(age_hours, decay=0.99):
+    """
+    Args:
+        age_hours (float): How old the entry is.
+        decay (float): Rate per hour (the seed's 0.99).
+
+    Returns:
+        float: exp(-decay * age_hours), 1.0 for entries from the future or now.
+    """
+    return math.exp(-decay * max(0.0, age_hours))
+
+
+def score_episodic_memory(
+    entry,
+    query,
+    now,
+    alpha_recency=1.0,
+    alpha_importance=1.0,
+    alpha_relevance=1.0,
+    recency_decay=0.99,
+    relevance=None,
+):
+    """
+    The seed's hybrid score of one entry (Generative Agents' formula).
+
+    Args:
+        entry (dict): A journal entry.
+        query (str): The query.
+        now (datetime): The current time.
+        alpha_recency, alpha_importance, alpha_relevance (float): Weights.
+        recency_decay (float): Rate per hour.
+        relevance (float, optional): A relevance already computed (e.g. BM25); the seed's
+            keyword overlap is used when omitted.
+
+    Returns:
+        float: The weighted mean, 0.0-1.0.
+    """
+    moment = parse_iso(entry.get("timestamp"))
+    age_hours = (now - moment).total_seconds() / 3600 if moment else float("inf")
+    recency = recency_score(age_hours, recency_decay) if moment else 0.0
+    importance = entry.get("importance", 5) / 10.0
+    if relevance is None:
+        relevance = relevance_keyword_overlap(query, entry.get("content", ""))
+    return _combine(recency, importance, relevance, alpha_recency, alpha_importance,
+                    alpha_relevance)  # fmt: skip
+
+
+def _combine(recency, importance, relevance, a_rec, a_imp, a_rel):
+    total = a_rec + a_imp + a_rel
+    if total <= 0:
+        return relevance
+    return (a_rec * recency + a_imp * importance + a_rel * relevance) / total
+
+
+# ----------------------------------------------------------------------------------------------
+# BM25 index
+
+
+# Tuned on the LoCoMo dev split (relevance only): short entries favour a low b.
+BM25_K1 = 0.9
+BM25_B = 0.4
+CONTEXT_RADIUS = 2  # neighbours on each side that inherit relevance (halving per step)
+
+
+class JournalIndex:
+    """
+    BM25 postings and per-entry facts of one journal version.
+
+    Each posting holds the entry's full BM25 weight for the term (idf times the saturated,
+    length-normalised term frequency), so a query only sums the postings of its terms.
+
+    Args:
+        entries (list): Journal entries, oldest first.
+        k1 (float), b (float): BM25 parameters.
+    """
+
+    def __init__(self, entries, k1=None, b=None):
+        k1 = BM25_K1 if k1 is None else k1
+        b = BM25_B if b is None else b
+        self.size = len(entries)
+        self.epochs = []
+        self.speakers = []
+        counts = []
+        for entry in entries:
+            counts.append(_term_counts(entry.get("content", "")))
+            moment = parse_iso(entry.get("timestamp"))
+            self.epochs.append(moment.timestamp() if moment else None)
+            entity = entry.get("source_entity")
+            self.speakers.append(frozenset(words(entity)) if entity else frozenset())
+        lengths = [sum(c.values()) for c in counts]
+        average = (sum(lengths) / len(lengths)) if lengths else 1.0
+        average = average or 1.0
+        frequency = Counter()
+        for c in counts:
+            frequency.update(c.keys())
+        idf = {
+            term: math.log(1 + (self.size - n + 0.5) / (n + 0.5)) for term, n in frequency.items()
+        }
+        postings = {}
+        for position, (c, length) in enumerate(zip(counts, lengths, strict=True)):
+            norm = k1 * (1 - b + b * length / average)
+            for term, tf in c.items():
+                weight = idf[term] * tf * (k1 + 1) / (tf + norm)
+                postings.setdefault(term, ([], []))
+                postings[term][0].append(position)
+                postings[term][1].append(weight)
+        self.postings = {
+            term: (numpy.asarray(where, dtype=numpy.int64), numpy.asarray(weights, dtype=float))
+            for term, (where, weights) in postings.items()
+        }
+        self.epoch_array = numpy.asarray(
+            [numpy.nan if e is None else e for e in self.epochs], dtype=float
+        )
+        by_speaker = {}
+        for position, names in enumerate(self.speakers):
+            for name in names:
+                by_speaker.setdefault(name, []).append(position)
+        self.speaker_positions = {
+            name: numpy.asarray(where, dtype=numpy.int64) for name, where in by_speaker.items()
+        }
+        self.speaker_names = frozenset(by_speaker)
+
+    def bm25(self, terms):
+        """
+        Args:
+            terms (iterable): Query terms (already tokenised).
+
+        Returns:
+            numpy.ndarray: The BM25 score of every entry (0.0 where no term matches).
+        """
+        scores = numpy.zeros(self.size)
+        for term in set(terms):
+            where, weights = self.postings.get(term, (None, None))
+            if where is not None:
+                scores[where] += weights  # each entry appears once per term's postings
+        return scores
+
+
+_TERM_CACHE = {}
+_TERM_CACHE_MAX = 100_000
+_INDEX_CACHE = OrderedDict()
+_INDEX_CACHE_MAX = 8
+
+
+def _term_counts(content):
+    counts = _TERM_CACHE.get(content)
+    if counts is None:
+        if len(_TERM_CACHE) > _TERM_CACHE_MAX:
+            _TERM_CACHE.clear()
+        counts = _TERM_CACHE[content] = Counter(tokenize(content))
+    return counts
+
+
+def get_index(entries):
+    """
+    The BM25 index of these entries, built once per journal version and cached.
+
+    Args:
+        entries (list): Journal entries.
+
+    Returns:
+        JournalIndex: Positions in it are positions in `entries`.
+    """
+    # C-level maps keep the key cheap (about 1 ms for 10,000 entries).
+    key = tuple(
+        tuple(map(methodcaller("get", field), entries))
+        for field in ("id", "content", "timestamp", "source_entity")
+    )
+    index = _INDEX_CACHE.get(key)
+    if index is None:
+        index = JournalIndex(entries)
+        _INDEX_CACHE[key] = index
+        while len(_INDEX_CACHE) > _INDEX_CACHE_MAX:
+            _INDEX_CACHE.popitem(last=False)
+    else:
+        _INDEX_CACHE.move_to_end(key)
+    return index
+
+
+# ----------------------------------------------------------------------------------------------
+# Embeddings (optional)
+
+_EMBED_CACHE = {}
+_EMBED_CACHE_MAX = 100_000
+
+
+def _embed_key(embed):
+    # Bound methods are new objects on every access; key them by function and instance.
+    return (id(getattr(embed, "__func__", embed)), id(getattr(embed, "__self__", None)))
+
+
+def _embeddings(embed, texts):
+    """Vectors for `texts`, computing only the ones this embed function has not seen."""
+    cache = _EMBED_CACHE.setdefault(_embed_key(embed), {})
+    missing = list(dict.fromkeys(t for t in texts if t not in cache))
+    if missing:
+        if len(cache) + len(missing) > _EMBED_CACHE_MAX:
+            cache.clear()
+        for text, vector in zip(missing, embed(missing), strict=True):
+            cache[text] = vector
+    return [cache[t] for t in texts]
+
+
+def _cosine_scores(embed, query, entries):
+    matrix = numpy.asarray(_embeddings(embed, [e.get("content", "") for e in entries]), float)
+    vector = numpy.asarray(embed([query])[0], float)
+    norms = numpy.linalg.norm(matrix, axis=1) * (numpy.linalg.norm(vector) or 1.0)
+    norms[norms == 0] = 1.0
+    return (matrix @ vector) / norms
+
+
+# ----------------------------------------------------------------------------------------------
+# Search
+
+
+def _passes_filters(entry, tags, project, since_epoch, epoch, min_trust):
+    if tags:
+        own = {str(t).lower() for t in entry.get("tags") or ()}
+        if not tags <= own:
+            return False
+    if project:
+        if project not in {str(p).lower() for p in entry.get("related_projects") or ()}:
+            return False
+    if since_epoch is not None and (epoch is None or epoch < since_epoch):
+        return False
+    if min_trust is not None and entry.get("source_trust", 1.0) < min_trust:
+        return False
+    return True
+
+
+def entry_matches_filters(
+    entry, now, *, tags=None, days_back=None, related_to_project=None, min_trust=None
+):
+    """
+    Whether one entry passes the search filters (the same rules `search_entries` applies).
+
+    Args:
+        entry (dict): A journal entry.
+        now (datetime): The current time.
+        tags (list[str], optional): All must be on the entry (case-insensitive).
+        days_back (float, optional): Written within the last N days.
+        related_to_project (str, optional): Listed in its related_projects.
+        min_trust (float, optional): Its source_trust is at least this.
+
+    Returns:
+        bool
+    """
+    moment = parse_iso(entry.get("timestamp"))
+    since = now.timestamp() - days_back * 86400 if days_back is not None else None
+    return _passes_filters(
+        entry,
+        {str(t).lower() for t in tags} if tags else None,
+        str(related_to_project).lower() if related_to_project else None,
+        since,
+        moment.timestamp() if moment else None,
+        min_trust,
+    )
+
+
+def search_entries(
+    entries,
+    query,
+    *,
+    now,
+    limit=10,
+    tags=None,
+    days_back=None,
+    related_to_project=None,
+    min_trust=None,
+    embed=None,
+    alpha_recency=1.0,
+    alpha_importance=1.0,
+    alpha_relevance=1.0,
+    recency_decay=0.99,
+    speaker_boost=0.6,
+    context_weight=0.5,
+    fusion="rrf",
+    embedding_weight=0.5,
+):
+    """
+    Rank journal entries for a query (see the module doc for the score).
+
+    Args:
+        entries (list): Journal entries, oldest first (the journal's order).
+        query (str): What to look for; empty ranks by recency and importance only.
+        now (datetime): The current time (aware).
+        limit (int): At most this many results.
+        tags (list[str], optional): Only entries carrying all of these tags.
+        days_back (float, optional): Only entries from the last N days.
+        related_to_project (str, optional): Only entries related to this project.
+        min_trust (float, optional): Only entries whose source_trust is at least this.
+        embed (callable, optional): `embed(texts) -> list[vector]`; fused with BM25 when given.
+        alpha_recency, alpha_importance, alpha_relevance (float): The seed's weights.
+        recency_decay (float): Rate per hour of the recency decay.
+        speaker_boost (float): Relevance bonus (x(1+boost)) for entries whose source_entity
+            is named in the query.
+        context_weight (float): Share of a neighbouring entry's relevance an entry inherits.
+        fusion (str): "rrf" (reciprocal-rank) or "score" (normalised-score) fusion of BM25 and
+            embedding similarity; used only with `embed`.
+        embedding_weight (float): The embedding's share in "score" fusion.
+
+    Returns:
+        list: `(score, entry)` pairs, best first.
+    """
+    if not entries or limit <= 0:
+        return []
+    index = get_index(entries)
+    now_epoch = now.timestamp()
+    since_epoch = now_epoch - days_back * 86400 if days_back is not None else None
+    tag_set = {str(t).lower() for t in tags} if tags else None
+    project = str(related_to_project).lower() if related_to_project else None
+
+    query = str(query or "").strip()
+    query_words = words(query)
+    named = index.speaker_names.intersection(query_words) if query_words else frozenset()
+    # A speaker's name says whose entries to favour; it is not a content word to match
+    # (in a conversation the name mostly appears in greetings addressed to that person).
+    terms = [stem(w) for w in query_words if w not in STOPWORDS and w not in named]
+    if not terms and named:
+        terms = [stem(w) for w in query_words if w not in STOPWORDS]
+
+    size = len(entries)
+    relevance = None
+    if query and alpha_relevance > 0:
+        relevance = _relevance(index, entries, query, terms, named, embed,
+                               speaker_boost, context_weight, fusion, embedding_weight)  # fmt: skip
+        if relevance is None:
+            return []
+        positions = numpy.flatnonzero(relevance > 0)
+    elif query and not terms:
+        return []
+    else:
+        positions = numpy.arange(size)
+
+    if tag_set or project or since_epoch is not None or min_trust is not None:
+        epochs = index.epochs
+        positions = numpy.asarray(
+            [
+                p
+                for p in positions.tolist()
+                if _passes_filters(entries[p], tag_set, project, since_epoch, epochs[p], min_trust)
+            ],
+            dtype=numpy.int64,
+        )
+    if not len(positions):
+        return []
+
+    ages = numpy.maximum(0.0, (now_epoch - index.epoch_array[positions]) / 3600)
+    recency = numpy.nan_to_num(numpy.exp(-recency_decay * ages), nan=0.0)
+    importance = (
+        numpy.asarray([entries[p].get("importance") or 0 for p in positions.tolist()], float) / 10.0
+    )
+    rel = relevance[positions] if relevance is not None else numpy.zeros(len(positions))
+    total = alpha_recency + alpha_importance + alpha_relevance
+    if total <= 0:
+        scores = rel
+    else:
+        scores = (
+            alpha_recency * recency + alpha_importance * importance + alpha_relevance * rel
+        ) / total
+    # best first; among equal scores the newer entry first
+    order = numpy.lexsort((-positions, -scores))[:limit]
+    return [(float(scores[i]), entries[int(positions[i])]) for i in order]
+
+
+def _relevance(index, entries, query, terms, named, embed, speaker_boost, context_weight,
+               fusion, embedding_weight):  # fmt: skip
+    """Relevance 0-1 of every entry (array), or None when nothing is relevant."""
+    raw = index.bm25(terms)
+    if embed is not None:
+        raw = _fuse(raw, _cosine_scores(embed, query, entries), fusion, embedding_weight)
+    if not raw.any():
+        return None
+    if named and speaker_boost:
+        for name in named:
+            where = index.speaker_positions.get(name)
+            if where is not None:
+                raw[where] *= 1.0 + speaker_boost
+    if context_weight:
+        # An entry inherits part of its neighbours' relevance (in a conversation the turn
+        # before or after a strong match often holds the answer), halving with each step.
+        base = raw.copy()
+        share = context_weight
+        for step in range(1, CONTEXT_RADIUS + 1):
+            if step < len(base):
+                raw[step:] += share * base[:-step]
+                raw[:-step] += share * base[step:]
+            share *= 0.5
+    best = raw.max()
+    if best <= 0:
+        return None
+    return raw / best
+
+
+def _fuse(bm25, cosines, fusion, embedding_weight, rrf_k=60, pool=100):
+    """Combine BM25 scores with embedding cosines (arrays over all entries)."""
+    matched = numpy.flatnonzero(bm25 > 0)
+    pool = min(len(cosines), max(pool, len(matched)))
+    top = numpy.argpartition(-cosines, pool - 1)[:pool] if pool else numpy.array([], int)
+    top = top[cosines[top] > 0]
+    dense = numpy.zeros(len(cosines))
+    dense[top] = cosines[top]
+    if fusion == "score":
+        best_sparse = bm25.max() or 1.0
+        best_dense = dense.max() or 1.0
+        return (1 - embedding_weight) * bm25 / best_sparse + embedding_weight * dense / best_dense
+    fused = numpy.zeros(len(cosines))
+    for ranking, where in ((bm25, matched), (dense, top)):
+        ordered = where[numpy.argsort(-ranking[where], kind="stable")]
+        fused[ordered] += 1.0 / (rrf_k + numpy.arange(1, len(ordered) + 1))
+    return fused
+
+
+def search_settings(settings):
+    """
+    The search weights configured for an assistant.
+
+    Args:
+        settings (conf.Settings): Its settings.
+
+    Returns:
+        dict: Keyword arguments for `search_entries`.
+    """
+    return {
+        "alpha_recency": settings.get("journal.alpha_recency", 1.0),
+        "alpha_importance": settings.get("journal.alpha_importance", 1.0),
+        "alpha_relevance": settings.get("journal.alpha_relevance", 1.0),
+        "recency_decay": settings.get("journal.recency_decay", 0.99),
+        "speaker_boost": settings.get("journal.speaker_boost", 0.6),
+        "context_weight": settings.get("journal.context_weight", 0.5),
+    }
+
+
+def search_journal(ports, query, *, limit=None, **filters):
+    """
+    Search this assistant's journal with its configured weights.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        query (str): What to look for.
+        limit (int, optional): Default `journal.search_limit`.
+        **filters: tags, days_back, related_to_project, min_trust, embed (see `search_entries`).
+
+    Returns:
+        list: `(score, entry)` pairs, best first.
+    """
+    if limit is None:
+        limit = ports.settings.get("journal.search_limit", 10)
+    options = search_settings(ports.settings)
+    options.update(filters)
+    entries = get_journal(ports)["entries"]
+    return search_entries(entries, query, now=ports.clock.now(), limit=limit, **options)

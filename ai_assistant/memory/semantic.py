@@ -1,0 +1,407 @@
+"""
+The semantic memory tier: mem0 behind the small `SemanticPort` the core uses.
+
+The embedded default needs no server, no API key and no network: mem0 with qdrant in local
+(on-disk, in-process) mode under the game's `server/ai_assistant_data/`, and the local
+WordLlama embedder (`ai_assistant.memory.embedder`). A game may switch to any store, embedder
+or LLM mem0 supports by giving a mem0 config dict in the `memory.mem0` setting; it is merged
+over our default, so `{"vector_store": {"provider": "pgvector", "config": {...}}}` replaces only
+the store.
+
+Rules this module keeps:
+
+- mem0 reads `MEM0_TELEMETRY` and `MEM0_DIR` when it is first imported, so
+  `configure_mem0_environment` sets both before any import of mem0 here (telemetry off, its
+  folder under the game's `server/`), and turns the flag off again if mem0 was imported first.
+- qdrant's local mode allows one client per path and process, so every assistant of a game
+  shares one `mem0.Memory` per data folder (reference-counted); each assistant sees it through
+  its own `SemanticMemory`, scoped by its key (mem0 `user_id`), so one NPC never reads or
+  deletes another's memories.
+- Every mem0 call runs off the reactor through `runner` (the bounded pool's `run_blocking` by
+  default) and returns a Deferred; calls on one shared store are serialised by a lock because
+  the local qdrant client is not meant for concurrent writers.
+- `search` asks mem0 for every candidate (threshold 0: its default 0.1 drops true hits from a
+  static embedder) and reports each hit's cosine similarity as `score`, so callers apply the
+  embedder's calibrated thresholds (`relevance_threshold`, `link_similarity`).
+- mem0 with `infer=False` does no de-duplication: `add` skips a text whose nearest stored
+  memory is a near-exact duplicate and returns that memory instead.
+"""
+
+import copy
+import logging
+import os
+import sys
+import threading
+
+from ai_assistant.conf import deep_merge
+from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
+
+DATA_FOLDER = "ai_assistant_data"
+COLLECTION = "ai_assistant"
+# Placeholder credentials for mem0's default OpenAI LLM/embedder objects, which it builds at
+# start-up even when they are never called (mechanical mode, our own embedder).
+_UNUSED_KEY = "unused-offline"
+
+_stores = {}
+_stores_lock = threading.Lock()
+
+
+def default_data_dir():
+    """
+    The game's data folder for the semantic tier: `<game>/server/ai_assistant_data`.
+
+    Uses Django's `GAME_DIR` when settings are configured, else the current folder (Evennia
+    runs from the game folder).
+    """
+    game_dir = None
+    try:
+        from django.conf import settings as django_settings
+
+        if django_settings.configured:
+            game_dir = getattr(django_settings, "GAME_DIR", None)
+    except ImportError:
+        pass
+    return os.path.join(game_dir or os.getcwd(), "server", DATA_FOLDER)
+
+
+def configure_mem0_environment(data_dir=None):
+    """
+    Turn mem0's telemetry off and keep its files under `data_dir`, before mem0 is imported.
+
+    Args:
+        data_dir (str, optional): The semantic tier's folder (default `default_data_dir()`).
+
+    Returns:
+        str: The folder mem0 uses for its own files (`<data_dir>/mem0`).
+    """
+    data_dir = data_dir or default_data_dir()
+    # mem0 logs every insert at INFO, and warns on every start that spaCy and fastembed (which
+    # we leave out on purpose: both fetch models from the network) are missing.
+    logging.getLogger("mem0").setLevel(logging.WARNING)
+    for quiet in ("mem0.utils.spacy_models", "mem0.vector_stores.qdrant"):
+        logging.getLogger(quiet).setLevel(logging.ERROR)
+    os.environ["MEM0_TELEMETRY"] = "False"
+    # The first folder wins: mem0 reads it once per process, at import (and creates it).
+    os.environ.setdefault("MEM0_DIR", os.path.join(data_dir, "mem0"))
+    if "mem0" not in sys.modules:
+        return os.environ["MEM0_DIR"]
+    try:
+        import mem0.memory.main as mem0_main
+        import mem0.memory.telemetry as mem0_telemetry
+    except ImportError:  # pragma: no cover - mem0ai is a dependency
+        return os.environ["MEM0_DIR"]
+    # Imported earlier by someone who did not set the flag: switch it off where it is read.
+    mem0_telemetry.MEM0_TELEMETRY = False
+    mem0_main.MEM0_TELEMETRY = False
+    return os.environ["MEM0_DIR"]
+
+
+def default_mem0_config(settings, data_dir, embedder=None):
+    """
+    Our default mem0 config, with the game's `memory.mem0` merged over it.
+
+    Args:
+        settings (conf.Settings): The assistant's settings.
+        data_dir (str): Folder for the local vector store and mem0's history database.
+        embedder (LocalEmbedder, optional): The local embedder (sets the vector size).
+
+    Returns:
+        tuple: `(config dict for mem0.Memory.from_config, uses_local_embedder bool)`.
+    """
+    override = copy.deepcopy(settings.get("memory.mem0", {}) or {})
+    dims = embedder.dims if embedder is not None else 256
+    llm = settings.get("llm", {}) or {}
+    llm_config = {"model": llm.get("model") or "gpt-4o-mini", "api_key": _UNUSED_KEY}
+    if llm.get("api_key"):
+        llm_config["api_key"] = llm["api_key"]
+    if llm.get("base_url"):
+        llm_config["openai_base_url"] = llm["base_url"]
+    config = {
+        "vector_store": {
+            "provider": "qdrant",
+            "config": {
+                "collection_name": COLLECTION,
+                "path": os.path.join(data_dir, "qdrant"),
+                "embedding_model_dims": dims,
+                "on_disk": True,
+            },
+        },
+        # Replaced by our local embedder after start-up unless the game configures one.
+        "embedder": {"provider": "openai", "config": {"api_key": _UNUSED_KEY}},
+        "llm": {"provider": "openai", "config": llm_config},
+        "history_db_path": os.path.join(data_dir, "history.db"),
+        "custom_instructions": ASSISTANT_FACT_EXTRACTION_PROMPT,
+    }
+    uses_local_embedder = "embedder" not in override
+    for section in ("vector_store", "embedder", "llm"):
+        chosen = (override.get(section) or {}).get("provider")
+        placeholder = section == "embedder" and section in override
+        if placeholder or (chosen and chosen != config[section]["provider"]):
+            # the game's own provider: our provider's options would not fit it
+            del config[section]
+    return deep_merge(config, override), uses_local_embedder
+
+
+class _SharedStore:
+    """One mem0.Memory per data folder, shared by every assistant of the process."""
+
+    def __init__(self, memory, embedder, path):
+        self.memory = memory
+        self.embedder = embedder
+        self.path = path
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+def _open_shared(config, uses_local_embedder, embedder, path):
+    from mem0 import Memory
+
+    from ai_assistant.memory.embedder import Mem0Embedder
+
+    memory = Memory.from_config(config)
+    if uses_local_embedder:
+        memory.embedding_model = Mem0Embedder(embedder)
+    return _SharedStore(memory, embedder if uses_local_embedder else None, path)
+
+
+def _close_memory(memory):
+    try:
+        memory.close()
+    except Exception:  # closing is best effort; the process may be going down
+        pass
+    client = getattr(getattr(memory, "vector_store", None), "client", None)
+    if client is not None:
+        try:
+            client.close()
+        except Exception:
+            pass
+
+
+def _default_runner(func, *args, **kwargs):
+    from ai_assistant.threads import run_blocking
+
+    return run_blocking(func, *args, **kwargs)
+
+
+class SemanticMemory:
+    """
+    One assistant's view of the semantic tier (implements `ports.SemanticPort`).
+
+    Args:
+        shared (_SharedStore): The process-wide mem0 store for this data folder.
+        key (str): The assistant's key; its memories are stored under mem0 `user_id=key`.
+        runner (callable, optional): `runner(func, *args, **kwargs) -> Deferred` that runs
+            blocking work; the bounded pool by default. Tests pass a synchronous one.
+        log (callable, optional): `log(message)`.
+
+    Attributes:
+        relevance_threshold (float): Calibrated cosine cut-off for "relevant to a query".
+        link_similarity (float): Calibrated cosine cut-off for an A-MEM link.
+        duplicate_similarity (float): Cosine at or above which `add` skips a duplicate.
+    """
+
+    def __init__(self, shared, key, *, runner=None, log=None):
+        self._shared = shared
+        self.key = str(key)
+        self._runner = runner or _default_runner
+        self._log = log or (lambda message: None)
+        self._closed = False
+        embedder = shared.embedder
+        self.embedder_name = embedder.name if embedder is not None else "mem0-configured"
+        self.relevance_threshold = embedder.relevance_threshold if embedder else None
+        self.link_similarity = embedder.link_similarity if embedder else None
+        self.duplicate_similarity = embedder.duplicate_similarity if embedder else 0.97
+
+    # ------------------------------------------------------------------------------------------
+    # the port
+
+    def add(self, text, *, metadata=None, infer=False):
+        """
+        Store a text (or, with `infer=True`, the facts an LLM extracts from it).
+
+        Returns:
+            Deferred[list[dict]]: The stored memories, `{"id", "memory", "event"}` each;
+            `event` is "DUPLICATE" when an existing near-identical memory was kept instead.
+        """
+        return self._run(self._add, str(text), dict(metadata or {}), bool(infer))
+
+    def search(self, query, *, limit=10, filters=None):
+        """
+        Deferred[list[dict]]: `{"id", "memory", "score", "rank_score", "metadata"}`, best first.
+
+        `score` is the cosine similarity (the scale the calibrated thresholds use);
+        `rank_score` is mem0's hybrid (semantic + BM25) score that orders the results.
+        `filters` are extra metadata conditions (mem0 syntax), e.g. `{"entry_id": "abc"}`.
+        """
+        return self._run(self._search, str(query), int(limit), dict(filters or {}))
+
+    def get(self, memory_id):
+        """Deferred[dict or None]: the memory, or None if unknown or another assistant's."""
+        return self._run(self._get, str(memory_id))
+
+    def delete(self, memory_id):
+        """Deferred[None]. Deleting an unknown (or another assistant's) id does nothing."""
+        return self._run(self._delete, str(memory_id))
+
+    def list(self, *, limit=100, filters=None):
+        """
+        Deferred[list[dict]]: this assistant's memories (`{"id", "memory", "metadata"}`).
+
+        `filters` (an extension of the port) are exact metadata conditions, e.g.
+        `{"entry_id": "abc"}`: a lookup that, unlike `search`, needs no query text.
+        """
+        return self._run(self._list, int(limit), dict(filters or {}))
+
+    def close(self):
+        """Let go of the shared store; the last user closes the qdrant client."""
+        if self._closed:
+            return
+        self._closed = True
+        _release(self._shared)
+
+    # ------------------------------------------------------------------------------------------
+    # blocking work (worker thread)
+
+    def _run(self, func, *args):
+        if self._closed:
+            from twisted.internet import defer
+
+            return defer.fail(RuntimeError("the semantic store is closed"))
+        return self._runner(self._locked, func, *args)
+
+    def _locked(self, func, *args):
+        with self._shared.lock:
+            return func(*args)
+
+    @property
+    def _memory(self):
+        return self._shared.memory
+
+    def _scope(self, extra=None):
+        return {**(extra or {}), "user_id": self.key}
+
+    def _add(self, text, metadata, infer):
+        if not text.strip():
+            raise ValueError("cannot store an empty memory")
+        if not infer:
+            duplicate = self._nearest_duplicate(text)
+            if duplicate is not None:
+                return [{"id": duplicate["id"], "memory": duplicate["memory"],
+                         "event": "DUPLICATE"}]
+        result = self._memory.add(text, user_id=self.key, metadata=metadata, infer=infer)
+        stored = []
+        for item in (result or {}).get("results", []):
+            stored.append({"id": str(item.get("id")), "memory": item.get("memory", text),
+                           "event": item.get("event", "ADD")})
+        return stored
+
+    def _nearest_duplicate(self, text):
+        hits = self._search(text, 1, {})
+        if hits and hits[0]["score"] >= self.duplicate_similarity:
+            return hits[0]
+        return None
+
+    def _search(self, query, limit, filters):
+        if not query.strip():
+            return []
+        result = self._memory.search(
+            query, top_k=max(1, limit), filters=self._scope(filters), threshold=0.0,
+            explain=True,
+        )
+        hits = []
+        for item in (result or {}).get("results", []):
+            details = item.get("score_details") or {}
+            hits.append({
+                "id": str(item.get("id")),
+                "memory": item.get("memory", ""),
+                "score": float(details.get("semantic_score", item.get("score") or 0.0)),
+                "rank_score": float(item.get("score") or 0.0),
+                "metadata": dict(item.get("metadata") or {}),
+                "created_at": item.get("created_at"),
+            })
+        return hits
+
+    def _get(self, memory_id):
+        try:
+            item = self._memory.get(memory_id)
+        except Exception:
+            # qdrant rejects ids that are not UUIDs/ints: for the caller that is "not found"
+            return None
+        if not item or item.get("user_id") != self.key:
+            return None
+        return {"id": str(item["id"]), "memory": item.get("memory", ""),
+                "metadata": dict(item.get("metadata") or {}),
+                "created_at": item.get("created_at")}
+
+    def _delete(self, memory_id):
+        if self._get(memory_id) is None:
+            return None
+        self._memory.delete(memory_id)
+        return None
+
+    def _list(self, limit, filters):
+        result = self._memory.get_all(filters=self._scope(filters), top_k=max(1, limit))
+        return [{"id": str(item.get("id")), "memory": item.get("memory", ""),
+                 "metadata": dict(item.get("metadata") or {}),
+                 "created_at": item.get("created_at")}
+                for item in (result or {}).get("results", [])]
+
+
+# Name used in the issue and the design notes.
+Mem0Store = SemanticMemory
+
+
+def make_semantic_store(settings, data_dir=None, key="assistant", *, runner=None, log=None):
+    """
+    Open (or join) the semantic store for one assistant.
+
+    Blocking (loads the embedder, opens qdrant): call it at server start, or in a worker.
+
+    Args:
+        settings (conf.Settings): The assistant's settings (`memory.mem0`, `llm`).
+        data_dir (str, optional): The data folder (default `server/ai_assistant_data`).
+        key (str): The assistant's key (scopes its memories).
+        runner (callable, optional): Runs blocking calls, returns Deferreds.
+        log (callable, optional): `log(message)`.
+
+    Returns:
+        SemanticMemory or None: None when `memory.enabled` is False.
+    """
+    if not settings.get("memory.enabled", True):
+        return None
+    data_dir = os.path.abspath(data_dir or default_data_dir())
+    configure_mem0_environment(data_dir)
+    override = settings.get("memory.mem0", {}) or {}
+    embedder = None
+    if "embedder" not in override:
+        from ai_assistant.memory.embedder import get_embedder
+
+        embedder = get_embedder()
+    config, uses_local = default_mem0_config(settings, data_dir, embedder)
+    path_key = repr(config.get("vector_store"))
+    with _stores_lock:
+        shared = _stores.get(path_key)
+        if shared is None:
+            shared = _open_shared(config, uses_local, embedder, path_key)
+            _stores[path_key] = shared
+        shared.users += 1
+    return SemanticMemory(shared, key, runner=runner, log=log)
+
+
+def _release(shared):
+    with _stores_lock:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        _stores.pop(shared.path, None)
+    _close_memory(shared.memory)
+
+
+def close_all_stores():
+    """Close every open store (server shutdown). Safe to call more than once."""
+    with _stores_lock:
+        shared_stores = list(_stores.values())
+        _stores.clear()
+    for shared in shared_stores:
+        shared.users = 0
+        _close_memory(shared.memory)

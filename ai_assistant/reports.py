@@ -1,0 +1,104 @@
+"""
+Admin views: the text `@assistant` shows for one assistant (status and config).
+"""
+
+import json
+
+from ai_assistant.conf import Settings
+
+
+def mask_secret(secret):
+    """Show a key's shape, never the key: `sk-...abcd`."""
+    try:
+        from ai_assistant.agent.llm import mask_secret as llm_mask
+
+        return llm_mask(secret)
+    except ImportError:  # pragma: no cover - the agent package always ships it
+        return "(set)" if secret else "(none)"
+
+
+def provider_line(settings, llm):
+    """One line naming the LLM provider, or mechanical mode."""
+    if llm is None:
+        return "mechanical (no LLM configured)"
+    config = settings.get("llm")
+    endpoint = config.get("base_url") or "https://api.openai.com/v1"
+    return f"{config.get('model')} at {endpoint} (key {mask_secret(config.get('api_key'))})"
+
+
+def format_status(npc):
+    """
+    Args:
+        npc (AssistantCharacter): The assistant.
+
+    Returns:
+        str: Mode, sleep phase, tick, provider, token usage and counts.
+    """
+    ports = npc.ai_ports()
+    state = ports.state
+    script = npc.assistant_script
+    mode = state.get("operating_mode") or "awake"
+    phase = state.get("sleep_phase")
+    interval = script.db.ticker_interval if script else None
+    stats = state.get("llm_stats") or {}
+    journal = state.get("journal") or {}
+    lines = [
+        f"|w{npc.key}|n ({npc.dbref}) in {npc.location.key if npc.location else 'nowhere'}",
+        f"  mode: {mode}" + (f" (phase: {phase})" if mode == "sleep" else ""),
+        f"  ticker: every {interval}s" if interval else "  ticker: |rnot subscribed|n",
+        f"  ticks: {state.get('tick_count') or 0} (skipped while busy: "
+        f"{state.get('skipped_ticks') or 0})",
+        f"  provider: {provider_line(ports.settings, ports.llm)}",
+        f"  tokens: prompt {stats.get('prompt_tokens', 0)}, completion "
+        f"{stats.get('completion_tokens', 0)} in {stats.get('calls', 0)} calls "
+        f"({stats.get('failures', 0)} failed)",
+    ]
+    if stats.get("emergency_stop"):
+        lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
+                     f"({stats.get('last_error')}); @assistant/wake or /config clears it")
+    dropped = (state.get("perception_stats") or {}).get("dropped", 0)
+    lines.append(
+        f"  events queued: {len(state.get('pending_events') or [])} (dropped: {dropped}); "
+        f"conversations: {len(state.get('working_memory') or {})}"
+    )
+    entries = journal.get("entries", [])
+    lines.append(
+        f"  journal: {len(entries)} entries (consolidated "
+        f"{len(journal.get('consolidated_entry_ids', []))}); goals: "
+        f"{len(state.get('current_goals') or [])}; profiles: "
+        f"{len(state.get('entity_profiles') or {})}"
+    )
+    last = state.get("last_sleep_tick")
+    if last:
+        done = ", ".join(f"{name}: {_summary(result)}" for name, result in last["steps"].items())
+        lines.append(f"  last sleep tick ({last['phase']}, {last['time']}): {done or 'nothing'}")
+    return "\n".join(lines)
+
+
+def _summary(result):
+    if isinstance(result, dict):
+        if result.get("error"):
+            return f"|rerror: {result['error']}|n"
+        keys = [f"{k}={v}" for k, v in result.items() if isinstance(v, int | float | bool | str)]
+        return " ".join(keys[:4]) or "ok"
+    if isinstance(result, list):
+        return f"{len(result)}"
+    return str(result)
+
+
+def format_config(npc):
+    """The NPC's overrides and its effective LLM settings (keys masked)."""
+    overrides = dict(npc.attributes.get("config_overrides") or {})
+    settings = Settings(overrides=overrides)
+    llm = dict(settings.get("llm"))
+    llm["api_key"] = mask_secret(llm.get("api_key"))
+    shown = {key: ("(hidden)" if key == "llm.api_key" else value)
+             for key, value in overrides.items()}
+    lines = [
+        f"|wConfig of {npc.key}|n",
+        "  overrides: " + (json.dumps(shown, sort_keys=True) if shown else "none"),
+        "  llm: " + json.dumps(llm, sort_keys=True, default=str),
+        f"  ticks: awake {settings.get('ticks.awake')}s, sleep {settings.get('ticks.sleep')}s",
+        "  set one with: @assistant/config <npc> = <dotted.key> <value>",
+    ]
+    return "\n".join(lines)

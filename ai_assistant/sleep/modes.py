@@ -1,0 +1,191 @@
+"""
+Operating modes: going to sleep, waking up, and when either should happen (seed 001, section 6
+"Mode Transitions" and 7 "Sleep Schedule").
+
+The core decides; the shell performs the switch. Functions that change mode take a
+`transition(target, reason)` callable from the shell (the script's `set_mode`, which swaps the
+ticker and tells the room), so this module never touches Evennia.
+
+State docs used: "operating_mode", "sleep_phase" ("compacting" | "dreaming" | None),
+"sleep_state" (`{"started_at", "reason", "ticks", "wake_requested"}`), "awake_state"
+(`{"awake_ticks", "auto_sleep_blocked_until"}`), "sleep_schedule".
+"""
+
+from datetime import timedelta
+
+from ai_assistant.ports import iso, parse_iso
+
+COMPACTING = "compacting"
+DREAMING = "dreaming"
+
+
+def mode(ports):
+    return ports.state.get("operating_mode") or "awake"
+
+
+def enter_sleep(ports, reason, transition):
+    """
+    Go to sleep: the compacting phase starts, wake is deferred until it completes.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        reason (str): Why (logged, kept in the mode history).
+        transition (callable): `transition("sleep", reason)` from the shell.
+
+    Returns:
+        bool: False if it was already asleep.
+    """
+    if mode(ports) == "sleep":
+        return False
+    ports.state.set(
+        "sleep_state",
+        {"started_at": iso(ports.clock.now()), "reason": reason, "ticks": 0,
+         "wake_requested": None},
+    )
+    transition("sleep", reason)
+    ports.state.set("sleep_phase", COMPACTING)
+    return True
+
+
+def request_wake(ports, reason, transition):
+    """
+    Wake now, or as soon as the compacting phase completes.
+
+    Returns:
+        str: What happened, for the admin: "awake", "already awake" or
+        "wake deferred: compacting ...".
+    """
+    if mode(ports) != "sleep":
+        return "already awake"
+    if (ports.state.get("sleep_phase") or COMPACTING) == COMPACTING:
+        sleep_state = dict(ports.state.get("sleep_state") or {})
+        sleep_state["wake_requested"] = reason
+        ports.state.set("sleep_state", sleep_state)
+        return ("wake deferred: compacting memories; it will wake as soon as "
+                "consolidation completes")
+    perform_wake_transition(ports, reason, transition)
+    return "awake"
+
+
+def perform_wake_transition(ports, reason, transition):
+    """
+    The canonical wake (seed 001): cooldown before auto-sleep, activity counter reset, sleep
+    state cleared, emergency stop cleared, then the switch to awake.
+    """
+    cooldown = ports.settings.get("sleep.wake_cooldown_minutes", 60)
+    blocked_until = ports.clock.now() + timedelta(minutes=cooldown)
+    ports.state.set(
+        "awake_state", {"awake_ticks": 0, "auto_sleep_blocked_until": iso(blocked_until)}
+    )
+    ports.state.set("sleep_state", None)
+    clear_emergency_stop(ports)
+    transition("awake", reason)
+    ports.state.set("sleep_phase", None)
+
+
+def clear_emergency_stop(ports):
+    """Let the LLM client call again after an emergency stop (wake and /config do this)."""
+    if ports.llm is not None and hasattr(ports.llm, "clear_emergency_stop"):
+        ports.llm.clear_emergency_stop()
+
+
+def in_sleep_window(hour, start_hour, duration_hours):
+    """
+    Args:
+        hour (int or float): The current hour of day.
+        start_hour (int): When sleep starts.
+        duration_hours (int): How long it lasts; windows may wrap past midnight (22:00-02:00).
+
+    Returns:
+        bool: True if `hour` is inside the window.
+    """
+    if duration_hours <= 0:
+        return False
+    if duration_hours >= 24:
+        return True
+    end = (start_hour + duration_hours) % 24
+    if start_hour < end:
+        return start_hour <= hour < end
+    return hour >= start_hour or hour < end
+
+
+def schedule(ports):
+    """The sleep schedule: the settings' defaults overlaid with the NPC's `sleep_schedule`."""
+    merged = {
+        "enabled": ports.settings.get("sleep.enabled", False),
+        "sleep_start_hour": ports.settings.get("sleep.sleep_start_hour", 2),
+        "sleep_duration_hours": ports.settings.get("sleep.sleep_duration_hours", 4),
+        "tick_rate_sleep": ports.settings.get("sleep.tick_rate_sleep", 60),
+        "min_awake_ticks": ports.settings.get("sleep.min_awake_ticks", 10),
+    }
+    merged.update(ports.state.get("sleep_schedule") or {})
+    return merged
+
+
+def check_sleep_schedule(ports):
+    """
+    Should the schedule move the assistant to another mode now? (game clock)
+
+    Returns:
+        tuple: `(should_transition, target_mode, reason)`.
+    """
+    plan = schedule(ports)
+    if not plan["enabled"]:
+        return False, None, "schedule disabled"
+    now = ports.clock.game_now()
+    hour = now.hour + now.minute / 60
+    inside = in_sleep_window(hour, plan["sleep_start_hour"], plan["sleep_duration_hours"])
+    current = mode(ports)
+    if inside and current == "awake":
+        awake = ports.state.get("awake_state") or {}
+        if awake.get("awake_ticks", 0) < plan["min_awake_ticks"]:
+            return False, None, "not awake long enough"
+        blocked = parse_iso(awake.get("auto_sleep_blocked_until"))
+        if blocked and ports.clock.now() < blocked:
+            return False, None, "woken recently (cooldown)"
+        return True, "sleep", f"scheduled sleep ({plan['sleep_start_hour']:02d}:00)"
+    if not inside and current == "sleep":
+        return True, "awake", "scheduled wake time reached"
+    return False, None, "on schedule"
+
+
+URGENT_CLASSIFICATIONS = ("direct_message", "direct_addressing")
+
+
+def is_urgent(event):
+    """Urgent events wake a light sleeper (seed 001, "Urgent Events")."""
+    metadata = event.get("metadata") or {}
+    return bool(
+        event.get("urgent")
+        or metadata.get("urgent")
+        or (metadata.get("priority") or event.get("priority") or 0) >= 8
+        or event.get("classification") in URGENT_CLASSIFICATIONS
+    )
+
+
+def check_wake_conditions(ports):
+    """
+    Should the sleeping assistant wake?
+
+    Returns:
+        tuple: `(should_wake, reason, deferred)`; `deferred` is True when it should wake but
+        the compacting phase must finish first.
+    """
+    if mode(ports) != "sleep":
+        return False, "not asleep", False
+    reason = None
+    sleep_state = ports.state.get("sleep_state") or {}
+    if sleep_state.get("wake_requested"):
+        reason = f"wake requested by {sleep_state['wake_requested']}"
+    if reason is None:
+        should, target, why = check_sleep_schedule(ports)
+        if should and target == "awake":
+            reason = why
+    if reason is None:
+        urgent = [event for event in ports.state.get("pending_events") or [] if is_urgent(event)]
+        if urgent:
+            reason = f"urgent event from {urgent[0].get('sender', 'someone')}"
+    if reason is None:
+        return False, "sleeping", False
+    deferred = (ports.state.get("sleep_phase") or COMPACTING) == COMPACTING
+    return True, reason, deferred

@@ -1,0 +1,338 @@
+"""
+Journal tools (seed 000, "Journal Tools"): write an entry, search the journal, review it.
+
+The work is done by `ai_assistant.memory.journal` and `ai_assistant.memory.retrieval`; these
+tools turn refusals into clear results. `search_journal` is cacheable for 300 s, so whoever owns
+the `ToolCache` should call `cache.invalidate("journal")` after `add_journal_entry` or
+`review_journal` wrote something.
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.memory import journal
+from ai_assistant.memory.journal import JournalError
+from ai_assistant.memory.retrieval import (
+    entry_matches_filters,
+    score_episodic_memory,
+    search_entries,
+    search_settings,
+)
+from ai_assistant.ports import parse_iso
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+
+RESULT_CONTENT_CHARS = 500
+REVIEW_LIST_MAX = 50
+REVIEW_CONTENT_CHARS = 200
+REVIEW_IMPORTANCE = 8
+MAX_SEARCH_LIMIT = 50
+
+_STRING_LIST = {"type": "array", "items": {"type": "string"}}
+
+
+def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
+    """
+    A journal entry as a tool result shows it.
+
+    Returns:
+        dict: id, timestamp, content (cut to `content_chars`), importance and its method,
+        source, tags, projects, and `score` when given.
+    """
+    content = str(entry.get("content", ""))
+    summary = {
+        "id": entry.get("id"),
+        "timestamp": entry.get("timestamp"),
+        "content": content if len(content) <= content_chars else content[:content_chars] + "...",
+        "importance": entry.get("importance"),
+        "importance_method": entry.get("importance_method"),
+        "source_type": entry.get("source_type"),
+        "source_entity": entry.get("source_entity"),
+        "tags": list(entry.get("tags") or ()),
+        "related_projects": list(entry.get("related_projects") or ()),
+    }
+    if score is not None:
+        summary["score"] = round(float(score), 4)
+    return summary
+
+
+@register
+class AddJournalEntryTool(Tool):
+    name = "add_journal_entry"
+    description = (
+        "Write an entry in your journal: something you observed, were told or worked out. "
+        "Importance (1-10) is scored automatically when omitted; trust defaults by source type "
+        "(direct 0.9, observation 0.8, inference 0.6, environmental 0.3)."
+    )
+    parameters = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "content": {"type": "string", "description": "The narrative text of the entry."},
+            "tags": {**_STRING_LIST, "description": "Labels for later filtering."},
+            "related_projects": {**_STRING_LIST, "description": "Project keys it concerns."},
+            "source_type": {
+                "type": "string",
+                "enum": list(journal.SOURCE_TYPES),
+                "default": "observation",
+                "description": "direct (told by someone), observation (witnessed), "
+                "inference (deduced), environmental (overheard, ambient).",
+            },
+            "source_trust": {"type": "number", "minimum": 0.0, "maximum": 1.0},
+            "source_entity": {"type": "string", "description": "Who provided the information."},
+            "importance": {"type": "integer", "minimum": 1, "maximum": 10},
+        },
+        "required": ["content"],
+    }
+    category = ToolCategory.SAFE_CHAIN
+    family = "journal"
+
+    def run(self, ports, content=None, **fields):
+        try:
+            entry = journal.add_entry(ports, content, **fields)
+        except JournalError as err:
+            return error_result(str(err))
+        except TypeError as err:  # an unexpected argument when called directly
+            return error_result(f"bad arguments: {err}")
+        result = {"success": True, "entry": entry_summary(entry)}
+        if journal.get_entry(ports, entry["id"]) is None:
+            result["note"] = (
+                "the journal was full and this entry was the least important; it was not kept"
+            )
+        return result
+
+
+def _filter_params(tags, days_back, related_to_project):
+    """Validate filter arguments for tools that may be called without the schema."""
+    if tags is not None and (
+        not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
+    ):
+        return "tags must be a list of strings"
+    if days_back is not None and (
+        isinstance(days_back, bool) or not isinstance(days_back, int | float) or days_back < 0
+    ):
+        return "days_back must be a number of days, 0 or more"
+    if related_to_project is not None and not isinstance(related_to_project, str):
+        return "related_to_project must be a project key (text)"
+    return None
+
+
+@register
+class SearchJournalTool(Tool):
+    name = "search_journal"
+    description = (
+        "Search your journal. Results are ranked by relevance to the query, importance and "
+        "recency; filters narrow by tags (all must match), days back and project. "
+        "An empty query lists recent important entries."
+    )
+    parameters = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "query": {"type": "string", "description": "What to look for.", "default": ""},
+            "tags": {**_STRING_LIST, "description": "Only entries with all these tags."},
+            "days_back": {"type": "integer", "minimum": 0, "description": "Time window."},
+            "related_to_project": {"type": "string", "description": "A project key."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
+            "semantic": {
+                "type": "boolean",
+                "description": "Also search semantic memory when available (default true).",
+            },
+        },
+    }
+    category = ToolCategory.SAFE_CHAIN
+    family = "journal"
+    cacheable = True
+    cache_ttl = 300.0
+
+    def run(
+        self,
+        ports,
+        query="",
+        tags=None,
+        days_back=None,
+        related_to_project=None,
+        limit=10,
+        semantic=None,
+    ):
+        problem = _filter_params(tags, days_back, related_to_project)
+        if problem is None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit
+        ):
+            problem = "limit must be a whole number, 1 or more"
+        if problem is None and not isinstance(query, str):
+            problem = "query must be text"
+        if problem:
+            return error_result(problem)
+        limit = min(limit, MAX_SEARCH_LIMIT)
+        filters = {"tags": tags, "days_back": days_back, "related_to_project": related_to_project}
+        use_semantic = (semantic is None or semantic) and ports.semantic is not None
+        if use_semantic and query.strip():
+            return self._semantic_search(ports, query, limit, filters)
+        return self._result(ports, query, "hybrid", self._journal_search(ports, query, limit,
+                                                                          filters))  # fmt: skip
+
+    @staticmethod
+    def _journal_search(ports, query, limit, filters):
+        entries = journal.get_journal(ports)["entries"]
+        options = search_settings(ports.settings)
+        return search_entries(
+            entries, query, now=ports.clock.now(), limit=limit, **filters, **options
+        )
+
+    @staticmethod
+    def _result(ports, query, mode, ranked, memories=None, note=None):
+        result = {
+            "success": True,
+            "query": query,
+            "mode": mode,
+            "count": len(ranked),
+            "results": [entry_summary(entry, score) for score, entry in ranked],
+        }
+        if memories:
+            result["memories"] = memories
+        if note:
+            result["note"] = note
+        return result
+
+    @defer.inlineCallbacks
+    def _semantic_search(self, ports, query, limit, filters):
+        try:
+            hits = yield ports.semantic.search(query, limit=limit * 2)
+        except Exception as err:  # noqa: BLE001 - the text search still answers
+            ports.log(f"{ports.name}: semantic journal search failed ({err})")
+            ranked = self._journal_search(ports, query, limit, filters)
+            return self._result(ports, query, "hybrid", ranked,
+                                note="semantic memory unavailable; text search only")  # fmt: skip
+
+        # After the yield: read the journal fresh.
+        now = ports.clock.now()
+        entries = journal.get_journal(ports)["entries"]
+        by_id = {entry["id"]: entry for entry in entries}
+        options = search_settings(ports.settings)
+        merged = {
+            entry["id"]: (score, entry)
+            for score, entry in self._journal_search(ports, query, limit * 2, filters)
+        }
+        memories = []
+        for hit in hits or ():
+            if not isinstance(hit, dict):
+                continue
+            entry_id = (hit.get("metadata") or {}).get("entry_id")
+            entry = by_id.get(entry_id)
+            if entry is None:
+                if not any(filters.values()):
+                    memories.append(
+                        {
+                            "id": hit.get("id"),
+                            "memory": hit.get("memory"),
+                            "score": round(float(hit.get("score") or 0.0), 4),
+                        }
+                    )
+                continue
+            if not entry_matches_filters(entry, now, **filters):
+                continue
+            # The same weighted score as the text search, with the embedding similarity as
+            # relevance; the better of the two ways of finding an entry wins.
+            score = score_episodic_memory(
+                entry,
+                query,
+                now,
+                alpha_recency=options["alpha_recency"],
+                alpha_importance=options["alpha_importance"],
+                alpha_relevance=options["alpha_relevance"],
+                recency_decay=options["recency_decay"],
+                relevance=max(0.0, min(1.0, float(hit.get("score") or 0.0))),
+            )
+            if entry_id not in merged or merged[entry_id][0] < score:
+                merged[entry_id] = (score, entry)
+        ranked = sorted(merged.values(), key=lambda pair: (pair[0], pair[1]["id"]), reverse=True)
+        return self._result(ports, query, "semantic+hybrid", ranked[:limit], memories[:limit])
+
+
+@register
+class ReviewJournalTool(Tool):
+    name = "review_journal"
+    description = (
+        "Review your recent journal entries and record what you make of them. Returns the "
+        "entries reviewed; your synthesis is saved as a [SYNTHESIS] entry unless "
+        "save_as_entry is false."
+    )
+    parameters = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "synthesis": {"type": "string", "description": "Your insights after the review."},
+            "days_back": {"type": "integer", "minimum": 0, "default": 7},
+            "tags": {**_STRING_LIST, "description": "Review only entries with all these tags."},
+            "save_as_entry": {"type": "boolean", "default": True},
+        },
+        "required": ["synthesis"],
+    }
+    category = ToolCategory.SAFE_CHAIN
+    family = "journal"
+
+    def run(self, ports, synthesis=None, days_back=7, tags=None, save_as_entry=True):
+        if not isinstance(synthesis, str) or not synthesis.strip():
+            return error_result("synthesis is required: your insights after the review")
+        problem = _filter_params(tags, days_back, None)
+        if problem:
+            return error_result(problem)
+        now = ports.clock.now()
+        entries = journal.get_journal(ports)["entries"]
+        reviewed = [
+            entry
+            for entry in entries
+            if entry_matches_filters(entry, now, tags=tags, days_back=days_back)
+        ]
+        result = {
+            "success": True,
+            "reviewed_count": len(reviewed),
+            "days_back": days_back,
+            "summary": _review_summary(reviewed),
+            "entries": [
+                entry_summary(entry, content_chars=REVIEW_CONTENT_CHARS)
+                for entry in reviewed[-REVIEW_LIST_MAX:]
+            ],
+        }
+        if save_as_entry:
+            text = synthesis.strip()
+            if not text.startswith(journal.SYNTHESIS_PREFIX):
+                text = f"{journal.SYNTHESIS_PREFIX} {text}"
+            try:
+                entry = journal.add_entry(
+                    ports,
+                    text,
+                    tags=list(journal.SYNTHESIS_TAGS),
+                    source_type="inference",
+                    source_entity="review",
+                    importance=REVIEW_IMPORTANCE,
+                    evidence=[e["id"] for e in reviewed[-REVIEW_LIST_MAX:]],
+                )
+            except JournalError as err:
+                return error_result(str(err))
+            result["saved_entry"] = entry_summary(entry)
+        return result
+
+
+def _review_summary(entries):
+    """Counts that help a reviewer: how many, how important, which tags and sources."""
+    if not entries:
+        return {"entries": 0}
+    tags, sources = {}, {}
+    for entry in entries:
+        for tag in entry.get("tags") or ():
+            tags[tag] = tags.get(tag, 0) + 1
+        source = entry.get("source_type") or "?"
+        sources[source] = sources.get(source, 0) + 1
+    moments = [parse_iso(e.get("timestamp")) for e in entries]
+    moments = [m for m in moments if m]
+    return {
+        "entries": len(entries),
+        "average_importance": round(
+            sum(e.get("importance") or 0 for e in entries) / len(entries), 2
+        ),
+        "high_importance": sum(1 for e in entries if (e.get("importance") or 0) >= 7),
+        "top_tags": dict(sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+        "sources": sources,
+        "from": min(moments).strftime("%Y-%m-%dT%H:%M:%SZ") if moments else None,
+        "to": max(moments).strftime("%Y-%m-%dT%H:%M:%SZ") if moments else None,
+    }

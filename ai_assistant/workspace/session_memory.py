@@ -1,0 +1,270 @@
+"""
+Session memory: persistent facts, learned patterns and completed tasks (seed 003, "Session
+Memory").
+
+State document `"session_memory"`::
+
+    {
+        "key_facts": ["Player Alice prefers formal address", ...],
+        "learned_patterns": ["Players tend to explore before asking for help", ...],
+        "completed_tasks": [{"description": "...", "timestamp": "2025-12-06T10:00:00Z"}, ...],
+        "last_compacted": "2025-12-06T10:00:00Z",   # or None
+    }
+
+Everything stored here is about the world, the players and events, never about the assistant
+itself: `add_session_memory` refuses self-referential content with the seed's error and
+suggestion (the same test reflection uses, from `ai_assistant.memory.persona`).
+`compact_session_memory` removes exact and near duplicates (token-set similarity), keeping the
+more informative wording of each.
+"""
+
+import re
+
+from ai_assistant.memory.persona import (
+    SELF_REFERENCE_ERROR,
+    SELF_REFERENCE_SUGGESTION,
+    is_self_referential,
+)
+from ai_assistant.ports import iso
+
+STATE_KEY = "session_memory"
+# memory_type -> the list it is stored in
+MEMORY_TYPES = {
+    "fact": "key_facts",
+    "pattern": "learned_patterns",
+    "completed_task": "completed_tasks",
+}
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+class SessionMemoryError(ValueError):
+    """A session-memory operation was refused; the message says why. Nothing was changed."""
+
+    def __init__(self, message, suggestion=None):
+        super().__init__(message)
+        self.suggestion = suggestion
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading
+
+
+def empty_session_memory():
+    """A fresh `"session_memory"` document."""
+    return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None}
+
+
+def load_session_memory(ports):
+    """
+    The `"session_memory"` document, repaired into the expected shape.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+
+    Returns:
+        dict: The document (change it and `ports.state.set` it back).
+    """
+    doc = ports.state.get(STATE_KEY, None)
+    if not isinstance(doc, dict):
+        return empty_session_memory()
+    for name in MEMORY_TYPES.values():
+        if not isinstance(doc.get(name), list):
+            doc[name] = []
+    doc.setdefault("last_compacted", None)
+    return doc
+
+
+def _entry_text(entry):
+    if isinstance(entry, dict):
+        entry = entry.get("description")
+    return entry if isinstance(entry, str) else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Similarity
+
+
+def normalize_text(text):
+    """Lower case, single spaces, no surrounding punctuation: what makes two entries equal."""
+    return " ".join(text.lower().split()).strip(" .,;:!?\"'")
+
+
+def token_set(text):
+    """The set of lower-case word tokens in `text`."""
+    return frozenset(_TOKEN.findall(text.lower()))
+
+
+def similarity(first, second):
+    """
+    Token-set (Jaccard) similarity of two texts.
+
+    Returns:
+        float: 0.0 (no words shared) to 1.0 (the same words).
+    """
+    return _jaccard(token_set(first), token_set(second))
+
+
+def _jaccard(a, b):
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+# ----------------------------------------------------------------------------------------------
+# Operations
+
+
+def add_session_memory(ports, content, memory_type="fact"):
+    """
+    Remember a fact, a pattern or a completed task.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        content (str): What to remember, about the world/players/events (third person).
+        memory_type (str): "fact", "pattern" or "completed_task".
+
+    Returns:
+        dict: `{"memory_type", "content", "added"}`; `added` is False when the same entry was
+        already there (it is not stored twice).
+
+    Raises:
+        SessionMemoryError: Bad type, empty or oversized content, a full list, or
+            self-referential content (then with the seed's `suggestion`).
+    """
+    if memory_type not in MEMORY_TYPES:
+        raise SessionMemoryError(
+            f"invalid memory_type '{memory_type}': use one of {', '.join(MEMORY_TYPES)}"
+        )
+    if not isinstance(content, str) or not content.strip():
+        raise SessionMemoryError("content must not be empty")
+    content = " ".join(content.split())
+    limit = ports.settings.get("workspace.session_memory.max_content_chars", 1000)
+    if len(content) > limit:
+        raise SessionMemoryError(f"content is too long ({len(content)} chars; limit {limit})")
+    if is_self_referential(content):
+        raise SessionMemoryError(SELF_REFERENCE_ERROR, suggestion=SELF_REFERENCE_SUGGESTION)
+
+    doc = load_session_memory(ports)
+    entries = doc[MEMORY_TYPES[memory_type]]
+    normalized = normalize_text(content)
+    if any(normalize_text(_entry_text(e) or "") == normalized for e in entries):
+        return {"memory_type": memory_type, "content": content, "added": False}
+    max_items = ports.settings.get("workspace.session_memory.max_items", 100)
+    if len(entries) >= max_items:
+        raise SessionMemoryError(
+            f"session memory already holds {len(entries)} {MEMORY_TYPES[memory_type]} "
+            f"(limit {max_items}); run compact_session_memory or keep only what matters"
+        )
+    if memory_type == "completed_task":
+        entries.append({"description": content, "timestamp": iso(ports.clock.now())})
+    else:
+        entries.append(content)
+    ports.state.set(STATE_KEY, doc)
+    return {"memory_type": memory_type, "content": content, "added": True}
+
+
+def _deduplicate(entries, threshold):
+    """
+    Returns:
+        tuple: `(kept, removed)`. Of exact duplicates (same normalized text) the first is
+        kept. Of near duplicates the one with more words is kept (the later one on a tie, as
+        newer wording is likelier current), in the earlier one's place.
+    """
+    kept, removed = [], []  # kept: [entry, normalized, tokens]
+    for entry in entries:
+        text = _entry_text(entry)
+        if text is None or not text.strip():
+            removed.append(entry)  # unreadable leftovers
+            continue
+        if isinstance(entry, str):
+            entry = " ".join(entry.split())
+        normalized, tokens = normalize_text(text), token_set(text)
+        for slot in kept:
+            if slot[1] == normalized:
+                removed.append(entry)
+                break
+            if _jaccard(slot[2], tokens) >= threshold:
+                if len(tokens) >= len(slot[2]):
+                    removed.append(slot[0])
+                    slot[:] = [entry, normalized, tokens]
+                else:
+                    removed.append(entry)
+                break
+        else:
+            kept.append([entry, normalized, tokens])
+    return [slot[0] for slot in kept], removed
+
+
+def compact_session_memory(ports):
+    """
+    Remove exact and near-duplicate entries from every list and stamp `last_compacted`.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+
+    Returns:
+        dict: `{"removed": {list name: [entries removed]}, "removed_count",
+        "counts": {list name: entries left}, "last_compacted"}`.
+    """
+    threshold = ports.settings.get("workspace.session_memory.near_duplicate", 0.8)
+    doc = load_session_memory(ports)
+    removed, counts = {}, {}
+    for name in MEMORY_TYPES.values():
+        doc[name], removed[name] = _deduplicate(doc[name], threshold)
+        counts[name] = len(doc[name])
+    doc["last_compacted"] = iso(ports.clock.now())
+    ports.state.set(STATE_KEY, doc)
+    return {
+        "removed": removed,
+        "removed_count": sum(len(items) for items in removed.values()),
+        "counts": counts,
+        "last_compacted": doc["last_compacted"],
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Presentation
+
+
+def session_memory_context_block(ports, situation=None, limit=20):
+    """
+    The prompt block of remembered facts and patterns (the newest `limit` of each).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        situation (any, optional): Unused; accepted so this is a context provider as it is.
+        limit (int): How many of each kind to show.
+
+    Returns:
+        str or None: None when nothing is remembered.
+    """
+    doc = load_session_memory(ports)
+    lines = []
+    for title, name in (("Key facts", "key_facts"), ("Learned patterns", "learned_patterns")):
+        items = [text for text in map(_entry_text, doc[name]) if text][-limit:]
+        if items:
+            lines.append(f"{title}:")
+            lines.extend(f"- {text}" for text in items)
+    if not lines:
+        return None
+    return "\n".join(lines)
+
+
+def format_session_memory(doc):
+    """The admin's view of a `"session_memory"` document."""
+    doc = doc if isinstance(doc, dict) else {}
+    lines = []
+    for title, name in (
+        ("Key facts", "key_facts"),
+        ("Learned patterns", "learned_patterns"),
+        ("Completed tasks", "completed_tasks"),
+    ):
+        entries = doc.get(name) or []
+        lines.append(f"{title} ({len(entries)}):")
+        for entry in entries:
+            text = _entry_text(entry) or "?"
+            if isinstance(entry, dict) and entry.get("timestamp"):
+                text = f"{entry['timestamp']}  {text}"
+            lines.append(f"  - {text}")
+    lines.append(f"Last compacted: {doc.get('last_compacted') or 'never'}")
+    return "\n".join(lines)

@@ -1,0 +1,229 @@
+"""
+Self-monitoring and self-modification (seed 003, "Self-Monitoring" and "Self-Modification").
+
+`system_status` is what the `get_system_status` tool returns: token usage of the context window
+with an advisory level, and the ReAct loop's own counters, read from the state documents the
+loop writes:
+
+- `"loop_state"`: `{"iteration", "max_iterations", "tools_this_cycle", "tool_count_this_cycle",
+  "in_chain", "chain_depth", "pending_tools", "last_context_tokens"}`;
+- `"session_metrics"`: `{"total_tool_calls", "successful_calls", "failed_calls",
+  "session_start"}`;
+- `"conversation_history"`: `[{"role", "content"}, ...]`, counted when the loop has not yet
+  recorded the size of the last prompt it sent.
+
+`update_system_prompt` lets the assistant rewrite its own behavioural guidelines (state document
+`"assistant_system_prompt"`), logging why and keeping a bounded `"system_prompt_history"` of
+`{"timestamp", "reasoning", "old_len", "new_len"}`. The admins' `"user_system_prompt"` is never
+written by anything here: it always takes precedence and the assistant cannot change it.
+"""
+
+from ai_assistant.ports import iso
+
+LOOP_STATE_KEY = "loop_state"
+SESSION_METRICS_KEY = "session_metrics"
+HISTORY_KEY = "conversation_history"
+ASSISTANT_PROMPT_KEY = "assistant_system_prompt"
+USER_PROMPT_KEY = "user_system_prompt"  # admins only: read, never written, by the assistant
+PROMPT_HISTORY_KEY = "system_prompt_history"
+MAX_REASONING_CHARS = 500
+
+ADVISORY_MESSAGES = {
+    "normal": "Sufficient context available",
+    "warning": "Context filling up: consider wrapping up",
+    "critical": "Near the context limit: respond immediately",
+}
+
+
+class SystemPromptError(ValueError):
+    """A system-prompt change was refused; the message says why. Nothing was changed."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Self-monitoring
+
+
+def _count(value, default=0):
+    """A non-negative int from a state value that may be missing or damaged."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return default
+    return int(value)
+
+
+def _names(value):
+    return [str(item) for item in value] if isinstance(value, list | tuple) else []
+
+
+def count_history_tokens(history):
+    """
+    Tokens in a list of chat messages: the agent's tokenizer when it is available, else the
+    usual 4-characters-per-token estimate.
+
+    Args:
+        history (list[dict]): `{"role", "content"}` messages.
+
+    Returns:
+        int: The estimate.
+    """
+    messages = [m for m in history or [] if isinstance(m, dict)]
+    try:
+        # imported lazily: the tokenizer is optional for this module and loads an encoding
+        from ai_assistant.agent.tokens import count_message_tokens
+    except ImportError:
+        count_message_tokens = None
+    if count_message_tokens is not None:
+        return int(count_message_tokens(messages))
+    chars = sum(len(str(m.get("role") or "")) + len(str(m.get("content") or "")) for m in messages)
+    return chars // 4
+
+
+def token_advisory(usage_percentage, warning=60, critical=80):
+    """
+    The seed's advisory levels: normal below `warning`%, warning below `critical`%, critical
+    from there on.
+
+    Returns:
+        dict: `{"level", "message", "threshold"}`; `threshold` is the percentage the next level
+        starts at (for critical, the one it passed).
+    """
+    if usage_percentage >= critical:
+        level, threshold = "critical", critical
+    elif usage_percentage >= warning:
+        level, threshold = "warning", critical
+    else:
+        level, threshold = "normal", warning
+    return {"level": level, "message": ADVISORY_MESSAGES[level], "threshold": threshold}
+
+
+def token_usage(ports):
+    """
+    How full the context window is.
+
+    Uses the size of the last prompt the loop sent (`loop_state.last_context_tokens`) when it
+    recorded one (non-zero), else counts the conversation history.
+
+    Returns:
+        dict: `{"estimated_used", "model_limit", "available", "usage_percentage"}`.
+    """
+    loop_state = ports.state.get(LOOP_STATE_KEY, {})
+    loop_state = loop_state if isinstance(loop_state, dict) else {}
+    used = _count(loop_state.get("last_context_tokens"))
+    if not used:  # 0 is the loop's "not measured yet": no real prompt is empty
+        history = ports.state.get(HISTORY_KEY, [])
+        used = count_history_tokens(history if isinstance(history, list) else [])
+    limit = _count(ports.settings.get("llm.context_limit", 128000)) or 1
+    return {
+        "estimated_used": used,
+        "model_limit": limit,
+        "available": max(limit - used, 0),
+        "usage_percentage": round(used * 100 / limit, 1),
+    }
+
+
+def system_status(ports):
+    """
+    The assistant's view of itself, in the seed's shape (the `get_system_status` result).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+
+    Returns:
+        dict: `{"success", "timestamp", "token_usage", "token_advisory", "loop_state",
+        "session_metrics", "chain_state"}`.
+    """
+    loop_state = ports.state.get(LOOP_STATE_KEY, {})
+    loop_state = loop_state if isinstance(loop_state, dict) else {}
+    metrics = ports.state.get(SESSION_METRICS_KEY, {})
+    metrics = metrics if isinstance(metrics, dict) else {}
+
+    usage = token_usage(ports)
+    advisory = token_advisory(
+        usage["usage_percentage"],
+        warning=ports.settings.get("workspace.status.warning_percent", 60),
+        critical=ports.settings.get("workspace.status.critical_percent", 80),
+    )
+    tools = _names(loop_state.get("tools_this_cycle"))
+    max_iterations = _count(
+        loop_state.get("max_iterations"),
+        default=ports.settings.get("react.max_iterations_per_tick", 5),
+    )
+    return {
+        "success": True,
+        "timestamp": iso(ports.clock.now()),
+        "token_usage": usage,
+        "token_advisory": advisory,
+        "loop_state": {
+            "iteration": _count(loop_state.get("iteration")),
+            "max_iterations": max_iterations,
+            "tools_this_cycle": tools,
+            "tool_count_this_cycle": _count(
+                loop_state.get("tool_count_this_cycle"), default=len(tools)
+            ),
+        },
+        "session_metrics": {
+            "total_tool_calls": _count(metrics.get("total_tool_calls")),
+            "successful_calls": _count(metrics.get("successful_calls")),
+            "failed_calls": _count(metrics.get("failed_calls")),
+            "session_start": metrics.get("session_start"),
+        },
+        "chain_state": {
+            "in_chain": bool(loop_state.get("in_chain", False)),
+            "chain_depth": _count(loop_state.get("chain_depth")),
+            "pending_tools": _names(loop_state.get("pending_tools")),
+        },
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Self-modification
+
+
+def update_system_prompt(ports, new_prompt, reasoning):
+    """
+    Replace the assistant's own system prompt (never the admins' `user_system_prompt`).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        new_prompt (str): The new behavioural guidelines.
+        reasoning (str): Why; logged and kept in `"system_prompt_history"`.
+
+    Returns:
+        dict: `{"changed", "old_len", "new_len"}` (`changed` is False when the prompt was
+        already exactly this).
+
+    Raises:
+        SystemPromptError: Empty/whitespace or oversized prompt, or no reasoning.
+    """
+    if not isinstance(new_prompt, str) or not new_prompt.strip():
+        raise SystemPromptError("new_prompt must not be empty")
+    new_prompt = new_prompt.strip()
+    limit = ports.settings.get("workspace.system_prompt.max_chars", 4000)
+    if len(new_prompt) > limit:
+        raise SystemPromptError(f"new_prompt is too long ({len(new_prompt)} chars; limit {limit})")
+    if not isinstance(reasoning, str) or not reasoning.strip():
+        raise SystemPromptError("say why the prompt should change (reasoning)")
+    reasoning = " ".join(reasoning.split())[:MAX_REASONING_CHARS]
+
+    old_prompt = ports.state.get(ASSISTANT_PROMPT_KEY, "")
+    old_prompt = old_prompt if isinstance(old_prompt, str) else ""
+    if old_prompt == new_prompt:
+        return {"changed": False, "old_len": len(old_prompt), "new_len": len(new_prompt)}
+
+    history = ports.state.get(PROMPT_HISTORY_KEY, [])
+    history = history if isinstance(history, list) else []
+    history.append(
+        {
+            "timestamp": iso(ports.clock.now()),
+            "reasoning": reasoning,
+            "old_len": len(old_prompt),
+            "new_len": len(new_prompt),
+        }
+    )
+    keep = max(ports.settings.get("workspace.system_prompt.history_max", 20), 1)
+    ports.state.set(ASSISTANT_PROMPT_KEY, new_prompt)
+    ports.state.set(PROMPT_HISTORY_KEY, history[-keep:])
+    ports.log(
+        f"{ports.name} rewrote its system prompt ({len(old_prompt)} -> {len(new_prompt)} "
+        f"chars): {reasoning}"
+    )
+    return {"changed": True, "old_len": len(old_prompt), "new_len": len(new_prompt)}

@@ -1,0 +1,246 @@
+"""
+A real Evennia server started from this repository, for end-to-end tests and benchmarks.
+
+`GameServer` copies the game directory (server/conf, typeclasses, commands, world, web) into a
+temporary folder with its own SQLite database and free loopback ports, migrates, starts it with
+the superuser from the environment, and stops it (killing anything left) when done.
+`TelnetClient` talks to it as a player would.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GAME_PARTS = ("server", "typeclasses", "commands", "world", "web")
+IGNORED = shutil.ignore_patterns("*.db3", "*.pid", "*.log", "logs", "__pycache__",
+                                 "secret_settings.py", "ai_assistant_data", ".static", ".media")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class GameServer:
+    """
+    Args:
+        env (dict, optional): Extra environment for the server (e.g. the LLM endpoint).
+        settings (str, optional): Extra Python lines for the test's secret_settings.py.
+    """
+
+    def __init__(self, env=None, settings=""):
+        self.dir = tempfile.mkdtemp(prefix="ai_assistant_game_")
+        self.telnet_port = free_port()
+        self.amp_port = free_port()
+        self.username = "admin"
+        self.password = "test-password-1"
+        self.extra_env = dict(env or {})
+        self.extra_settings = settings
+        self.evennia = os.path.join(os.path.dirname(sys.executable), "evennia")
+
+    def _env(self):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OPENAI_", "AI_ASSISTANT_", "DJANGO_SETTINGS"))}
+        env.update(
+            EVENNIA_SUPERUSER_USERNAME=self.username,
+            EVENNIA_SUPERUSER_PASSWORD=self.password,
+            EVENNIA_SUPERUSER_EMAIL="admin@example.com",
+            MEM0_TELEMETRY="False",
+        )
+        # the launcher starts `twistd` from PATH: put this venv's bin first
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        env.update(self.extra_env)
+        return env
+
+    def _run(self, *args, timeout=240):
+        return subprocess.run(
+            [self.evennia, *args], cwd=self.dir, env=self._env(), capture_output=True,
+            text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+
+    def start(self):
+        for part in GAME_PARTS:
+            shutil.copytree(os.path.join(ROOT, part), os.path.join(self.dir, part), ignore=IGNORED)
+        os.makedirs(os.path.join(self.dir, "server", "logs"), exist_ok=True)
+        with open(os.path.join(self.dir, "server", "conf", "secret_settings.py"), "w") as handle:
+            handle.write(
+                f"TELNET_PORTS = [{self.telnet_port}]\n"
+                f"AMP_PORT = {self.amp_port}\n"
+                "WEBSERVER_ENABLED = False\n"
+                "WEBSOCKET_CLIENT_ENABLED = False\n"
+                "MAX_CONNECTION_RATE = 1000\n"
+                "MAX_COMMAND_RATE = 1000\n"
+                f"{self.extra_settings}\n"
+            )
+        result = self._run("migrate")
+        if result.returncode != 0:
+            raise RuntimeError(f"evennia migrate failed:\n{result.stdout}\n{result.stderr}")
+        result = self._run("start")
+        if result.returncode != 0:
+            raise RuntimeError(f"evennia start failed:\n{result.stdout}\n{result.stderr}")
+        # the first start restarts the Server once after the initial setup: wait for that
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            log = self.logs()
+            restart = log.rfind("Restarting Server once")
+            ready = (log.find("successfully restarted", restart) > restart if restart >= 0
+                     else "Evennia Server successfully started" in log)
+            if ready:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.telnet_port), timeout=1):
+                        return self
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        raise RuntimeError(f"server did not start on {self.telnet_port}:\n{self.logs()}")
+
+    def logs(self, name="server.log"):
+        path = os.path.join(self.dir, "server", "logs", name)
+        if not os.path.exists(path):
+            return ""
+        with open(path, errors="replace") as handle:
+            return handle.read()
+
+    def pids(self):
+        pids = []
+        for name in ("server.pid", "portal.pid"):
+            path = os.path.join(self.dir, "server", name)
+            if os.path.exists(path):
+                with open(path) as handle:
+                    text = handle.read().strip()
+                if text.isdigit():
+                    pids.append(int(text))
+        return pids
+
+    def stop(self):
+        pids = self.pids()
+        try:
+            self._run("stop", timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.time() + 20
+        for pid in pids:
+            while time.time() < deadline and _alive(pid):
+                time.sleep(0.2)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        return [pid for pid in pids if _alive(pid)]
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still answers kill(0); look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+class TelnetClient:
+    """
+    A minimal telnet client: refuses every option, strips negotiation and ANSI codes.
+
+    Args:
+        port (int): The game's telnet port on 127.0.0.1.
+    """
+
+    def __init__(self, port, timeout=30):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buffer = ""
+
+    def _receive(self, timeout):
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except TimeoutError:
+            return False
+        if not data:
+            raise ConnectionError("server closed the connection")
+        text, replies, i = bytearray(), bytearray(), 0
+        while i < len(data):
+            byte = data[i]
+            if byte == IAC and i + 1 < len(data):
+                command = data[i + 1]
+                if command in (DO, DONT, WILL, WONT) and i + 2 < len(data):
+                    option = data[i + 2]
+                    if command == DO:
+                        replies += bytes([IAC, WONT, option])
+                    elif command == WILL:
+                        replies += bytes([IAC, DONT, option])
+                    i += 3
+                    continue
+                if command == SB:
+                    end = data.find(bytes([IAC, SE]), i)
+                    i = len(data) if end < 0 else end + 2
+                    continue
+                if command == IAC:
+                    text.append(IAC)
+                i += 2
+                continue
+            text.append(byte)
+            i += 1
+        if replies:
+            self.sock.sendall(bytes(replies))
+        self.buffer += ANSI.sub("", text.decode("utf-8", errors="replace")).replace("\r", "")
+        return True
+
+    def read_until(self, pattern, timeout=30):
+        """
+        Read until `pattern` (a regex) appears; return and consume the text up to its end.
+
+        Raises:
+            TimeoutError: With everything read so far.
+        """
+        regex = re.compile(pattern)
+        deadline = time.time() + timeout
+        while True:
+            match = regex.search(self.buffer)
+            if match:
+                text, self.buffer = self.buffer[: match.end()], self.buffer[match.end():]
+                return text
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                raise TimeoutError(f"waited {timeout}s for {pattern!r}; got:\n{self.buffer}")
+            self._receive(min(remaining, 1.0))
+
+    def drain(self, quiet=0.3):
+        """Read whatever arrives until the line is quiet for `quiet` seconds."""
+        while self._receive(quiet):
+            pass
+        text, self.buffer = self.buffer, ""
+        return text
+
+    def send(self, line):
+        self.sock.sendall(line.encode("utf-8") + b"\r\n")
+
+    def command(self, line, expect, timeout=30):
+        """Send a command and wait for `expect` in the reply."""
+        self.drain(0.1)
+        self.send(line)
+        return self.read_until(expect, timeout=timeout)
+
+    def close(self):
+        try:
+            self.send("quit")
+        except OSError:
+            pass
+        self.sock.close()

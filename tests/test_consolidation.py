@@ -1,0 +1,273 @@
+"""
+Sleep consolidation (journal -> mem0) and two-stage retrieval, on the real embedded store.
+
+Failures are injected at the port (a wrapper that fails chosen calls); "reload" is a new port
+instance over the same data folder with the same state.
+"""
+
+import pytest
+from twisted.internet import defer
+from twisted.python.failure import Failure
+
+from ai_assistant.conf import DEFAULTS, Settings
+from ai_assistant.memory.consolidation import (
+    calibrated_threshold,
+    format_memory_results,
+    get_links,
+    memory_context_block,
+    memory_ids_for_entry,
+    retrieve_relevant_memories,
+    run_sleep_consolidation,
+)
+from ai_assistant.memory.semantic import make_semantic_store
+from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+
+
+def sync_runner(func, *args, **kwargs):
+    return defer.maybeDeferred(func, *args, **kwargs)
+
+
+def result_of(deferred):
+    results = []
+    deferred.addBoth(results.append)
+    assert results, "the Deferred did not fire"
+    if isinstance(results[0], Failure):
+        results[0].raiseException()
+    return results[0]
+
+
+def entry(number, content, importance=6, trust=0.8, source_type="observation", tags=(),
+          entity=None):
+    return {
+        "id": f"entry-{number}",
+        "timestamp": "2025-01-01T12:00:00Z",
+        "content": content,
+        "source_type": source_type,
+        "source_trust": trust,
+        "source_entity": entity,
+        "importance": importance,
+        "importance_method": "heuristic",
+        "tags": list(tags),
+        "related_projects": [],
+    }
+
+
+FACTS = [
+    "Alice prefers tea over coffee.",
+    "The tavern is in the north wing of the castle.",
+    "Bob lost his sword in the swamp.",
+    "The blacksmith closes at sunset.",
+    "Carol is searching for the ancient map.",
+    "The bridge to the east collapsed during the storm.",
+    "Dave wants to learn magic from the wizard.",
+]
+
+
+def journal_with(entries):
+    return {"entries": entries, "entry_count": len(entries), "max_entries": 100,
+            "last_reflection": None, "consolidated_entry_ids": []}
+
+
+class FailingStore:
+    """Delegates to a real store; `fail_add_on` lists which add calls (1-based) fail."""
+
+    def __init__(self, store, fail_add_on=()):
+        self.store = store
+        self.fail_add_on = set(fail_add_on)
+        self.adds = []
+
+    def add(self, text, *, metadata=None, infer=False):
+        self.adds.append((text, infer))
+        if len(self.adds) in self.fail_add_on:
+            return defer.fail(ConnectionError("vector store unavailable"))
+        return self.store.add(text, metadata=metadata, infer=False)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+@pytest.fixture
+def make_ports(tmp_path):
+    opened = []
+
+    def _make(entries=None, state=None, wrap=None, llm=None, overrides=None):
+        settings = Settings(DEFAULTS, overrides)
+        store = make_semantic_store(settings, str(tmp_path), "ada", runner=sync_runner)
+        opened.append(store)
+        state = state or MemoryState({"journal": journal_with(entries or [])})
+        logs = []
+        ports = AssistantPorts(key="ada", name="Ada", state=state, clock=FixedClock(),
+                               settings=settings, llm=llm,
+                               semantic=wrap(store) if wrap else store, log=logs.append)
+        ports.logs = logs
+        return ports
+
+    yield _make
+    for store in opened:
+        store.close()
+
+
+def test_consolidates_a_batch_per_tick_with_the_seed_metadata(make_ports):
+    entries = [entry(i, text, entity="Alice" if i == 0 else None)
+               for i, text in enumerate(FACTS)]
+    ports = make_ports(entries)
+
+    first = result_of(run_sleep_consolidation(ports))
+    assert first["consolidated"] == [f"entry-{i}" for i in range(5)]
+    assert first["completed"] is False and first["remaining"] == 2
+    assert ports.state.get("journal")["consolidated_entry_ids"] == first["consolidated"]
+
+    memories = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))
+    assert len(memories) == 1
+    assert memories[0]["memory"] == FACTS[0]
+    assert memories[0]["metadata"] == {
+        "source": "journal", "entry_id": "entry-0", "tags": [], "source_type": "observation",
+        "source_trust": 0.8, "source_entity": "Alice", "importance": 6,
+        "importance_method": "heuristic",
+    }
+    assert memory_ids_for_entry(ports, "entry-0") == [memories[0]["id"]]
+    assert get_links(ports)[memories[0]["id"]]["journal_ids"] == ["entry-0"]
+
+    second = result_of(run_sleep_consolidation(ports))
+    assert second["consolidated"] == ["entry-5", "entry-6"] and second["completed"] is True
+    third = result_of(run_sleep_consolidation(ports))
+    assert third["completed"] is True and third["consolidated"] == []
+    assert len(result_of(ports.semantic.list())) == len(FACTS)
+    assert ports.state.get("memory_consolidation")["in_flight"] == {}
+
+
+def test_skips_synthesis_and_unimportant_entries(make_ports):
+    entries = [
+        entry(1, "[SYNTHESIS] Players like quests.", importance=8),
+        entry(2, "Patterns about the market.", importance=8, tags=["synthesis"]),
+        entry(3, "It was cloudy.", importance=2),
+        entry(4, "Alice prefers tea over coffee.", importance=3),
+    ]
+    ports = make_ports(entries)
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["consolidated"] == ["entry-4"] and result["completed"] is True
+    assert [m["memory"] for m in result_of(ports.semantic.list())] == [
+        "Alice prefers tea over coffee."]
+
+
+def test_failure_mid_batch_keeps_the_rest_pending_and_retries_without_duplicates(make_ports):
+    entries = [entry(i, text) for i, text in enumerate(FACTS[:4])]
+    ports = make_ports(entries, wrap=lambda store: FailingStore(store, fail_add_on={3}))
+
+    failed = result_of(run_sleep_consolidation(ports))
+    assert failed["success"] is False and "vector store unavailable" in failed["error"]
+    assert failed["consolidated"] == ["entry-0", "entry-1"]
+    assert failed["completed"] is False
+    assert ports.state.get("journal")["consolidated_entry_ids"] == ["entry-0", "entry-1"]
+    assert any("entry-2" in line for line in ports.logs)
+
+    retried = result_of(run_sleep_consolidation(ports))
+    assert retried["consolidated"] == ["entry-2", "entry-3"] and retried["completed"] is True
+    texts = sorted(m["memory"] for m in result_of(ports.semantic.list()))
+    assert texts == sorted(FACTS[:4])  # each exactly once
+
+
+def test_stored_but_unmarked_entry_is_not_stored_again_after_a_reload(make_ports):
+    entries = [entry(i, text) for i, text in enumerate(FACTS[:3])]
+    ports = make_ports(entries)
+    result_of(run_sleep_consolidation(ports))
+    stored_ids = {m["id"] for m in result_of(ports.semantic.list())}
+
+    # The reload lost the marking (state from before the tick), but mem0 kept the memories.
+    state = MemoryState({"journal": journal_with(entries)})
+    ports.semantic.close()
+    reloaded = make_ports(state=state, wrap=lambda store: FailingStore(store))
+    result = result_of(run_sleep_consolidation(reloaded))
+
+    assert result["reused"] == 3 and result["stored"] == 0 and result["completed"] is True
+    assert reloaded.semantic.adds == []
+    assert {m["id"] for m in result_of(reloaded.semantic.list())} == stored_ids
+    assert state.get("journal")["consolidated_entry_ids"] == ["entry-0", "entry-1", "entry-2"]
+    assert set(get_links(reloaded)) == stored_ids
+
+
+def test_llm_mode_asks_mem0_to_infer_and_mechanical_mode_does_not(make_ports):
+    mechanical = make_ports([entry(1, FACTS[0])], wrap=FailingStore)
+    result_of(run_sleep_consolidation(mechanical))
+    assert mechanical.semantic.adds == [(FACTS[0], False)]
+
+    with_llm = make_ports([entry(2, FACTS[1])], wrap=FailingStore, llm=object())
+    result_of(run_sleep_consolidation(with_llm))
+    assert with_llm.semantic.adds == [(FACTS[1], True)]
+
+
+def test_no_semantic_store_means_nothing_to_do():
+    ports = AssistantPorts(key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
+                           settings=Settings(DEFAULTS))
+    assert result_of(run_sleep_consolidation(ports))["completed"] is True
+    assert result_of(retrieve_relevant_memories(ports, "anything")) == []
+
+
+def seed_memories(ports):
+    store = ports.semantic
+    result_of(store.add("Alice prefers tea over coffee.",
+                        metadata={"source_trust": 0.9, "source_entity": "Alice",
+                                  "tags": ["drinks"]}))
+    result_of(store.add("Alice secretly hates tea, says the gossip.",
+                        metadata={"source_trust": 0.3}))
+    result_of(store.add("The bridge to the east collapsed during the storm.",
+                        metadata={"source_trust": 0.8}))
+
+
+def test_two_stage_retrieval_filters_relevance_then_trust(make_ports):
+    ports = make_ports()
+    seed_memories(ports)
+
+    hits = result_of(retrieve_relevant_memories(ports, "Does Alice like tea?"))
+    assert [hit["memory"] for hit in hits] == ["Alice prefers tea over coffee."]
+    assert hits[0]["trust"] == 0.9 and hits[0]["score"] > calibrated_threshold(
+        ports, "relevance_threshold")
+
+    trusting = result_of(retrieve_relevant_memories(ports, "Does Alice like tea?",
+                                                    min_source_trust=0.0))
+    assert len(trusting) == 2  # the gossip is relevant, only its trust kept it out
+    assert result_of(retrieve_relevant_memories(ports, "How do dragons fly?")) == []
+
+    from_events = result_of(retrieve_relevant_memories(
+        ports, events=[{"content": "A traveller asks about the eastern bridge."}]))
+    assert [hit["memory"] for hit in from_events] == [
+        "The bridge to the east collapsed during the storm."]
+
+
+def test_calibrated_threshold_replaces_only_the_seed_default(make_ports):
+    ports = make_ports()
+    assert calibrated_threshold(ports, "relevance_threshold") == 0.3
+    assert calibrated_threshold(ports, "link_similarity") == 0.5
+    strict = make_ports(overrides={"memory.relevance_threshold": 0.95})
+    seed_memories(strict)
+    assert calibrated_threshold(strict, "relevance_threshold") == 0.95
+    assert result_of(retrieve_relevant_memories(strict, "Does Alice like tea?")) == []
+
+
+def test_memory_context_block_and_its_failure(make_ports):
+    ports = make_ports()
+    seed_memories(ports)
+    block = result_of(memory_context_block(ports, "Does Alice like tea?"))
+    assert block.splitlines()[0] == "## Relevant memories"
+    assert "- Alice prefers tea over coffee. (relevance " in block
+    assert "trust 0.90, from Alice)" in block
+
+    class Broken:
+        def search(self, *args, **kwargs):
+            return defer.fail(ConnectionError("store down"))
+
+    ports.semantic = Broken()
+    assert result_of(memory_context_block(ports, "Does Alice like tea?")) == ""
+    assert any("store down" in line for line in ports.logs)
+
+
+def test_format_memory_results_for_the_admin_command(make_ports):
+    ports = make_ports()
+    seed_memories(ports)
+    hits = result_of(retrieve_relevant_memories(ports, "Does Alice like tea?"))
+    text = format_memory_results("Does Alice like tea?", hits)
+    lines = text.splitlines()
+    assert lines[0] == "Memories for 'Does Alice like tea?' (1):"
+    assert lines[1].startswith(" 1. score 0.")
+    assert "trust 0.90 from Alice | Alice prefers tea over coffee. [drinks]" in lines[1]
+    assert format_memory_results("dragons", []) == "No memories match 'dragons'."

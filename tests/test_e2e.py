@@ -1,0 +1,103 @@
+"""
+End-to-end: a real Evennia server started from this repository, driven over telnet as a
+player would. Select with `-m e2e`, skip with `-m "not e2e"`.
+"""
+
+import re
+import time
+
+import pytest
+from game_server import GameServer, TelnetClient
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def mechanical_game():
+    server = GameServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        left = server.stop()
+        server.cleanup()
+        assert not left, f"server processes left running: {left}"
+
+
+def login(server):
+    client = TelnetClient(server.telnet_port)
+    client.read_until(r"connect", timeout=60)
+    client.send(f"connect {server.username} {server.password}")
+    client.read_until(r"Limbo", timeout=60)
+    client.drain(0.5)
+    return client
+
+
+def test_admin_commands_over_telnet(mechanical_game):
+    client = login(mechanical_game)
+    try:
+        # the world build script made Ada in Limbo at first start
+        listing = client.command("@assistant", r"AI assistants[\s\S]*Ada[^\n]*\n")
+        assert "awake" in listing
+
+        created = client.command("@assistant/create Bob", r"Created assistant Bob[^\n]*\n")
+        assert "ticking every 5s" in created
+        again = client.command("@assistant/create Bob", r"already an assistant[^\n]*\n")
+        assert "Bob" in again
+
+        status = client.command("@assistant Bob", r"provider:[^\n]*\n")
+        assert "mode: awake" in status
+        assert "ticker: every 5s" in status
+        assert "mechanical (no LLM configured)" in status
+
+        tickers = client.command("@tickers", r"ai_assistant_\d+[\s\S]*?\n")
+        assert re.search(r"\b5\b", tickers)
+
+        slept = client.command("@assistant/sleep Bob", r"now asleep[^\n]*\n")
+        assert "ticker 60s" in slept
+        status = client.command("@assistant Bob", r"provider:[^\n]*\n")
+        assert "mode: sleep" in status
+        assert "ticker: every 60s" in status
+
+        # wake is deferred while compacting; with nothing to compact that ends in one tick
+        deadline = time.time() + 30
+        while True:
+            woke = client.command("@assistant/wake Bob", r"Bob: [^\n]*\n")
+            if "awake" in woke and "deferred" not in woke:
+                break
+            assert "deferred: compacting" in woke
+            assert time.time() < deadline, "wake stayed deferred"
+            time.sleep(1)
+        status = client.command("@assistant Bob", r"provider:[^\n]*\n")
+        assert "mode: awake" in status
+        assert "ticker: every 5s" in status
+
+        unknown = client.command("@assistant Nobody", r"No assistant called[^\n]*\n")
+        assert "Ada" in unknown and "Bob" in unknown
+        bad = client.command("@assistant/dance Bob", r"Unknown switch[^\n]*\n")
+        assert "/create" in bad
+        config = client.command("@assistant/config Bob = no.such.key 3", r"Unknown setting[^\n]*\n")
+        assert "no.such.key" in config
+        talk = client.command("talk Bob = hello there", r"Bob[^\n]*mechanical mode[^\n]*\n")
+        assert "no LLM is configured" in talk
+    finally:
+        client.close()
+    assert "Traceback" not in mechanical_game.logs()
+
+
+def test_players_without_admin_do_not_see_the_command(mechanical_game):
+    client = TelnetClient(mechanical_game.telnet_port)
+    try:
+        client.read_until(r"connect", timeout=60)
+        client.send("create player1 secret-pass-1")
+        client.read_until(r"Is this what you intended", timeout=60)
+        client.send("Y")
+        client.read_until(r"(?i)created|welcome", timeout=60)
+        client.send("connect player1 secret-pass-1")
+        client.read_until(r"Limbo", timeout=60)
+        reply = client.command("@assistant Ada", r"(?i)command[^\n]*not[^\n]*\n")
+        assert "mode:" not in reply
+        help_text = client.command("help @assistant", r"\n[^\n]*\n", timeout=10)
+        assert "Manage AI assistant" not in help_text + client.drain(0.5)
+    finally:
+        client.close()

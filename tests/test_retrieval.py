@@ -1,0 +1,186 @@
+"""Episodic retrieval: tokenising, the seed's formula, BM25 search, filters, boosts, speed."""
+
+import math
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ai_assistant.memory import retrieval
+from ai_assistant.memory.retrieval import (
+    relevance_keyword_overlap,
+    score_episodic_memory,
+    search_entries,
+    tokenize,
+)
+from ai_assistant.ports import iso
+
+NOW = datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
+
+
+def entry(id, content, hours_ago=48.0, importance=5, **extra):
+    return {
+        "id": id,
+        "timestamp": iso(NOW - timedelta(hours=hours_ago)),
+        "content": content,
+        "importance": importance,
+        "tags": extra.pop("tags", []),
+        "related_projects": extra.pop("related_projects", []),
+        "source_entity": extra.pop("source_entity", None),
+        "source_trust": extra.pop("source_trust", 0.8),
+        **extra,
+    }
+
+
+RELEVANCE_ONLY = {"alpha_recency": 0.0, "alpha_importance": 0.0}
+
+
+def test_tokenize_normalises_case_punctuation_stopwords_and_word_forms():
+    assert tokenize("The Painting, painted; PAINTS!") == ["paint", "paint", "paint"]
+    assert tokenize("Caroline's kids are running") == ["carolin", "kid", "run"]
+    assert tokenize("making a cake to make") == ["mak", "cak", "mak"]
+    assert tokenize("the of and") == []
+
+
+def test_seed_keyword_overlap_is_kept():
+    assert relevance_keyword_overlap("alice dragon", "Alice fought the dragon.") == 0.5
+    assert relevance_keyword_overlap("", "anything") == 0.0
+
+
+def test_seed_formula_worked_example():
+    item = entry(1, "alice met a dragon", hours_ago=1, importance=7)
+    expected = (math.exp(-0.99) + 0.7 + 0.5) / 3
+    assert score_episodic_memory(item, "alice unicorn", NOW) == pytest.approx(expected)
+    # weights and decay are parameters
+    weighted = score_episodic_memory(
+        item, "alice unicorn", NOW, alpha_recency=0, alpha_importance=2, alpha_relevance=1,
+        recency_decay=0.5,
+    )  # fmt: skip
+    assert weighted == pytest.approx((2 * 0.7 + 0.5) / 3)
+
+
+def test_bm25_ranks_the_matching_entry_first_across_word_forms():
+    entries = [
+        entry(1, "Bob sold bread at the market"),
+        entry(2, "Melanie painted a sunrise over the lake last year"),
+        entry(3, "It rained all day"),
+    ]
+    results = search_entries(entries, "When did Melanie paint a sunrise?", now=NOW,
+                             context_weight=0, **RELEVANCE_ONLY)  # fmt: skip
+    assert results[0][1]["id"] == 2
+    assert results[0][0] == pytest.approx(1.0)
+    assert all(r[1]["id"] != 3 for r in results)
+
+
+def test_rare_terms_weigh_more_than_common_ones():
+    entries = [entry(i, "the market is busy today") for i in range(1, 7)]
+    entries.append(entry(7, "a dragon was seen today"))
+    results = search_entries(entries, "busy dragon", now=NOW, context_weight=0,
+                             **RELEVANCE_ONLY)  # fmt: skip
+    assert results[0][1]["id"] == 7
+    assert len(results) == 7
+
+
+def test_a_query_with_no_match_returns_nothing_and_empty_lists_recent_important():
+    entries = [
+        entry(1, "old and dull", hours_ago=10, importance=2),
+        entry(2, "fresh and vital", hours_ago=0.1, importance=9),
+    ]
+    assert search_entries(entries, "zeppelin", now=NOW) == []
+    listing = search_entries(entries, "", now=NOW)
+    assert [r[1]["id"] for r in listing] == [2, 1]
+
+
+def test_recency_and_importance_break_relevance_ties_by_weight():
+    entries = [
+        entry(1, "the dragon attacked", hours_ago=0.0, importance=2),
+        entry(2, "the dragon attacked", hours_ago=100, importance=10),
+    ]
+    recent = search_entries(entries, "dragon", now=NOW, alpha_importance=0, context_weight=0)
+    important = search_entries(entries, "dragon", now=NOW, alpha_recency=0, context_weight=0)
+    assert recent[0][1]["id"] == 1
+    assert important[0][1]["id"] == 2
+
+
+def test_filters_tags_days_project_and_trust():
+    entries = [
+        entry(1, "quest news", tags=["quest", "alice"], related_projects=["p1"]),
+        entry(2, "quest news", tags=["quest"], hours_ago=24 * 10),
+        entry(3, "quest news", tags=["Quest", "Alice"], source_trust=0.3),
+    ]
+    found = lambda **kw: sorted(r[1]["id"] for r in search_entries(entries, "quest", now=NOW, **kw))  # noqa: E731
+    assert found(tags=["quest", "alice"]) == [1, 3]
+    assert found(days_back=7) == [1, 3]
+    assert found(related_to_project="P1") == [1]
+    assert found(min_trust=0.5) == [1, 2]
+
+
+def test_speaker_named_in_the_query_is_favoured():
+    entries = [
+        entry(1, "I love hiking in the mountains", source_entity="Bob"),
+        entry(2, "I love hiking in the mountains", source_entity="Caroline"),
+    ]
+    results = search_entries(entries, "What does Caroline love?", now=NOW, context_weight=0,
+                             **RELEVANCE_ONLY)  # fmt: skip
+    assert results[0][1]["id"] == 2
+    assert results[0][0] > results[1][0]
+
+
+def test_neighbouring_entries_inherit_context():
+    entries = [
+        entry(1, "How was the opening night of your studio?", source_entity="Gina"),
+        entry(2, "Thanks! I'm excited, it went great.", source_entity="Jon"),
+        entry(3, "Unrelated chatter about lunch"),
+    ]
+    without = search_entries(entries, "studio opening night", now=NOW, context_weight=0)
+    assert [r[1]["id"] for r in without] == [1]
+    with_context = search_entries(entries, "studio opening night", now=NOW, **RELEVANCE_ONLY)
+    assert [r[1]["id"] for r in with_context][:2] == [1, 2]
+
+
+def test_embedding_fusion_finds_paraphrases_bm25_misses():
+    vectors = {"canine": [1.0, 0.0], "a dog barked": [0.9, 0.1], "a cat slept": [0.0, 1.0]}
+    calls = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return [vectors[t] for t in texts]
+
+    entries = [entry(1, "a dog barked"), entry(2, "a cat slept")]
+    assert search_entries(entries, "canine", now=NOW) == []
+    for fusion in ("rrf", "score"):
+        results = search_entries(entries, "canine", now=NOW, embed=embed, fusion=fusion,
+                                 context_weight=0, **RELEVANCE_ONLY)  # fmt: skip
+        assert results[0][1]["id"] == 1
+    # entry vectors are cached: later calls embed only the query
+    assert calls[-1] == ["canine"]
+
+
+def test_index_is_cached_per_journal_version():
+    entries = [entry(1, "alpha"), entry(2, "beta")]
+    first = retrieval.get_index(entries)
+    assert retrieval.get_index([dict(e) for e in entries]) is first
+    assert retrieval.get_index(entries + [entry(3, "gamma")]) is not first
+
+
+def test_ten_thousand_entries_search_speed_is_reported(capsys):
+    words = ["dragon", "tavern", "quest", "alice", "bob", "market", "bread", "storm", "river",
+             "sword", "garden", "castle", "letter", "secret", "festival", "harbor"]  # fmt: skip
+    entries = [
+        entry(
+            i,
+            " ".join(words[(i * k) % len(words)] for k in (1, 3, 5, 7)) + f" note {i}",
+            hours_ago=i / 10,
+            source_entity=["Alice", "Bob"][i % 2],
+        )  # fmt: skip
+        for i in range(10_000)
+    ]
+    search_entries(entries, "warm-up", now=NOW)  # builds the index once
+    start = time.perf_counter()
+    for query in ("dragon in the tavern", "What did Alice say about the secret letter?",
+                  "storm over the harbor", ""):  # fmt: skip
+        results = search_entries(entries, query, now=NOW, limit=10)
+        assert len(results) == 10
+    per_query = (time.perf_counter() - start) / 4 * 1000
+    with capsys.disabled():
+        print(f"\n10,000-entry journal search: {per_query:.1f} ms per query")
