@@ -168,6 +168,57 @@ class EvenniaWorld:
         }
 
 
+_semantic_stores = {}  # assistant key -> its open store, or the Deferred still opening it
+_shutdown_hooked = []
+
+
+def open_semantic_store(ports):
+    """
+    Give `ports` the NPC's semantic store, opening it in the worker pool the first time.
+
+    Opening loads the embedder and the local vector store (seconds), so it never runs on the
+    reactor. Until it is ready the NPC works without semantic memory (journal search instead,
+    and consolidation waits for a later sleep); nothing is lost.
+    """
+    if not ports.settings.get("memory.enabled", True):
+        return
+    from twisted.internet import defer
+
+    known = _semantic_stores.get(ports.key)
+    if known is not None and not isinstance(known, defer.Deferred):
+        ports.semantic = known
+        return
+
+    def _attach(store):
+        ports.semantic = store
+        return store
+
+    if known is None:
+        from twisted.internet import reactor
+
+        from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+        from ai_assistant.threads import run_blocking
+
+        if not _shutdown_hooked:
+            reactor.addSystemEventTrigger("before", "shutdown", close_all_stores)
+            _shutdown_hooked.append(True)
+
+        def _opened(store):
+            _semantic_stores[ports.key] = store
+            return store
+
+        def _failed(failure):
+            _semantic_stores.pop(ports.key, None)  # try again when the ports are next built
+            log_to_server(f"{ports.name}: semantic memory unavailable: "
+                          f"{failure.getErrorMessage()}")
+
+        known = run_blocking(make_semantic_store, ports.settings, None, ports.key,
+                             log=ports.log)
+        known.addCallbacks(_opened, _failed)
+        _semantic_stores[ports.key] = known
+    known.addCallback(_attach)
+
+
 def npc_settings(character):
     """The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides."""
     return Settings(overrides=deserialize(character.attributes.get("config_overrides") or {}))

@@ -63,6 +63,10 @@ DEFAULTS = {
         "scoring_max_per_tick": 3,
         "scoring_batch_size": 10,
         "search_limit": 10,
+        # journal entries relevant to the current events shown in the prompt
+        "prompt_entries": 5,
+        # journal what the assistant hears (speech to it, chatter it overhears, poses it sees)
+        "record_heard": True,
         "alpha_recency": 1.0,
         "alpha_importance": 1.0,
         "alpha_relevance": 1.0,
@@ -71,6 +75,12 @@ DEFAULTS = {
         # Relevance boosts of the episodic search (memory/retrieval.py).
         "speaker_boost": 0.6,
         "context_weight": 0.5,
+        # Fusion of BM25 with the local embedder's cosine (0 turns embeddings off), and
+        # pseudo-relevance feedback (terms of the top entries re-query the journal).
+        "embedding_weight": 0.15,
+        "feedback_docs": 3,
+        "feedback_terms": 5,
+        "feedback_weight": 0.2,
     },
     "reflection": {
         "threshold": 150,
@@ -93,11 +103,36 @@ DEFAULTS = {
         # Memories offered in the prompt, and the default of recall_memories.
         "recall_limit": 5,
     },
-    "entities": {"max_observations": 50, "consolidation_min_observations": 5},
+    "entities": {
+        "max_observations": 50,
+        "consolidation_min_observations": 5,
+        # Entity profiles (memory/entities.py): consolidation batch, prompt block, text caps.
+        "consolidation_max_per_tick": 3,
+        "max_attributes": 20,
+        "max_observation_chars": 500,
+        "context_max_profiles": 5,
+        "context_observations": 3,
+        # Dunbar bands: stranger < acquaintance <= ... (seed 001, "Relationship States").
+        "acquaintance_threshold": 0.25,
+        "friend_threshold": 0.50,
+        "ally_threshold": 0.75,
+        # The favorability rule (see memory/entities.py): start, gains, decay toward the start.
+        "initial_favorability": 0.1,
+        "interaction_gain": 0.02,
+        "positive_gain": 0.03,
+        "negative_penalty": 0.08,
+        "decay_half_life_days": 30,
+    },
     "compaction": {
         "sleep_threshold": 0.70,
         "emergency_threshold": 0.80,
         "preserve_messages": 10,
+        # agent/compaction.py: summary call, its input budget (share of llm.context_limit),
+        # the journal entry's importance, and the pre-compaction ReAct pass.
+        "summary_max_tokens": 400,
+        "summary_input_share": 0.5,
+        "summary_importance": 6,
+        "extraction_max_iterations": 3,
     },
     "sleep": {
         "enabled": False,
@@ -115,6 +150,22 @@ DEFAULTS = {
         "decay_sessions": 30,
         "split_min_active": 10,
         "small_cluster_max": 2,
+        # Added for memory/nodes.py and memory/patrol.py.
+        "embedder": "wordllama",
+        "default_importance": 0.5,
+        "merge_importance_bonus": 0.05,
+        "split_min_part": 2,
+        "split_min_remaining": 2,
+        "search_limit": 10,
+        "recent_nodes": 5,
+        "diary_days": 7,
+        "max_note_chars": 4000,
+        "repair_max_per_patrol": 5,
+        "consolidation_max_clusters": 20,
+        "consolidation_max_nodes": 60,
+        "split_max_clusters": 5,
+        "think_max_bullets": 7,
+        "relationships_max": 10,
     },
     # Seed 003: the assistant's own workspace (projects, goals, session memory, status).
     "workspace": {

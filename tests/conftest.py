@@ -22,6 +22,10 @@ def pytest_configure(config):
     blocker.unblock()
     try:
         import evennia
+        from django.conf import settings
+
+        # as Evennia's own test runner does: objects may lack a home while the DB is flushed
+        settings.TEST_ENVIRONMENT = True
 
         evennia._init()
     finally:

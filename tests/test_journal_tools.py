@@ -22,10 +22,10 @@ class FakeSemantic:
         return defer.fail(self.error) if self.error else defer.succeed(self.hits)
 
 
-def make_ports(semantic=None):
+def make_ports(semantic=None, **overrides):
     return AssistantPorts(
         key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-        settings=Settings(), semantic=semantic,
+        settings=Settings(overrides=overrides), semantic=semantic,
     )  # fmt: skip
 
 
@@ -119,6 +119,17 @@ def test_search_journal_text_mode_with_filters():
     assert call(ports, "search_journal", {"query": "wolves", "limit": 1})["count"] == 1
 
 
+def test_search_journal_default_fuses_the_local_embedder():
+    # "livestock losses" shares no word with any entry; only the embedding relates them
+    ports = make_ports()
+    _journal_with_entries(ports)
+    fused = call(ports, "search_journal", {"query": "livestock losses", "semantic": False})
+    assert fused["count"] >= 1
+    text_only = make_ports(**{"journal.embedding_weight": 0})
+    _journal_with_entries(text_only)
+    assert call(text_only, "search_journal", {"query": "livestock losses"})["count"] == 0
+
+
 def test_search_journal_rejects_bad_arguments():
     ports = make_ports()
     assert call(ports, "search_journal", {"tags": "danger"})["success"] is False
@@ -132,7 +143,8 @@ def test_search_journal_merges_semantic_hits_mapped_to_entries():
         {"id": "m7", "memory": "an old fact", "score": 0.5, "metadata": {}},
         {"id": "m8", "memory": "bread", "score": 0.8, "metadata": {"entry_id": 2}},
     ])  # fmt: skip
-    ports = make_ports(semantic)
+    # the journal's own embedding fusion off: what is found here comes from the semantic hits
+    ports = make_ports(semantic, **{"journal.embedding_weight": 0})
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "livestock losses"})
     assert semantic.searches == [("livestock losses", 20)]

@@ -84,6 +84,50 @@ class ConversationWorld:
         self._speak("emote", text)
 
 
+# How what the assistant hears becomes journal entries (seed 000 source types): what is said
+# to it is told directly; chatter it overhears is environmental; a pose it sees is observed.
+HEARD_SOURCE = {
+    "direct_message": ("direct", 'said to me: "{text}"'),
+    "direct_addressing": ("direct", 'said to me: "{text}"'),
+    "room_chatter": ("environmental", 'said: "{text}"'),
+}
+
+
+def journal_heard_events(ports, events):
+    """
+    Perception listener: journal what the assistant heard, one entry per utterance.
+
+    Arrivals and departures are not journaled (entity profiles keep who was seen); poses are
+    observations. Importance is scored by the heuristic now and by the LLM during sleep.
+    """
+    from ai_assistant.memory import journal
+
+    if not ports.settings.get("journal.record_heard", True):
+        return
+    for event in events:
+        if event["kind"] not in SPEECH_KINDS or not str(event.get("text", "")).strip():
+            continue
+        if event["kind"] == "pose":
+            source_type, content = "observation", event["text"]
+        else:
+            source_type, template = HEARD_SOURCE.get(
+                event["classification"], ("environmental", 'said: "{text}"'))
+            content = f"{event['sender']} " + template.format(text=event["text"])
+        try:
+            journal.add_entry(
+                ports,
+                content[: ports.settings.get("journal.max_content_chars", 4000)],
+                source_type=source_type,
+                source_entity=event["sender"],
+                tags=["heard", event["classification"]],
+            )
+        except ValueError as err:
+            ports.log(f"{ports.name}: could not journal what {event['sender']} said: {err}")
+
+
+add_perception_listener(journal_heard_events)
+
+
 def _notify_listeners(ports, events):
     for listener in list(_perception_listeners):
         try:
@@ -100,6 +144,15 @@ def _interlocutors(events):
             seen.add(event["sender_id"])
             ordered.append({"id": event["sender_id"], "name": event["sender"]})
     return ordered
+
+
+def _relevant_memories(ports, events):
+    """Deferred[str]: the semantic memories relevant to `events` ("" without the tier)."""
+    if ports.semantic is None:
+        return defer.succeed("")
+    from ai_assistant.memory.consolidation import memory_context_block
+
+    return defer.maybeDeferred(memory_context_block, ports, events=events)
 
 
 @defer.inlineCallbacks
@@ -147,6 +200,7 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
             "interlocutor": interlocutor,
             "mode": "awake",
             "purpose": "conversation",
+            "memories": (yield _relevant_memories(ports, context_events)),
         }
         thinking = None
         delay = ports.settings.get("react.thinking_delay", 2.0)

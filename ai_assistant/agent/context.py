@@ -291,6 +291,7 @@ def build_messages(ports, situation):
         list[dict]: `[system message, user message]`.
     """
     situation = situation or {}
+    register_standard_blocks()
     system_blocks = render_blocks(ports, situation, "system")
     # the standing safety rules follow the persona; the admin's prompt comes last of all
     system_parts = [text for name, text in system_blocks if name != ADMIN_PROVIDER]
@@ -304,3 +305,60 @@ def build_messages(ports, situation):
         {"role": "system", "content": "\n\n".join(system_parts)},
         {"role": "user", "content": "\n\n".join(context_parts)},
     ]
+
+
+# ----------------------------------------------------------------------------------------------
+# The standard blocks of the other tiers
+
+
+def journal_block(ports, situation):
+    """Journal entries relevant to what is happening now (hybrid-scored search, fast)."""
+    from ai_assistant.memory.journal import format_entry
+    from ai_assistant.memory.retrieval import search_journal
+
+    query = " ".join(str(event.get("text", "")) for event in situation.get("events") or [])
+    if not query.strip():
+        return None
+    hits = search_journal(ports, query, limit=ports.settings.get("journal.prompt_entries", 5))
+    lines = [format_entry(entry) for _, entry in hits]
+    return quote_untrusted("\n".join(lines), "JOURNAL") if lines else None
+
+
+def semantic_memories_block(ports, situation):
+    """Memories the awake tick fetched from the semantic tier before the cycle (if any)."""
+    text = str(situation.get("memories") or "").strip()
+    if text.startswith("## "):
+        text = text.partition("\n")[2]
+    return quote_untrusted(text, "MEMORIES") if text else None
+
+
+# name: (module:function, order, section, title); registered on first use so that each tier's
+# module stays the one home of its block, and a game can replace any of them by name.
+STANDARD_BLOCKS = {
+    "project": ("ai_assistant.workspace.projects:project_context_block", 200, "context",
+                "Active project"),
+    "goals": ("ai_assistant.workspace.goals:goals_context_block", 250, "context",
+              "Active goals"),
+    "session_memory": ("ai_assistant.workspace.session_memory:session_memory_context_block",
+                       300, "context", "Things you know"),
+    "memories": ("ai_assistant.agent.context:semantic_memories_block", 350, "context",
+                 "Relevant memories"),
+    "journal": ("ai_assistant.agent.context:journal_block", 360, "context",
+                "Relevant journal entries"),
+}
+_standard_registered = []
+
+
+def register_standard_blocks():
+    """Register the blocks of the journal, memory and workspace tiers (once)."""
+    if _standard_registered:
+        return
+    import importlib
+
+    for name, (path, order, section, title) in STANDARD_BLOCKS.items():
+        if name in _PROVIDERS:
+            continue
+        module_name, _, attribute = path.partition(":")
+        func = getattr(importlib.import_module(module_name), attribute)
+        register_context_provider(name, func, order, section=section, title=title)
+    _standard_registered.append(True)

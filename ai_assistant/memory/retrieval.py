@@ -229,6 +229,8 @@ class JournalIndex:
         counts = []
         for entry in entries:
             counts.append(_term_counts(entry.get("content", "")))
+        self.doc_terms = [tuple(c) for c in counts]
+        for entry in entries:
             moment = parse_iso(entry.get("timestamp"))
             self.epochs.append(moment.timestamp() if moment else None)
             entity = entry.get("source_entity")
@@ -280,6 +282,29 @@ class JournalIndex:
             if where is not None:
                 scores[where] += weights  # each entry appears once per term's postings
         return scores
+
+    def bm25_weighted(self, weights):
+        """
+        Args:
+            weights (dict): `{term: weight}` (an expanded query).
+
+        Returns:
+            numpy.ndarray: The weighted BM25 score of every entry.
+        """
+        scores = numpy.zeros(self.size)
+        for term, weight in weights.items():
+            where, term_weights = self.postings.get(term, (None, None))
+            if where is not None:
+                scores[where] += weight * term_weights
+        return scores
+
+    def idf(self, term):
+        """The term's idf (0.0 for an unknown term)."""
+        where, _ = self.postings.get(term, (None, None))
+        if where is None:
+            return 0.0
+        n = len(where)
+        return math.log(1 + (self.size - n + 0.5) / (n + 0.5))
 
 
 _TERM_CACHE = {}
@@ -422,6 +447,9 @@ def search_entries(
     context_weight=0.5,
     fusion="rrf",
     embedding_weight=0.5,
+    feedback_docs=0,
+    feedback_terms=10,
+    feedback_weight=0.3,
 ):
     """
     Rank journal entries for a query (see the module doc for the score).
@@ -468,8 +496,9 @@ def search_entries(
     size = len(entries)
     relevance = None
     if query and alpha_relevance > 0:
-        relevance = _relevance(index, entries, query, terms, named, embed,
-                               speaker_boost, context_weight, fusion, embedding_weight)  # fmt: skip
+        feedback = (feedback_docs, feedback_terms, feedback_weight)
+        relevance = _relevance(index, entries, query, terms, named, embed, speaker_boost,
+                               context_weight, fusion, embedding_weight, feedback)  # fmt: skip
         if relevance is None:
             return []
         positions = numpy.flatnonzero(relevance > 0)
@@ -510,9 +539,11 @@ def search_entries(
 
 
 def _relevance(index, entries, query, terms, named, embed, speaker_boost, context_weight,
-               fusion, embedding_weight):  # fmt: skip
+               fusion, embedding_weight, feedback=(0, 0, 0.0)):  # fmt: skip
     """Relevance 0-1 of every entry (array), or None when nothing is relevant."""
     raw = index.bm25(terms)
+    if feedback[0] and feedback[1] and feedback[2] and raw.any():
+        raw = raw + index.bm25_weighted(_feedback_terms(index, raw, set(terms), *feedback))
     if embed is not None:
         raw = _fuse(raw, _cosine_scores(embed, query, entries), fusion, embedding_weight)
     if not raw.any():
@@ -538,6 +569,27 @@ def _relevance(index, entries, query, terms, named, embed, speaker_boost, contex
     return raw / best
 
 
+def _feedback_terms(index, scores, query_terms, docs, count, weight):
+    """
+    Pseudo-relevance feedback: the terms that best characterise the top `docs` entries
+    (weighted by each entry's share of the best score and by idf), as a weighted query.
+    """
+    top = numpy.argsort(-scores, kind="stable")[:docs]
+    top = top[scores[top] > 0]
+    best = scores[top[0]]
+    gains = Counter()
+    for position in top.tolist():
+        share = scores[position] / best
+        for term in index.doc_terms[position]:
+            if term not in query_terms:
+                gains[term] += share * index.idf(term)
+    chosen = gains.most_common(count)
+    if not chosen:
+        return {}
+    top_gain = chosen[0][1] or 1.0
+    return {term: weight * gain / top_gain for term, gain in chosen}
+
+
 def _fuse(bm25, cosines, fusion, embedding_weight, rrf_k=60, pool=100):
     """Combine BM25 scores with embedding cosines (arrays over all entries)."""
     matched = numpy.flatnonzero(bm25 > 0)
@@ -557,6 +609,32 @@ def _fuse(bm25, cosines, fusion, embedding_weight, rrf_k=60, pool=100):
     return fused
 
 
+def default_embed(settings):
+    """
+    The local embedder's `embed` function for the episodic search, or None.
+
+    It is the semantic tier's own local model (WordLlama, static: embedding a query is a table
+    lookup, and entry vectors are cached), so it needs no network. None when
+    `journal.embedding_weight` is 0, when the game configured its own mem0 embedder (a remote
+    one must not be called from here), or when the model is not installed.
+
+    Args:
+        settings (conf.Settings): The assistant's settings.
+    """
+    if not settings.get("journal.embedding_weight", 0):
+        return None
+    if "embedder" in (settings.get("memory.mem0", {}) or {}):
+        return None
+    try:
+        from ai_assistant.memory.embedder import EmbedderUnavailable, get_embedder
+    except ImportError:
+        return None
+    try:
+        return get_embedder().embed
+    except EmbedderUnavailable:
+        return None
+
+
 def search_settings(settings):
     """
     The search weights configured for an assistant.
@@ -565,7 +643,7 @@ def search_settings(settings):
         settings (conf.Settings): Its settings.
 
     Returns:
-        dict: Keyword arguments for `search_entries`.
+        dict: Keyword arguments for `search_entries` (including `embed`, see `default_embed`).
     """
     return {
         "alpha_recency": settings.get("journal.alpha_recency", 1.0),
@@ -574,6 +652,12 @@ def search_settings(settings):
         "recency_decay": settings.get("journal.recency_decay", 0.99),
         "speaker_boost": settings.get("journal.speaker_boost", 0.6),
         "context_weight": settings.get("journal.context_weight", 0.5),
+        "embed": default_embed(settings),
+        "fusion": "score",
+        "embedding_weight": settings.get("journal.embedding_weight", 0.15),
+        "feedback_docs": settings.get("journal.feedback_docs", 3),
+        "feedback_terms": settings.get("journal.feedback_terms", 5),
+        "feedback_weight": settings.get("journal.feedback_weight", 0.2),
     }
 
 

@@ -306,8 +306,12 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
     def _done(result):
         if not isinstance(result, dict) or "success" not in result:
             result = {"success": True, "result": result}
-        if cache is not None and tool.cacheable and result.get("success"):
-            cache.put(tool, params, result)
+        if cache is not None and result.get("success"):
+            if tool.cacheable:
+                cache.put(tool, params, result)
+            else:
+                # a tool that may have written something: cached reads could now be stale
+                cache.invalidate()
         return result
 
     def _failed(failure):

@@ -1,0 +1,167 @@
+"""Operating modes, wake conditions, the schedule and the sleep tick orchestrator (core)."""
+
+from datetime import UTC, datetime
+
+import pytest
+from twisted.internet import defer
+
+from ai_assistant.conf import Settings
+from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.sleep import cycle, modes
+
+
+class Transitions:
+    def __init__(self, state):
+        self.state = state
+        self.calls = []
+
+    def __call__(self, target, reason):
+        self.calls.append((target, reason))
+        self.state.set("operating_mode", target)
+
+
+def make_ports(hour=12, **overrides):
+    clock = FixedClock(datetime(2025, 1, 1, hour, 0, tzinfo=UTC))
+    state = MemoryState()
+    ports = AssistantPorts(key="a1", name="Ada", state=state, clock=clock,
+                           settings=Settings(overrides=overrides), log=lambda m: None)
+    return ports, Transitions(state)
+
+
+def result_of(deferred):
+    results = []
+    deferred.addBoth(results.append)
+    assert results
+    return results[0]
+
+
+@pytest.mark.parametrize(
+    "hour, start, duration, inside",
+    [(2, 2, 4, True), (5.9, 2, 4, True), (6, 2, 4, False), (1, 2, 4, False),
+     (22, 22, 4, True), (23.5, 22, 4, True), (1, 22, 4, True), (2, 22, 4, False),
+     (21, 22, 4, False), (12, 0, 0, False), (12, 0, 24, True)],
+)
+def test_sleep_window_wraps_around_midnight(hour, start, duration, inside):
+    assert modes.in_sleep_window(hour, start, duration) is inside
+
+
+def test_sleep_then_wake_is_deferred_while_compacting():
+    ports, transition = make_ports()
+    assert modes.enter_sleep(ports, "admin", transition) is True
+    assert ports.state.get("sleep_phase") == "compacting"
+    assert modes.enter_sleep(ports, "again", transition) is False
+    outcome = modes.request_wake(ports, "admin", transition)
+    assert outcome.startswith("wake deferred: compacting")
+    assert transition.calls == [("sleep", "admin")]
+    assert modes.check_wake_conditions(ports) == (True, "wake requested by admin", True)
+
+
+def test_wake_in_dreaming_is_immediate_and_sets_cooldown():
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "admin", transition)
+    ports.state.set("sleep_phase", "dreaming")
+    assert modes.request_wake(ports, "admin", transition) == "awake"
+    awake_state = ports.state.get("awake_state")
+    assert awake_state["awake_ticks"] == 0
+    assert awake_state["auto_sleep_blocked_until"] == "2025-01-01T13:00:00Z"
+    assert ports.state.get("sleep_state") is None and ports.state.get("sleep_phase") is None
+    assert modes.request_wake(ports, "admin", transition) == "already awake"
+
+
+def test_urgent_event_wakes_a_light_sleeper_only():
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "tired", transition)
+    ports.state.set("pending_events", [{"sender": "Bob", "priority": 3, "urgent": False,
+                                        "classification": "room_chatter"}])
+    assert modes.check_wake_conditions(ports)[0] is False
+    ports.state.set("pending_events", [{"sender": "Bob", "classification": "direct_message"}])
+    assert modes.check_wake_conditions(ports) == (True, "urgent event from Bob", True)
+    ports.state.set("sleep_phase", "dreaming")
+    assert modes.check_wake_conditions(ports) == (True, "urgent event from Bob", False)
+    ports.state.set("pending_events", [{"sender": "Cy", "metadata": {"priority": 8}}])
+    assert modes.check_wake_conditions(ports)[0] is True
+    ports.state.set("pending_events", [{"sender": "Cy", "metadata": {"urgent": True}}])
+    assert modes.check_wake_conditions(ports)[0] is True
+
+
+def test_schedule_sends_to_sleep_after_min_awake_ticks_and_cooldown():
+    ports, transition = make_ports(hour=23, **{"sleep.enabled": True,
+                                               "sleep.sleep_start_hour": 22})
+    assert modes.check_sleep_schedule(ports) == (False, None, "not awake long enough")
+    ports.state.set("awake_state", {"awake_ticks": 10,
+                                    "auto_sleep_blocked_until": "2025-01-01T23:30:00Z"})
+    assert modes.check_sleep_schedule(ports)[2] == "woken recently (cooldown)"
+    ports.state.set("awake_state", {"awake_ticks": 10})
+    assert modes.check_sleep_schedule(ports) == (True, "sleep", "scheduled sleep (22:00)")
+
+
+def test_schedule_wakes_when_the_window_ends():
+    ports, transition = make_ports(hour=7, **{"sleep.enabled": True})
+    modes.enter_sleep(ports, "night", transition)
+    ports.state.set("sleep_phase", "dreaming")
+    assert modes.check_wake_conditions(ports) == (True, "scheduled wake time reached", False)
+
+
+def test_sleep_tick_moves_to_dreaming_when_consolidation_completes(monkeypatch):
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "admin", transition)
+    ran = []
+    remaining = [1]
+
+    def consolidation(ports):
+        ran.append("consolidation")
+        remaining[0] -= 1
+        return defer.succeed({"completed": remaining[0] < 0})
+
+    def failing(ports):
+        raise RuntimeError("scoring broke")
+
+    monkeypatch.setattr(cycle, "COMPACTING_STEPS", (("scoring", "x:y"), ("consolidation", "x:z")))
+    monkeypatch.setattr(cycle, "resolve", {"x:y": failing, "x:z": consolidation}.get)
+    report = result_of(cycle.run_sleep_tick(ports, transition))
+    assert report["steps"]["scoring"] == {"error": "scoring broke"}
+    assert ran == ["consolidation"]  # a failing step does not stop the next one
+    assert ports.state.get("sleep_phase") == "compacting"
+    result_of(cycle.run_sleep_tick(ports, transition))
+    assert ports.state.get("sleep_phase") == "dreaming"
+    assert ports.state.get("last_sleep_tick")["phase"] == "compacting"
+    assert ports.state.get("sleep_state")["ticks"] == 2
+
+
+def test_deferred_wake_happens_as_soon_as_compacting_completes(monkeypatch):
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "admin", transition)
+    modes.request_wake(ports, "admin", transition)
+    monkeypatch.setattr(cycle, "COMPACTING_STEPS", (("consolidation", "x:z"),))
+    monkeypatch.setattr(cycle, "resolve", {"x:z": lambda p: {"completed": True}}.get)
+    report = result_of(cycle.run_sleep_tick(ports, transition))
+    assert report["woke"] == "wake requested by admin"
+    assert transition.calls[-1] == ("awake", "wake requested by admin")
+
+
+def test_dreaming_runs_every_step_in_order(monkeypatch):
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "admin", transition)
+    ports.state.set("sleep_phase", "dreaming")
+    order = []
+    steps = tuple((name, name) for name, _ in cycle.DREAMING_STEPS)
+
+    def make(name):
+        def step(ports):
+            order.append(name)
+            if name == "entity_consolidation":
+                raise ValueError("no llm")
+            return {"done": name}
+        return step
+
+    monkeypatch.setattr(cycle, "DREAMING_STEPS", steps)
+    monkeypatch.setattr(cycle, "resolve", lambda path: make(path))
+    report = result_of(cycle.run_sleep_tick(ports, transition))
+    assert order == [name for name, _ in steps]
+    assert report["steps"]["entity_consolidation"] == {"error": "no llm"}
+    assert report["steps"]["context_compaction"] == {"done": "context_compaction"}
+
+
+def test_resolve_skips_missing_modules_only():
+    assert cycle.resolve("ai_assistant.no_such_module:func") is None
+    assert cycle.resolve("ai_assistant.memory.working:clear_stale_conversations") is not None
