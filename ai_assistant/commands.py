@@ -107,6 +107,11 @@ class CmdAssistant(MuxCommand):
       @assistant/sleep <npc>                 - put it to sleep (memory consolidation)
       @assistant/wake <npc>                  - wake it (deferred while it is compacting)
       @assistant/config <npc> [= key value]  - show or set a per-NPC setting
+      @assistant/journal <npc> [= <query>]   - recent journal entries, or a scored search
+      @assistant/memory <npc> = <query>      - semantic recall (mem0), with scores and trust
+      @assistant/goals <npc>                 - the goal tree with progress
+      @assistant/projects <npc>              - project slots
+      @assistant/reflect <npc>               - run a reflection now
       @assistant/tools <npc>                 - list its ReAct tools
       @assistant/tool <npc> = <tool> [json]  - run one tool as the NPC
 
@@ -121,7 +126,8 @@ class CmdAssistant(MuxCommand):
     locks = "cmd:perm(Admin)"
     help_category = "Admin"
     # validated in func (not MuxCommand's switch_options, which only warns and ignores)
-    valid_switches = ("create", "sleep", "wake", "config", "tools", "tool")
+    valid_switches = ("create", "sleep", "wake", "config", "journal", "memory", "goals",
+                      "projects", "reflect", "tools", "tool")
 
     def func(self):
         switch = self.switches[0] if self.switches else "status"
@@ -258,6 +264,95 @@ class CmdAssistant(MuxCommand):
         if npc.assistant_script:
             npc.assistant_script.subscribe()
         self.caller.msg(message)
+
+    # --- memory and workspace views --------------------------------------------------------
+
+    def do_journal(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.memory.journal import format_entry, get_journal
+        from ai_assistant.memory.retrieval import search_journal
+
+        ports = npc.ai_ports()
+        entries = get_journal(ports)["entries"]
+        if not self.rhs:
+            recent = entries[-15:]
+            lines = [f"|wJournal of {npc.key}|n ({len(entries)} entries, newest last)"]
+            lines += [f"  {format_entry(entry)}" for entry in recent] or ["  (empty)"]
+            self.caller.msg("\n".join(lines))
+            return
+        query = self.rhs.strip()
+        hits = search_journal(ports, query)
+        if not hits:
+            self.caller.msg(f"No journal entries of {npc.key} match '{query}'.")
+            return
+        lines = [f"|wJournal of {npc.key}|n: '{query}' ({len(hits)} best, hybrid score)"]
+        lines += [f"  {score:.3f}  {format_entry(entry)}" for score, entry in hits]
+        self.caller.msg("\n".join(lines))
+
+    def do_memory(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs or not self.rhs.strip():
+            self.caller.msg("Usage: @assistant/memory <npc> = <query>")
+            return
+        ports = npc.ai_ports()
+        if ports.semantic is None:
+            self.caller.msg(f"{npc.key} has no semantic memory right now (it is still opening, "
+                            "or memory.enabled is off). Try @assistant/journal instead.")
+            return
+        from ai_assistant.memory.consolidation import (
+            format_memory_results,
+            retrieve_relevant_memories,
+        )
+
+        query = self.rhs.strip()
+        caller = self.caller
+        deferred = retrieve_relevant_memories(ports, query)
+        deferred.addCallback(lambda hits: caller.msg(format_memory_results(query, hits)))
+        deferred.addErrback(lambda failure: caller.msg(
+            f"|rMemory search failed: {failure.getErrorMessage()}|n"))
+
+    def do_goals(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.goals import format_goal_tree
+
+        goals = npc.ai_ports().state.get("current_goals") or []
+        self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
+
+    def do_projects(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.projects import format_projects
+
+        doc = npc.ai_ports().state.get("projects")
+        self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
+
+    def do_reflect(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.memory.reflection import run_reflection
+
+        caller = self.caller
+        caller.msg(f"{npc.key} reflects...")
+
+        def _done(report):
+            if not report.get("ran"):
+                caller.msg(f"{npc.key} did not reflect: {report.get('reason')}")
+                return
+            insights = "\n".join(
+                f"  - {item.get('insight') if isinstance(item, dict) else item}"
+                for item in report.get("insights", []))
+            caller.msg(f"{npc.key} reflected on {len(report.get('questions', []))} questions; "
+                       f"synthesis entry #{report.get('entry_id')}:\n{insights}")
+
+        run_reflection(npc.ai_ports()).addCallback(_done)
 
     # --- tools ------------------------------------------------------------------------------
 

@@ -60,8 +60,11 @@ DEFAULTS = {
         "prune_importance": 3,
         "prune_age_days": 30,
         "prune_batch": 10,
-        "scoring_max_per_tick": 3,
-        "scoring_batch_size": 10,
+        # One scoring call per tick for up to 25 entries (bench/llm_economy.py): with the
+        # seed's 3, the compacting phase (5 consolidations a tick) ended before most entries
+        # were ever LLM-scored.
+        "scoring_max_per_tick": 25,
+        "scoring_batch_size": 25,
         "search_limit": 10,
         # journal entries relevant to the current events shown in the prompt
         "prompt_entries": 5,

@@ -283,13 +283,13 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
                     tally.queries += 1
                     tally.add(item["category"], [mapping.get(i) for i in ids], item["evidence"])
 
-            ask(methods[0], lambda q: search_tool_ids(ports, q), asked)
-            ask(methods[1], lambda q: keyword_overlap_ids(entries, q), asked)
-            ask(methods[2], lambda q: plain_bm25_ids(entries, q, now), asked)
-            ask(methods[3], lambda q: plain_embedding_ids(entries, q, embedder), asked)
+            ask(methods[0], lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
+            ask(methods[1], lambda q: keyword_overlap_ids(entries, q), asked)  # noqa: B023
+            ask(methods[2], lambda q: plain_bm25_ids(entries, q, now), asked)  # noqa: B023
+            ask(methods[3], lambda q: plain_embedding_ids(entries, q, embedder), asked)  # noqa: B023
             # The same journal under the weights a question-answering assistant would use.
             ports.settings = ports.settings.with_overrides(RELEVANCE_ONLY)
-            ask(methods[4], lambda q: search_tool_ids(ports, q), asked)
+            ask(methods[4], lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
             log(f"conversation {sample.get('sample_id')}: {len(turns)} turns, "
                 f"{len(asked)} questions")  # fmt: skip
 
@@ -309,8 +309,8 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
                     tallies[name].ingest_seconds += elapsed
                 totals["mem0_turns"] += len(subset)
                 totals["mem0_questions"] += len(mem_asked)
-                ask(methods[5], lambda q: search_tool_ids(mem_ports, q), mem_asked, mem_mapping)
-                ask(methods[6], lambda q: recall_memories_ids(mem_ports, q, links), mem_asked,
+                ask(methods[5], lambda q: search_tool_ids(mem_ports, q), mem_asked, mem_mapping)  # noqa: B023
+                ask(methods[6], lambda q: recall_memories_ids(mem_ports, q, links), mem_asked,  # noqa: B023
                     mem_mapping)  # fmt: skip
             finally:
                 store.close()

@@ -137,3 +137,21 @@ class TestAssistantShell(EvenniaCommandTest):
                   "Ada add_journal_entry ->")
         out = self.call(CmdAssistant(), "/tool Ada = fly {}")
         assert "unknown tool 'fly'" in out
+
+    def test_journal_goals_projects_and_reflect_views(self):
+        self.call(CmdAssistant(), '/tool Ada = add_journal_entry {"content": "Alice loves tea"}')
+        self.call(CmdAssistant(), '/tool Ada = add_journal_entry {"content": "The gate is red"}')
+        out = self.call(CmdAssistant(), "/journal Ada")
+        assert "Journal of Ada (2 entries" in out and "Alice loves tea" in out
+        out = self.call(CmdAssistant(), "/journal Ada = tea")
+        assert out.splitlines()[1].endswith("Alice loves tea")  # best first
+        self.call(CmdAssistant(), "/journal Ada = dragons", "No journal entries of Ada match")
+        self.call(CmdAssistant(), '/tool Ada = add_goal {"description": "Build a tavern"}')
+        out = self.call(CmdAssistant(), "/goals Ada")
+        assert "Build a tavern" in out
+        self.call(CmdAssistant(),
+                  '/tool Ada = create_project {"key": "tavern", "summary": "Build it"}')
+        assert "tavern" in self.call(CmdAssistant(), "/projects Ada")
+        self.call(CmdAssistant(), "/reflect Ada", "Ada reflects...|Ada did not reflect:")
+        self.call(CmdAssistant(), "/memory Ada = tea", "Ada has no semantic memory right now")
+        self.call(CmdAssistant(), "/memory Ada", "Usage: @assistant/memory <npc> = <query>")

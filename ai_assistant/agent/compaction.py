@@ -104,13 +104,14 @@ def history_tokens(history):
     """
     if not history:
         return 0
-    total = 0
-    for message in history:
-        cached = message.get("tokens")
-        if not isinstance(cached, int):
-            cached = _message_tokens(_for_counting(message))
-        total += cached
-    return total + TOKENS_REPLY_PRIMER
+    return sum(_cached_tokens(message) for message in history) + TOKENS_REPLY_PRIMER
+
+
+def _cached_tokens(message):
+    cached = message.get("tokens")
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        return cached
+    return _message_tokens(_for_counting(message))
 
 
 def usage(ports, history=None):
@@ -198,9 +199,9 @@ def split_history(ports, history):
         return [], list(history)
     limit = int(ports.settings.get("llm.context_limit", 128000) or 1)
     budget = limit * float(ports.settings.get("compaction.summary_input_share", 0.5))
-    taken, spent = 0, 0
+    taken, spent = 0, TOKENS_REPLY_PRIMER
     for message in old:
-        cost = history_tokens([message])
+        cost = _cached_tokens(message)
         if taken and spent + cost > budget:
             break
         taken += 1

@@ -347,3 +347,18 @@ def run_reflection(ports):
         f"rejected {len(report['rejected'])}"
     )
     return report
+
+
+def run_reflection_if_triggered(ports):
+    """
+    The dreaming-phase step: reflect only once the importance threshold is reached.
+
+    Returns:
+        dict or Deferred[dict]: `{"ran": False, "reason": ...}` below the threshold, else the
+        report of `run_reflection`.
+    """
+    if not check_reflection_trigger(ports):
+        state = get_reflection_state(ports)
+        return {"ran": False, "reason": f"below threshold ({state['cumulative_importance']:g}"
+                                        f"/{state['threshold']:g})"}
+    return run_reflection(ports)

@@ -1,0 +1,193 @@
+"""
+LLM economy of sleep: calls and tokens for one full sleep cycle over fresh journal entries.
+
+    .venv/bin/python -m bench.llm_economy [--entries 100] [--out PATH]
+
+A fresh assistant writes N journal entries (heuristic importance), falls asleep and runs
+`run_sleep_tick` until the compacting phase is over and the dreaming steps have nothing left
+to do. The LLM is the real `LLMClient` against the scripted OpenAI-compatible server
+(`tests/scripted_llm.py`) answering through a responder; the semantic tier is the real mem0
+(local qdrant + WordLlama in a temp folder) with its LLM pointed at the same server, so
+mem0's own fact-extraction and update calls are counted too. Every request is classified
+(importance scoring, mem0 fact extraction, mem0 memory update, reflection, other) and its
+tokens estimated (4 characters a token, prompt = the request's messages, completion = the
+reply).
+
+Configurations: the seed's one call per entry (`scoring_max_per_tick=1`), and the current
+defaults. Results go to `bench/results/llm_economy.json`.
+"""
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+sys.path.insert(0, str(REPO / "tests"))
+
+TOPICS = ("the harbour", "the old tower", "a lost ring", "the spring festival", "wolves",
+          "the baker", "a storm", "the library", "a stranger", "the mayor's election")  # fmt: skip
+PEOPLE = ("Alice", "Bob", "Carol", "Dmitri", "Eve")
+
+
+def tokens(text):
+    return max(1, len(text) // 4)
+
+
+def classify(request):
+    text = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
+    if "Rate the significance" in text:
+        return "importance_scoring"
+    if '"event"' in text and ("ADD" in text or "UPDATE" in text):
+        return "mem0_update"
+    if "facts" in text.lower() and "extract" in text.lower():
+        return "mem0_fact_extraction"
+    if "reflect" in text.lower() or "insight" in text.lower():
+        return "reflection"
+    if "entity" in text.lower() or "profile" in text.lower():
+        return "entity_consolidation"
+    return "other"
+
+
+def respond(request):
+    """A plausible answer for each kind of request (the server's responder)."""
+    from scripted_llm import Reply
+
+    messages = request.get("messages", [])
+    text = " ".join(str(m.get("content", "")) for m in messages)
+    kind = classify(request)
+    if kind == "importance_scoring":
+        ids = [int(i) for i in re.findall(r"^\[(\d+)\]", text, flags=re.M)]
+        content = json.dumps({"scores": [{"id": i, "score": 4 + i % 5} for i in ids]})
+    elif kind == "mem0_update":
+        content = json.dumps({"memory": [{"id": "0", "text": "a fact", "event": "ADD"}]})
+    elif kind == "mem0_fact_extraction":
+        last = str(messages[-1].get("content", ""))[-120:]
+        content = json.dumps({"facts": [last.strip() or "a fact"]})
+    elif kind == "reflection":
+        content = json.dumps({"questions": ["What matters most lately?"],
+                              "insights": [{"insight": "People worry about wolves.",
+                                            "evidence": [1, 2]}]})  # fmt: skip
+    else:
+        content = json.dumps({"summary": "Nothing notable.", "observations": []})
+    return Reply(content=content, usage=(tokens(json.dumps(messages)), tokens(content)))
+
+
+def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
+    from scripted_llm import sync_runner
+    from twisted.internet import defer
+
+    from ai_assistant.agent.llm import LLMClient
+    from ai_assistant.conf import DEFAULTS, Settings
+    from ai_assistant.memory import journal
+    from ai_assistant.memory.semantic import make_semantic_store
+    from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+    from ai_assistant.sleep.cycle import run_sleep_tick
+
+    llm = dict(DEFAULTS["llm"], base_url=server.base_url, api_key="x", model="scripted",
+               max_retries=0)  # fmt: skip
+    settings = Settings(overrides={"llm.base_url": server.base_url, "llm.api_key": "x",
+                                   "llm.model": "scripted", **overrides})  # fmt: skip
+    store = make_semantic_store(settings, data_dir=data_dir, key="economy", runner=sync_runner)
+    ports = AssistantPorts(
+        key="economy", name="Economist", state=MemoryState(), clock=FixedClock(),
+        settings=settings, semantic=store,
+        llm=LLMClient(llm, npc_key="economy", runner=sync_runner),
+    )  # fmt: skip
+    for number in range(entries):
+        ports.clock.advance(minutes=7)
+        journal.add_entry(
+            ports,
+            f"{PEOPLE[number % 5]} told me about {TOPICS[number % 10]} (note {number}).",
+            source_type="direct", source_entity=PEOPLE[number % 5],
+        )  # fmt: skip
+    ports.state.set("operating_mode", "sleep")
+    ports.state.set("sleep_phase", "compacting")
+    server.requests.clear()
+    ticks, quiet, errors = 0, 0, []
+    try:
+        while ticks < max_ticks:
+            ticks += 1
+            ports.clock.advance(minutes=1)
+            outcome = []
+            run_sleep_tick(ports, lambda target, reason: None).addBoth(outcome.append)
+            report = outcome[0]
+            if isinstance(report, defer.failure.Failure if hasattr(defer, "failure") else ()):
+                raise report.value
+            for name, step in (report.get("steps") or {}).items():
+                if isinstance(step, dict) and step.get("error"):
+                    errors.append(f"{name}: {step['error']}")
+            if report["phase"] == "dreaming":
+                quiet += 1
+                if quiet >= 5:  # the dreaming steps have had their chance to finish
+                    break
+    finally:
+        store.close()
+    entries_after = journal.get_journal(ports)["entries"]
+    kinds = {}
+    for request in server.requests:
+        kind = classify(request)
+        bucket = kinds.setdefault(kind, {"calls": 0, "prompt_tokens": 0,
+                                         "completion_tokens": 0})  # fmt: skip
+        bucket["calls"] += 1
+        bucket["prompt_tokens"] += tokens(json.dumps(request.get("messages", [])))
+        bucket["completion_tokens"] += tokens(respond(request).content)
+    calls = sum(b["calls"] for b in kinds.values())
+    return {
+        "overrides": overrides,
+        "ticks": ticks,
+        "llm_calls": calls,
+        "calls_per_entry": round(calls / entries, 3),
+        "by_kind": kinds,
+        "llm_scored": sum(1 for e in entries_after if e.get("importance_method") == "llm"),
+        "consolidated": len(journal.get_journal(ports)["consolidated_entry_ids"]),
+        "step_errors": sorted(set(errors))[:10],
+    }
+
+
+def run(entries=100, log=print):
+    from scripted_llm import ScriptedLLMServer
+
+    from ai_assistant.memory.semantic import close_all_stores
+
+    configurations = {
+        "seed: one scoring call per entry": {"journal.scoring_max_per_tick": 1,
+                                             "journal.scoring_batch_size": 1},
+        "current defaults": {},
+    }
+    document = {"benchmark": "llm_economy", "entries": entries,
+                "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "token_estimate": "4 characters per token", "runs": {}}  # fmt: skip
+    with ScriptedLLMServer(responder=respond) as server:
+        for name, overrides in configurations.items():
+            folder = tempfile.mkdtemp(prefix="economy-")
+            try:
+                document["runs"][name] = run_cycle(server, entries, overrides, folder)
+            finally:
+                close_all_stores()
+                shutil.rmtree(folder, ignore_errors=True)
+            log(f"{name}: {document['runs'][name]['llm_calls']} calls")
+    best = min(run["calls_per_entry"] for run in document["runs"].values())
+    document["target_calls_per_entry<=0.25"] = best <= 0.25
+    return document
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=int, default=100)
+    parser.add_argument("--out", default=str(RESULTS / "llm_economy.json"))
+    args = parser.parse_args(argv)
+    document = run(args.entries)
+    print(json.dumps(document["runs"], indent=2))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
+    return document
+
+
+if __name__ == "__main__":
+    main()

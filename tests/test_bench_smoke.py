@@ -1,0 +1,88 @@
+"""
+Smoke-size runs of the benchmarks in `bench/` (seconds each), so they do not rot.
+
+They check that each benchmark runs end to end on the real code paths and that its numbers
+are sane; the numbers themselves are the benchmarks' business (bench/README.md).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo" / (
+    "locomo_dev.json"
+)
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="LoCoMo dev split not present")
+def test_locomo_smoke(tmp_path):
+    from bench import locomo
+
+    document = locomo.main(["--data", str(DATA), "--conversations", "1", "--questions", "15",
+                            "--mem0-turns", "60", "--out", str(tmp_path / "locomo.json")])
+    written = json.loads((tmp_path / "locomo.json").read_text())
+    assert written["methods"].keys() == document["methods"].keys()
+    tool = document["methods"]["search_journal (journal only, relevance-only)"]["overall"]
+    seed = document["methods"]["keyword_overlap (seed)"]["overall"]
+    assert tool["questions"] == 15
+    assert 0.0 <= seed["recall@10"] <= tool["recall@10"] <= 1.0
+    assert tool["recall@1"] <= tool["recall@5"] <= tool["recall@10"]
+    assert document["mem0_turns"] == 60
+
+
+def test_locomo_maps_turns_and_dates():
+    from bench import locomo
+
+    sample = {"conversation": {
+        "speaker_a": "A", "speaker_b": "B",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "Hi",
+                       "blip_caption": "a dog"}]}}  # fmt: skip
+    turns = locomo.conversation_turns(sample)
+    assert turns[0][0].isoformat() == "2023-05-08T13:56:00+00:00"
+    assert turns[0][2] == "Hi [shares a photo: a dog]"
+    ports = locomo.make_ports()
+    assert locomo.ingest(ports, turns) == {1: "D1:1"}
+    assert locomo.recall_at(["D1:2", "D1:1"], ["D1:1", "D1:9"], 1) == 0.0
+    assert locomo.recall_at(["D1:2", "D1:1"], ["D1:1", "D1:9"], 2) == 0.5
+
+
+def test_ticks_smoke(tmp_path):
+    from bench import ticks
+
+    document = ticks.main(["--sizes", "100", "--repeat", "5", "--out", str(tmp_path / "t.json")])
+    size = document["sizes"]["100"]
+    for name in ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal"):
+        assert size[name]["cpu_ms"]["median"] >= 0.0
+    assert "dreaming" in size["sleep_tick"]["phases"]
+    assert (tmp_path / "t.json").exists()
+
+
+def test_llm_economy_smoke(tmp_path):
+    from bench import llm_economy
+
+    document = llm_economy.main(["--entries", "6", "--out", str(tmp_path / "e.json")])
+    seed = document["runs"]["seed: one scoring call per entry"]
+    current = document["runs"]["current defaults"]
+    # batching: the current defaults score every entry in fewer scoring calls than the seed
+    assert current["llm_scored"] == 6
+    assert (current["by_kind"]["importance_scoring"]["calls"]
+            < seed["by_kind"]["importance_scoring"]["calls"])  # fmt: skip
+    assert current["consolidated"] == 6
+
+
+@pytest.mark.django_db
+def test_attribute_write_cost_of_a_tick():
+    """The part of an idle awake tick the core-path bench leaves out: Attribute writes."""
+    import time
+
+    from evennia.utils import create
+
+    room = create.create_object("evennia.objects.objects.DefaultRoom", key="Bench room")
+    started = time.perf_counter()
+    for number in range(20):
+        room.attributes.add("tick_count", number)
+    per_write_ms = (time.perf_counter() - started) / 20 * 1000
+    assert room.attributes.get("tick_count") == 19
+    assert per_write_ms < 50  # a sanity bound, not a target
