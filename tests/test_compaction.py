@@ -242,8 +242,9 @@ def test_a_second_compaction_folds_the_previous_summary_in():
     history = compaction.get_history(ports)
     assert len(history) == 5 and history[0]["content"].endswith("found at the mill.")
     assert sum(1 for m in history if m.get("summary")) == 1
-    assert f"(Earlier summary) [Summary of earlier conversation] {SUMMARY}" in (
-        llm.calls[1]["messages"][-1]["content"]
+    assert (
+        f"(Earlier summary) [Summary of earlier conversation] {SUMMARY}"
+        in (llm.calls[1]["messages"][-1]["content"])
     )
     assert len(summaries(ports)) == 2
 

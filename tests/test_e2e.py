@@ -101,3 +101,41 @@ def test_players_without_admin_do_not_see_the_command(mechanical_game):
         assert "Manage AI assistant" not in help_text + client.drain(0.5)
     finally:
         client.close()
+
+
+def test_player_talks_to_ada_through_a_scripted_llm(mechanical_game):
+    from scripted_llm import Reply, ScriptedLLMServer
+
+    def responder(request):
+        return Reply.tool("say", {"message": "Welcome to Limbo, traveller.",
+                                  "reasoning": "greet"})
+
+    llm = ScriptedLLMServer(responder=responder).start()
+    client = login(mechanical_game)
+    try:
+        client.command(f"@assistant/config Ada = llm.base_url {llm.base_url}",
+                       r"Ada: llm.base_url[^\n]*\n")
+        client.command("@assistant/config Ada = llm.api_key test-key", r"\(hidden\)")
+        status = client.command("@assistant Ada", r"provider:[^\n]*\n")
+        assert "mechanical" not in status
+        assert "test-key" not in status
+
+        heard = client.command("talk Ada = hello there, where am I?",
+                               r'Ada says, "Welcome to Limbo, traveller\."', timeout=40)
+        assert 'You say to Ada, "hello there, where am I?"' in heard
+        # what the player said reached the LLM inside a quoted data block
+        user_messages = [m["content"] for r in llm.requests for m in r["messages"]
+                         if m["role"] == "user"]
+        assert any("hello there, where am I?" in text and "<<<BEGIN" in text
+                   for text in user_messages)
+
+        # `say` naming her works too
+        client.command("say Ada, one more question", r'Ada says, "Welcome', timeout=40)
+        status = client.command("@assistant Ada", r"provider:[\s\S]*?calls[^\n]*\n")
+        assert re.search(r"in [1-9]\d* calls", status)
+        journal = client.command("@assistant/journal Ada", r"one more question[^\n]*\n")
+        assert "hello there, where am I?" in journal
+    finally:
+        client.close()
+        llm.stop()
+    assert "Traceback" not in mechanical_game.logs()

@@ -50,7 +50,6 @@ from ai_assistant.memory.nodes import (
     DYING,
     NODES_DOC,
     PARSE_FAILED,
-    PENDING,
     SCENE_NOTES_DOC,
     SceneError,
     cluster_members,
@@ -1035,7 +1034,6 @@ def _cluster_line(cluster, nodes, indent):
 
 
 __all__ = [
-    "PENDING",
     "MECHANICAL_LOG",
     "run_patrol",
     "run_patrol_if_due",
