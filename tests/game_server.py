@@ -127,12 +127,27 @@ class GameServer:
                     pids.append(int(text))
         return pids
 
+    def processes(self):
+        """Pids of every process started from this game folder (portal, server, restarts)."""
+        found = set(self.pids())
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if self.dir.encode() in handle.read():
+                        found.add(int(entry))
+            except OSError:
+                continue
+        found.discard(os.getpid())
+        return sorted(found)
+
     def stop(self):
-        pids = self.pids()
         try:
             self._run("stop", timeout=60)
         except subprocess.TimeoutExpired:
             pass
+        pids = self.processes()
         deadline = time.time() + 20
         for pid in pids:
             while time.time() < deadline and _alive(pid):

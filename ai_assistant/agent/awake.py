@@ -15,8 +15,8 @@ import dataclasses
 
 from twisted.internet import defer
 
-from ai_assistant.agent import perception
-from ai_assistant.memory import working
+from ai_assistant.agent import compaction, perception
+from ai_assistant.memory import entities, working
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 ANSWERED = ("direct_message", "direct_addressing")
@@ -58,6 +58,7 @@ class ConversationWorld:
         self._ports = ports
         self._interlocutor = interlocutor
         self.suppressed = []
+        self.compaction_due = False
 
     def __getattr__(self, name):
         return getattr(self._world, name)
@@ -76,6 +77,8 @@ class ConversationWorld:
         working.record_message(
             self._ports, self._interlocutor["id"], self._interlocutor["name"], "assistant", content
         )
+        if compaction.append_history(self._ports, "assistant", self._ports.name, content):
+            self.compaction_due = True
 
     def say(self, text):
         self._speak("say", text)
@@ -126,6 +129,7 @@ def journal_heard_events(ports, events):
 
 
 add_perception_listener(journal_heard_events)
+add_perception_listener(entities.observe_events)
 
 
 def _notify_listeners(ports, events):
@@ -176,11 +180,14 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
     if not events:
         return report
     _notify_listeners(ports, events)
+    compaction_due = False
     for event in events:
         if event["kind"] in SPEECH_KINDS and event["classification"] != "self":
             working.record_message(
                 ports, event["sender_id"], event["sender"], "user", event["text"]
             )
+            compaction_due |= compaction.append_history(
+                ports, "user", event["sender"], event["text"])
 
     for interlocutor in _interlocutors(events):
         their_events = [e for e in events if e["sender_id"] == interlocutor["id"]]
@@ -201,6 +208,7 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
             "mode": "awake",
             "purpose": "conversation",
             "memories": (yield _relevant_memories(ports, context_events)),
+            "present": ports.world.present() if ports.world else [],
         }
         thinking = None
         delay = ports.settings.get("react.thinking_delay", 2.0)
@@ -217,6 +225,10 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
         result = {**result, "interlocutor": interlocutor["id"]}
         if world is not None and world.suppressed:
             result["suppressed"] = list(world.suppressed)
+        compaction_due |= bool(world is not None and world.compaction_due)
         report["cycles"].append(result)
         report["answered"] += 1
+    if compaction_due and not ports.mechanical:
+        # the context is over the emergency threshold: extract, then compact, now
+        report["compaction"] = yield compaction.compact_if_emergency(ports)
     return report

@@ -482,10 +482,3 @@ def compact_if_emergency(ports, *, run_cycle=None):
     report["extraction"] = extraction
     return report
 
-
-context.register_context_provider(
-    "conversation_summary", summary_block, order=750, title="Earlier conversation"
-)
-context.register_context_provider(
-    "compaction_review", review_block, order=850, title="Conversation about to be condensed"
-)

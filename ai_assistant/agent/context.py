@@ -345,6 +345,12 @@ STANDARD_BLOCKS = {
                  "Relevant memories"),
     "journal": ("ai_assistant.agent.context:journal_block", 360, "context",
                 "Relevant journal entries"),
+    "entities": ("ai_assistant.memory.entities:entity_context_block", 400, "context",
+                 "People you know"),
+    "conversation_summary": ("ai_assistant.agent.compaction:summary_block", 750, "context",
+                             "Earlier conversation"),
+    "compaction_review": ("ai_assistant.agent.compaction:review_block", 850, "context",
+                          "Conversation about to be condensed"),
 }
 _standard_registered = []
 

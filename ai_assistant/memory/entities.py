@@ -48,7 +48,7 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.agent.context import quote_untrusted, register_context_provider, safe_name
+from ai_assistant.agent.context import quote_untrusted, safe_name
 from ai_assistant.agent.llm import complete_text, parse_json_reply
 from ai_assistant.ports import LLMError, iso, parse_iso
 
@@ -595,5 +595,3 @@ def entity_context_block(ports, situation):
             break
     return "\n\n".join(blocks) or None
 
-
-register_context_provider("entities", entity_context_block, order=400, title="People you know")
