@@ -112,6 +112,9 @@ class CmdAssistant(MuxCommand):
       @assistant/goals <npc>                 - the goal tree with progress
       @assistant/projects <npc>              - project slots
       @assistant/reflect <npc>               - run a reflection now
+      @assistant/profile <npc> = <entity>    - an entity profile and relationship
+      @assistant/patrol <npc>                - run the memory patrol now (nodes, clusters)
+      @assistant/nodes <npc>                 - the memory graph at a glance
       @assistant/tools <npc>                 - list its ReAct tools
       @assistant/tool <npc> = <tool> [json]  - run one tool as the NPC
 
@@ -127,7 +130,7 @@ class CmdAssistant(MuxCommand):
     help_category = "Admin"
     # validated in func (not MuxCommand's switch_options, which only warns and ignores)
     valid_switches = ("create", "sleep", "wake", "config", "journal", "memory", "goals",
-                      "projects", "reflect", "tools", "tool")
+                      "projects", "reflect", "profile", "patrol", "nodes", "tools", "tool")
 
     def func(self):
         switch = self.switches[0] if self.switches else "status"
@@ -353,6 +356,45 @@ class CmdAssistant(MuxCommand):
                        f"synthesis entry #{report.get('entry_id')}:\n{insights}")
 
         run_reflection(npc.ai_ports()).addCallback(_done)
+
+    def do_profile(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs or not self.rhs.strip():
+            self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
+            return
+        from ai_assistant.memory.entities import find_profile, format_profile, get_profiles
+
+        ports = npc.ai_ports()
+        profile = find_profile(ports, self.rhs.strip())
+        if profile is None:
+            known = ", ".join(sorted(p.get("name") or key for key, p in
+                                     get_profiles(ports).items())) or "nobody yet"
+            self.caller.msg(f"{npc.key} has no profile of '{self.rhs.strip()}'. Known: {known}.")
+            return
+        self.caller.msg(f"|wProfile kept by {npc.key}|n\n{format_profile(profile)}")
+
+    def do_patrol(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.memory.patrol import format_patrol_report, run_patrol
+
+        caller = self.caller
+        caller.msg(f"{npc.key} patrols its memories...")
+        deferred = run_patrol(npc.ai_ports())
+        deferred.addCallback(lambda report: caller.msg(format_patrol_report(report)))
+        deferred.addErrback(lambda failure: caller.msg(
+            f"|rPatrol failed: {failure.getErrorMessage()}|n"))
+
+    def do_nodes(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.memory.patrol import format_nodes_overview
+
+        self.caller.msg(format_nodes_overview(npc.ai_ports()))
 
     # --- tools ------------------------------------------------------------------------------
 

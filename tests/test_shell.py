@@ -155,3 +155,16 @@ class TestAssistantShell(EvenniaCommandTest):
         self.call(CmdAssistant(), "/reflect Ada", "Ada reflects...|Ada did not reflect:")
         self.call(CmdAssistant(), "/memory Ada = tea", "Ada has no semantic memory right now")
         self.call(CmdAssistant(), "/memory Ada", "Usage: @assistant/memory <npc> = <query>")
+
+    def test_profile_patrol_and_nodes_views(self):
+        self.call(CmdTalk(), "Ada = thanks for the tea, it was lovely")
+        self.npc.run_tick("awake")
+        out = self.call(CmdAssistant(), f"/profile Ada = {self.char1.key}")
+        assert "Profile kept by Ada" in out and "stranger" in out
+        self.call(CmdAssistant(), "/profile Ada = Nobody", "Ada has no profile of 'Nobody'.")
+        self.call(CmdAssistant(), "/profile Ada", "Usage: @assistant/profile")
+        out = self.call(CmdAssistant(), "/patrol Ada")
+        assert out.startswith("Ada patrols its memories...")
+        assert "mechanical (no LLM)" in out and "❹ consolidation: skipped" in out
+        nodes = self.call(CmdAssistant(), "/nodes Ada")
+        assert nodes.startswith("Memory nodes: 0 (0 active") and "Last patrol: " in nodes
