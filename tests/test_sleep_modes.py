@@ -165,3 +165,18 @@ def test_dreaming_runs_every_step_in_order(monkeypatch):
 def test_resolve_skips_missing_modules_only():
     assert cycle.resolve("ai_assistant.no_such_module:func") is None
     assert cycle.resolve("ai_assistant.memory.working:clear_stale_conversations") is not None
+
+
+def test_wake_clears_an_emergency_stop_even_when_awake():
+    class Client:
+        emergency_stopped = True
+
+        def clear_emergency_stop(self):
+            self.emergency_stopped = False
+
+    ports, transition = make_ports()
+    ports.llm = Client()
+    outcome = modes.request_wake(ports, "admin", transition)
+    assert outcome == "already awake (emergency stop cleared)"
+    assert ports.llm.emergency_stopped is False
+    assert modes.request_wake(ports, "admin", transition) == "already awake"

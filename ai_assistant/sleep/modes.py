@@ -56,6 +56,9 @@ def request_wake(ports, reason, transition):
         "wake deferred: compacting ...".
     """
     if mode(ports) != "sleep":
+        # an admin waking an awake assistant still means "start thinking again"
+        if clear_emergency_stop(ports):
+            return "already awake (emergency stop cleared)"
         return "already awake"
     if (ports.state.get("sleep_phase") or COMPACTING) == COMPACTING:
         sleep_state = dict(ports.state.get("sleep_state") or {})
@@ -84,9 +87,17 @@ def perform_wake_transition(ports, reason, transition):
 
 
 def clear_emergency_stop(ports):
-    """Let the LLM client call again after an emergency stop (wake and /config do this)."""
-    if ports.llm is not None and hasattr(ports.llm, "clear_emergency_stop"):
-        ports.llm.clear_emergency_stop()
+    """
+    Let the LLM client call again after an emergency stop (wake and /config do this).
+
+    Returns:
+        bool: True if an emergency stop was in force.
+    """
+    if ports.llm is None or not hasattr(ports.llm, "clear_emergency_stop"):
+        return False
+    was_stopped = bool(getattr(ports.llm, "emergency_stopped", False))
+    ports.llm.clear_emergency_stop()
+    return was_stopped
 
 
 def in_sleep_window(hour, start_hour, duration_hours):
