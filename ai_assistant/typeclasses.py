@@ -303,6 +303,8 @@ class AssistantCharacter(DefaultCharacter):
             awake = dict(ports.state.get("awake_state") or {})
             awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
             ports.state.set("awake_state", awake)
+            if modes.take_sleep_request(ports, script.set_mode):
+                return None
             should_sleep, target, reason = modes.check_sleep_schedule(ports)
             if should_sleep and target == "sleep":
                 modes.enter_sleep(ports, reason, script.set_mode)

@@ -412,3 +412,36 @@ def test_default_runner_uses_the_thread_pool_and_never_blocks(llm_server, llm_co
         assert "ai_assistant" in callers[0].name  # our pool, not Twisted's shared one
     finally:
         threads.stop_pool()
+
+
+def test_reactor_keeps_turning_while_the_llm_takes_two_seconds(llm_server, llm_config):
+    """While a reply takes 2 s, a LoopingCall on the reactor keeps firing every 50 ms."""
+    import time
+
+    from twisted.internet import reactor, task
+
+    from ai_assistant import threads
+
+    llm_server.default = Reply.text("slow answer").after(2.0)
+    client = LLMClient(llm_config, npc_key=f"npc-{uuid.uuid4().hex}", npc_name="Ada")
+    beats = []
+    heartbeat = task.LoopingCall(lambda: beats.append(time.monotonic()))
+    heartbeat.clock = reactor
+    try:
+        heartbeat.start(0.05, now=True)
+        started = time.monotonic()
+        results = []
+        client.complete(MESSAGES).addBoth(results.append)
+        deadline = started + 10
+        while not results and time.monotonic() < deadline:
+            reactor.iterate(0.01)
+        elapsed = time.monotonic() - started
+        assert results and results[0].content == "slow answer"
+        assert elapsed >= 1.9
+        # the reactor was free the whole time: about one beat per 50 ms, no long gap
+        assert len(beats) >= 0.6 * elapsed / 0.05
+        gaps = [later - earlier for earlier, later in zip(beats, beats[1:], strict=False)]
+        assert max(gaps) < 0.5
+    finally:
+        heartbeat.stop()
+        threads.stop_pool()

@@ -180,3 +180,19 @@ def test_wake_clears_an_emergency_stop_even_when_awake():
     assert outcome == "already awake (emergency stop cleared)"
     assert ports.llm.emergency_stopped is False
     assert modes.request_wake(ports, "admin", transition) == "already awake"
+
+
+def test_go_to_sleep_tool_requests_sleep_for_the_next_tick():
+    from ai_assistant.tools.registry import execute_tool, load_all_tools
+
+    load_all_tools()
+    ports, transition = make_ports()
+    out = result_of(execute_tool("go_to_sleep", ports, {"reason": "quiet night"}))
+    assert out["success"] and transition.calls == []
+    assert result_of(execute_tool("go_to_sleep", ports, {}))["success"] is False
+    assert modes.take_sleep_request(ports, transition) is True
+    assert transition.calls == [("sleep", "own choice: quiet night")]
+    assert ports.state.get("sleep_phase") == "compacting"
+    assert modes.take_sleep_request(ports, transition) is False
+    out = result_of(execute_tool("go_to_sleep", ports, {"reason": "again"}))
+    assert out == {"success": False, "error": "you are already asleep"}

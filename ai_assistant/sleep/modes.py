@@ -47,6 +47,25 @@ def enter_sleep(ports, reason, transition):
     return True
 
 
+def request_sleep(ports, reason):
+    """Record that the assistant chose to sleep (the `go_to_sleep` tool); see below."""
+    ports.state.set("sleep_request", {"reason": reason, "time": iso(ports.clock.now())})
+
+
+def take_sleep_request(ports, transition):
+    """
+    Go to sleep if the assistant asked to (called by the shell at the start of an awake tick).
+
+    Returns:
+        bool: True if it fell asleep.
+    """
+    request = ports.state.get("sleep_request")
+    if not request:
+        return False
+    ports.state.set("sleep_request", None)
+    return enter_sleep(ports, f"own choice: {request.get('reason')}", transition)
+
+
 def request_wake(ports, reason, transition):
     """
     Wake now, or as soon as the compacting phase completes.
