@@ -168,32 +168,53 @@ class EvenniaWorld:
         }
 
 
-_semantic_stores = {}  # assistant key -> its open store, or the Deferred still opening it
 _shutdown_hooked = []
 
 
-def open_semantic_store(ports):
+class LazySemanticStore:
     """
-    Give `ports` the NPC's semantic store, opening it in the worker pool the first time.
+    The NPC's semantic store (`SemanticPort`), opened in the worker pool on first use.
 
     Opening loads the embedder and the local vector store (seconds), so it never runs on the
-    reactor. Until it is ready the NPC works without semantic memory (journal search instead,
-    and consolidation waits for a later sleep); nothing is lost.
+    reactor, and it happens only when the NPC first needs its long-term memory - not at server
+    start, where a slow open would hold up a reload. Calls made while it opens wait for it; if
+    opening fails they fail (the callers fall back to the journal) and the next call tries again.
+
+    Args:
+        settings (conf.Settings): The NPC's settings.
+        key (str): The assistant key that scopes its memories.
+        log (callable): `log(message)`.
     """
-    if not ports.settings.get("memory.enabled", True):
-        return
-    from twisted.internet import defer
 
-    known = _semantic_stores.get(ports.key)
-    if known is not None and not isinstance(known, defer.Deferred):
-        ports.semantic = known
-        return
+    def __init__(self, settings, key, log):
+        self._settings = settings
+        self._key = key
+        self._log = log
+        self._store = None
+        self._waiting = None
+        # thresholds are known without loading the model: they belong to the embedder class
+        embedder_class = None
+        if "embedder" not in (settings.get("memory.mem0", {}) or {}):
+            from ai_assistant.memory.embedder import EMBEDDERS
 
-    def _attach(store):
-        ports.semantic = store
-        return store
+            embedder_class = EMBEDDERS["wordllama"]
+        for name in ("relevance_threshold", "link_similarity", "duplicate_similarity"):
+            setattr(self, name, getattr(embedder_class, name, None))
 
-    if known is None:
+    def _ready(self):
+        from twisted.internet import defer
+
+        if self._store is not None:
+            return defer.succeed(self._store)
+        waiter = defer.Deferred()
+        if self._waiting is None:
+            self._waiting = [waiter]
+            self._open()
+        else:
+            self._waiting.append(waiter)
+        return waiter
+
+    def _open(self):
         from twisted.internet import reactor
 
         from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
@@ -204,19 +225,50 @@ def open_semantic_store(ports):
             _shutdown_hooked.append(True)
 
         def _opened(store):
-            _semantic_stores[ports.key] = store
-            return store
+            self._store = store
+            waiting, self._waiting = self._waiting, None
+            for waiter in waiting:
+                waiter.callback(store)
 
         def _failed(failure):
-            _semantic_stores.pop(ports.key, None)  # try again when the ports are next built
-            log_to_server(f"{ports.name}: semantic memory unavailable: "
-                          f"{failure.getErrorMessage()}")
+            self._log(f"semantic memory of {self._key} unavailable: {failure.getErrorMessage()}")
+            waiting, self._waiting = self._waiting, None
+            for waiter in waiting:
+                waiter.errback(failure)
 
-        known = run_blocking(make_semantic_store, ports.settings, None, ports.key,
-                             log=ports.log)
-        known.addCallbacks(_opened, _failed)
-        _semantic_stores[ports.key] = known
-    known.addCallback(_attach)
+        run_blocking(make_semantic_store, self._settings, None, self._key,
+                     log=self._log).addCallbacks(_opened, _failed)
+
+    def _call(self, method, *args, **kwargs):
+        return self._ready().addCallback(lambda store: getattr(store, method)(*args, **kwargs))
+
+    def add(self, text, *, metadata=None, infer=False):
+        return self._call("add", text, metadata=metadata, infer=infer)
+
+    def search(self, query, *, limit=10, filters=None):
+        return self._call("search", query, limit=limit, filters=filters)
+
+    def get(self, memory_id):
+        return self._call("get", memory_id)
+
+    def delete(self, memory_id):
+        return self._call("delete", memory_id)
+
+    def list(self, *, limit=100, filters=None):
+        return self._call("list", limit=limit, filters=filters)
+
+
+_semantic_stores = {}
+
+
+def semantic_store(settings, key, log):
+    """The NPC's `LazySemanticStore` (one per assistant key), or None if memory is off."""
+    if not settings.get("memory.enabled", True):
+        return None
+    store = _semantic_stores.get(key)
+    if store is None:
+        store = _semantic_stores[key] = LazySemanticStore(settings, key, log)
+    return store
 
 
 def npc_settings(character):
@@ -247,7 +299,7 @@ def build_ports(character):
         clock=SystemClock(game_clock),
         settings=settings,
         llm=character.llm_client(settings),
-        semantic=None,
+        semantic=semantic_store(settings, f"assistant_{character.id}", log_to_server),
         world=EvenniaWorld(character),
         log=log_to_server,
     )

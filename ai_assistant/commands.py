@@ -303,8 +303,8 @@ class CmdAssistant(MuxCommand):
             return
         ports = npc.ai_ports()
         if ports.semantic is None:
-            self.caller.msg(f"{npc.key} has no semantic memory right now (it is still opening, "
-                            "or memory.enabled is off). Try @assistant/journal instead.")
+            self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
+                            "off). Try @assistant/journal instead.")
             return
         from ai_assistant.memory.consolidation import (
             format_memory_results,

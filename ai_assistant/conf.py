@@ -65,6 +65,9 @@ DEFAULTS = {
         # were ever LLM-scored.
         "scoring_max_per_tick": 25,
         "scoring_batch_size": 25,
+        # Failed LLM scoring attempts after which consolidation stops waiting for an entry's
+        # LLM score (memory/importance.py, awaiting_llm_score).
+        "scoring_max_attempts": 3,
         "search_limit": 10,
         # journal entries relevant to the current events shown in the prompt
         "prompt_entries": 5,
@@ -84,6 +87,15 @@ DEFAULTS = {
         "feedback_docs": 3,
         "feedback_terms": 5,
         "feedback_weight": 0.2,
+        # How the search_journal tool fuses the semantic tier's similarities (fetched off the
+        # reactor) with BM25: "score" (normalised scores) or "rrf"; the share is
+        # embedding_weight. The synchronous search on the reactor never embeds.
+        "fusion": "score",
+        # Relevance gate: with a query, the weighted mean (recency, importance, relevance)
+        # only reorders entries whose relevance is at least this share of the best match's,
+        # and at most the rerank_pool most relevant (0 / None: the seed's formula over all).
+        "relevance_gate": 0.5,
+        "rerank_pool": 10,
     },
     "reflection": {
         "threshold": 150,
@@ -95,6 +107,11 @@ DEFAULTS = {
         "enabled": True,
         "min_importance": 3,
         "consolidation_per_tick": 5,
+        # Facts extracted from one journal entry (by the scoring call or consolidation) that
+        # are stored as memories; more are dropped.
+        "max_facts_per_entry": 10,
+        # failed fact-extraction calls before entries are stored verbatim (sleep must end)
+        "extraction_max_attempts": 3,
         "relevance_threshold": 0.7,
         "min_source_trust": 0.5,
         "link_similarity": 0.7,

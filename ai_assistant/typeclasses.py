@@ -21,7 +21,7 @@ from evennia.utils.ansi import strip_ansi
 from evennia.utils.utils import delay, make_iter
 from twisted.internet import defer, reactor
 
-from ai_assistant.adapters import build_ports, open_semantic_store
+from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
 from ai_assistant.ports import iso
 
@@ -192,7 +192,6 @@ class AssistantCharacter(DefaultCharacter):
         ports = self.ndb.ai_ports
         if ports is None:
             ports = self.ndb.ai_ports = build_ports(self)
-            open_semantic_store(ports)
         return ports
 
     def reset_ai_ports(self):

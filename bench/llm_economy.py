@@ -7,14 +7,19 @@ A fresh assistant writes N journal entries (heuristic importance), falls asleep 
 `run_sleep_tick` until the compacting phase is over and the dreaming steps have nothing left
 to do. The LLM is the real `LLMClient` against the scripted OpenAI-compatible server
 (`tests/scripted_llm.py`) answering through a responder; the semantic tier is the real mem0
-(local qdrant + WordLlama in a temp folder) with its LLM pointed at the same server, so
-mem0's own fact-extraction and update calls are counted too. Every request is classified
-(importance scoring, mem0 fact extraction, mem0 memory update, reflection, other) and its
-tokens estimated (4 characters a token, prompt = the request's messages, completion = the
-reply).
+(local qdrant + WordLlama in a temp folder) with its LLM pointed at the same server, so any
+fact-extraction or update call mem0 made itself would be counted too. Every request is
+classified (importance scoring - which also extracts the facts -, consolidation's batched
+fact extraction, mem0 fact extraction, mem0 memory update, reflection, other) and its tokens
+estimated (4 characters a token, prompt = the request's messages, completion = the reply).
 
-Configurations: the seed's one call per entry (`scoring_max_per_tick=1`), and the current
-defaults. Results go to `bench/results/llm_economy.json`.
+The responder lists one fact per entry, plus a self-referential one for every fourth entry
+(which persona protection must drop), so the run also shows what the cycle produced: entries
+LLM-scored, entries consolidated, memories stored and their metadata, facts rejected, and
+reflections run.
+
+Configurations: the seed's one scoring call per entry (`scoring_max_per_tick=1`), and the
+current defaults. Results go to `bench/results/llm_economy.json`.
 """
 
 import argparse
@@ -43,6 +48,8 @@ def classify(request):
     text = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
     if "Rate the significance" in text:
         return "importance_scoring"
+    if "List the objective facts each journal entry" in text:
+        return "fact_extraction"
     if '"event"' in text and ("ADD" in text or "UPDATE" in text):
         return "mem0_update"
     if "facts" in text.lower() and "extract" in text.lower():
@@ -54,16 +61,36 @@ def classify(request):
     return "other"
 
 
+_ENTRY_LINE = re.compile(r"^\[(\d+)\](\s*\(score only\))?\s*(.*)$", flags=re.M)
+_TOLD = re.compile(r"^(\w+) told me about (.*?)\.?$")
+
+
+def facts_for(content, entry_id):
+    """The responder's facts for an entry: one world fact, and a self-reference now and then."""
+    match = _TOLD.match(content.strip())
+    fact = f"{match.group(1)} talked about {match.group(2)}." if match else content.strip()
+    return [fact] + (["The assistant listened patiently."] if entry_id % 4 == 0 else [])
+
+
 def respond(request):
     """A plausible answer for each kind of request (the server's responder)."""
     from scripted_llm import Reply
 
     messages = request.get("messages", [])
-    text = " ".join(str(m.get("content", "")) for m in messages)
+    text = "\n".join(str(m.get("content", "")) for m in messages)
     kind = classify(request)
     if kind == "importance_scoring":
-        ids = [int(i) for i in re.findall(r"^\[(\d+)\]", text, flags=re.M)]
-        content = json.dumps({"scores": [{"id": i, "score": 4 + i % 5} for i in ids]})
+        items = []
+        for number, score_only, content in _ENTRY_LINE.findall(text):
+            item = {"id": int(number), "score": 4 + int(number) % 5}
+            if not score_only:
+                item["facts"] = facts_for(content, int(number))
+            items.append(item)
+        content = json.dumps({"scores": items})
+    elif kind == "fact_extraction":
+        content = json.dumps({"entries": [
+            {"id": int(number), "facts": facts_for(line, int(number))}
+            for number, _, line in _ENTRY_LINE.findall(text)]})  # fmt: skip
     elif kind == "mem0_update":
         content = json.dumps({"memory": [{"id": "0", "text": "a fact", "event": "ADD"}]})
     elif kind == "mem0_fact_extraction":
@@ -80,11 +107,14 @@ def respond(request):
 
 def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     from scripted_llm import sync_runner
-    from twisted.internet import defer
+    from twisted.python.failure import Failure
 
     from ai_assistant.agent.llm import LLMClient
     from ai_assistant.conf import DEFAULTS, Settings
     from ai_assistant.memory import journal
+    from ai_assistant.memory.consolidation import get_links
+    from ai_assistant.memory.importance import get_reflection_state
+    from ai_assistant.memory.persona import is_self_referential
     from ai_assistant.memory.semantic import make_semantic_store
     from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
     from ai_assistant.sleep.cycle import run_sleep_tick
@@ -106,10 +136,12 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
             f"{PEOPLE[number % 5]} told me about {TOPICS[number % 10]} (note {number}).",
             source_type="direct", source_entity=PEOPLE[number % 5],
         )  # fmt: skip
+    written = {entry["id"] for entry in journal.get_journal(ports)["entries"]}
     ports.state.set("operating_mode", "sleep")
     ports.state.set("sleep_phase", "compacting")
     server.requests.clear()
-    ticks, quiet, errors = 0, 0, []
+    ticks, quiet, errors, compacting_ticks = 0, 0, [], 0
+    scored, consolidated, rejected, reflections = set(), set(), 0, 0
     try:
         while ticks < max_ticks:
             ticks += 1
@@ -117,18 +149,30 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
             outcome = []
             run_sleep_tick(ports, lambda target, reason: None).addBoth(outcome.append)
             report = outcome[0]
-            if isinstance(report, defer.failure.Failure if hasattr(defer, "failure") else ()):
-                raise report.value
-            for name, step in (report.get("steps") or {}).items():
+            if isinstance(report, Failure):
+                report.raiseException()
+            steps = report.get("steps") or {}
+            for name, step in steps.items():
                 if isinstance(step, dict) and step.get("error"):
                     errors.append(f"{name}: {step['error']}")
-            if report["phase"] == "dreaming":
+            scoring = steps.get("importance_scoring") or {}
+            scored.update(scoring.get("scored") or ())
+            rejected += scoring.get("facts_rejected") or 0
+            consolidated.update((steps.get("consolidation") or {}).get("consolidated") or ())
+            if report["phase"] == "compacting":
+                compacting_ticks += 1
+            else:
                 quiet += 1
                 if quiet >= 5:  # the dreaming steps have had their chance to finish
                     break
+        memories = []
+        store.list(limit=10000).addBoth(memories.append)
+        memories = memories[0]
+        reflections = get_reflection_state(ports)["reflection_count"]
+        linked = {entry_id for record in get_links(ports).values()
+                  for entry_id in record.get("journal_ids") or ()}  # fmt: skip
     finally:
         store.close()
-    entries_after = journal.get_journal(ports)["entries"]
     kinds = {}
     for request in server.requests:
         kind = classify(request)
@@ -138,14 +182,33 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
         bucket["prompt_tokens"] += tokens(json.dumps(request.get("messages", [])))
         bucket["completion_tokens"] += tokens(respond(request).content)
     calls = sum(b["calls"] for b in kinds.values())
+    prompt_tokens = sum(b["prompt_tokens"] for b in kinds.values())
+    completion_tokens = sum(b["completion_tokens"] for b in kinds.values())
+    journal_memories = [m for m in memories if (m.get("metadata") or {}).get("source") == "journal"]
     return {
         "overrides": overrides,
         "ticks": ticks,
+        "compacting_ticks": compacting_ticks,
         "llm_calls": calls,
         "calls_per_entry": round(calls / entries, 3),
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "tokens_per_entry": round((prompt_tokens + completion_tokens) / entries, 1),
         "by_kind": kinds,
-        "llm_scored": sum(1 for e in entries_after if e.get("importance_method") == "llm"),
-        "consolidated": len(journal.get_journal(ports)["consolidated_entry_ids"]),
+        # what the cycle produced (counted over the ticks: reflection's [SYNTHESIS] entries
+        # may auto-prune old, already consolidated entries from the journal)
+        "llm_scored": len(scored & written),
+        "consolidated": len(consolidated & written),
+        # near-identical facts share one memory (the store's de-duplication), so every
+        # consolidated entry is linked to its memories even where they are fewer
+        "entries_linked_to_memories": len(linked & consolidated),
+        "journal_memories": len(journal_memories),
+        "memories_with_llm_importance": sum(
+            1 for m in journal_memories if m["metadata"].get("importance_method") == "llm"),
+        "self_referential_facts_dropped": rejected,
+        "self_referential_memories": sum(
+            1 for m in journal_memories if is_self_referential(m.get("memory", ""))),
+        "reflections": reflections,
         "step_errors": sorted(set(errors))[:10],
     }
 

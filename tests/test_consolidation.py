@@ -5,6 +5,9 @@ Failures are injected at the port (a wrapper that fails chosen calls); "reload" 
 instance over the same data folder with the same state.
 """
 
+import json
+import re
+
 import pytest
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -20,7 +23,7 @@ from ai_assistant.memory.consolidation import (
     run_sleep_consolidation,
 )
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
 
 
 def sync_runner(func, *args, **kwargs):
@@ -186,14 +189,194 @@ def test_stored_but_unmarked_entry_is_not_stored_again_after_a_reload(make_ports
     assert set(get_links(reloaded)) == stored_ids
 
 
-def test_llm_mode_asks_mem0_to_infer_and_mechanical_mode_does_not(make_ports):
+def test_mechanical_mode_stores_the_entry_text_without_inference(make_ports):
     mechanical = make_ports([entry(1, FACTS[0])], wrap=FailingStore)
-    result_of(run_sleep_consolidation(mechanical))
+    result = result_of(run_sleep_consolidation(mechanical))
     assert mechanical.semantic.adds == [(FACTS[0], False)]
+    assert result["completed"] is True and result["extracted"] == []
 
-    with_llm = make_ports([entry(2, FACTS[1])], wrap=FailingStore, llm=object())
-    result_of(run_sleep_consolidation(with_llm))
-    assert with_llm.semantic.adds == [(FACTS[1], True)]
+
+class FakeLLM:
+    """Replies in order: a str becomes an LLMReply, an exception fails the Deferred."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.calls = []
+
+    def complete(self, messages, *, tools=None, purpose="chat", **params):
+        self.calls.append({"messages": messages, "purpose": purpose})
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            return defer.fail(reply)
+        return defer.succeed(LLMReply(content=reply))
+
+
+def scored(number, content, facts=None, importance=6, **fields):
+    """An entry the LLM has scored; `facts` as the scoring call left them (None: none)."""
+    item = entry(number, content, importance=importance, **fields)
+    item["importance_method"] = "llm"
+    if facts is not None:
+        item.update(facts=list(facts), facts_method="llm")
+    return item
+
+
+def test_extracted_facts_are_stored_one_memory_each_without_inference(make_ports):
+    llm = FakeLLM()  # no reply scripted: any call would fail the test
+    entries = [scored(0, "Alice told me at dawn that she likes tea, and Bob lost his sword.",
+                      facts=[FACTS[0], FACTS[2]], entity="Alice", tags=["drinks"]),
+               scored(1, "I waved at the guard.", facts=[])]
+    ports = make_ports(entries, wrap=FailingStore, llm=llm)
+    result = result_of(run_sleep_consolidation(ports))
+
+    assert llm.calls == []
+    assert ports.semantic.adds == [(FACTS[0], False), (FACTS[2], False)]
+    assert result["consolidated"] == ["entry-0", "entry-1"] and result["completed"] is True
+    memories = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))
+    assert sorted(m["memory"] for m in memories) == sorted([FACTS[0], FACTS[2]])
+    for memory in memories:
+        assert memory["metadata"] == {
+            "source": "journal", "entry_id": "entry-0", "tags": ["drinks"],
+            "source_type": "observation", "source_trust": 0.8, "source_entity": "Alice",
+            "importance": 6, "importance_method": "llm",
+        }
+    assert sorted(memory_ids_for_entry(ports, "entry-0")) == sorted(m["id"] for m in memories)
+    # an entry whose facts are all self-referential or absent is done, with no memories
+    assert memory_ids_for_entry(ports, "entry-1") == []
+    assert len(result_of(ports.semantic.list())) == 2
+
+
+def test_entries_without_facts_get_them_in_one_batched_call(make_ports):
+    entries = [scored(i, text) for i, text in enumerate(FACTS[:3])]
+    entries[0]["importance_method"] = "manual"
+    reply = ('{"entries": ['
+             f'{{"id": "entry-0", "facts": ["{FACTS[0]}", "The assistant poured the tea."]}}, '
+             f'{{"id": "entry-1", "facts": ["{FACTS[1]}"]}}, '
+             f'{{"id": "entry-2", "facts": ["{FACTS[2]}"]}}]}}')
+    llm = FakeLLM(reply)
+    ports = make_ports(entries, wrap=FailingStore, llm=llm)
+    result = result_of(run_sleep_consolidation(ports))
+
+    assert len(llm.calls) == 1 and llm.calls[0]["purpose"] == "fact_extraction"
+    prompt = llm.calls[0]["messages"][-1]["content"]
+    assert all(f"[entry-{i}] {FACTS[i]}" in prompt for i in range(3))
+    assert "NEVER extract" in prompt  # ASSISTANT_FACT_EXTRACTION_PROMPT's rules
+    assert result["extracted"] == ["entry-0", "entry-1", "entry-2"]
+    assert ports.semantic.adds == [(FACTS[0], False), (FACTS[1], False), (FACTS[2], False)]
+    stored = ports.state.get("journal")["entries"][0]
+    assert (stored["facts"], stored["facts_method"]) == ([FACTS[0]], "llm")  # persona filter
+    assert result["consolidated"] == ["entry-0", "entry-1", "entry-2"]
+
+
+@pytest.mark.parametrize("failure", [LLMError("endpoint down"), "I cannot do that."])
+def test_a_failed_extraction_leaves_everything_pending_and_is_retried(make_ports, failure):
+    entries = [scored(i, text) for i, text in enumerate(FACTS[:2])]
+    entries.insert(0, scored(9, "Carol spoke.", facts=[FACTS[4]]))
+    reply = ('{"entries": [' f'{{"id": "entry-0", "facts": ["{FACTS[0]}"]}}, '
+             f'{{"id": "entry-1", "facts": ["{FACTS[1]}"]}}]}}')
+    llm = FakeLLM(failure, reply)
+    ports = make_ports(entries, wrap=FailingStore, llm=llm)
+
+    failed = result_of(run_sleep_consolidation(ports))
+    assert failed["success"] is False and failed["completed"] is False
+    assert "fact extraction" in failed["error"]
+    assert ports.semantic.adds == [] and failed["consolidated"] == []
+    assert ports.state.get("journal")["consolidated_entry_ids"] == []
+    assert all("facts" not in e for e in ports.state.get("journal")["entries"][1:])
+    assert any("will retry" in line for line in ports.logs)
+
+    retried = result_of(run_sleep_consolidation(ports))
+    assert len(llm.calls) == 2 and retried["completed"] is True
+    assert retried["consolidated"] == ["entry-9", "entry-0", "entry-1"]
+    assert sorted(m["memory"] for m in result_of(ports.semantic.list())) == sorted(
+        [FACTS[4], FACTS[0], FACTS[1]])
+
+
+def test_entries_the_extraction_reply_leaves_out_stay_pending(make_ports):
+    entries = [scored(i, text) for i, text in enumerate(FACTS[:2])]
+    llm = FakeLLM(f'{{"entries": [{{"id": "entry-1", "facts": ["{FACTS[1]}"]}}]}}',
+                  f'{{"facts": ["{FACTS[0]}"]}}')
+    ports = make_ports(entries, wrap=FailingStore, llm=llm)
+    first = result_of(run_sleep_consolidation(ports))
+    assert first["consolidated"] == ["entry-1"] and first["completed"] is False
+    assert first["remaining"] == 1
+    second = result_of(run_sleep_consolidation(ports))
+    assert "[entry-0]" in llm.calls[1]["messages"][-1]["content"]
+    assert "[entry-1]" not in llm.calls[1]["messages"][-1]["content"]
+    assert second["consolidated"] == ["entry-0"] and second["completed"] is True
+
+
+def test_no_duplicates_after_a_failure_part_way_through_an_entrys_facts(make_ports):
+    entries = [scored(0, "A long report.", facts=FACTS[:3]),
+               scored(1, "Another report.", facts=FACTS[3:5])]
+    ports = make_ports(entries, wrap=lambda store: FailingStore(store, fail_add_on={2}),
+                       llm=FakeLLM())
+    failed = result_of(run_sleep_consolidation(ports))
+    assert failed["success"] is False and failed["consolidated"] == []
+    assert ports.state.get("journal")["consolidated_entry_ids"] == []
+    assert [m["memory"] for m in result_of(ports.semantic.list())] == [FACTS[0]]
+
+    retried = result_of(run_sleep_consolidation(ports))
+    assert retried["consolidated"] == ["entry-0", "entry-1"] and retried["completed"] is True
+    # the fact stored before the failure is found by entry_id and not stored again
+    assert [text for text, _ in ports.semantic.adds[2:]] == FACTS[1:5]
+    texts = sorted(m["memory"] for m in result_of(ports.semantic.list()))
+    assert texts == sorted(FACTS[:5])
+    assert len(memory_ids_for_entry(ports, "entry-0")) == 3
+
+
+def test_waits_for_llm_scoring_until_it_has_failed_too_often(make_ports):
+    waiting = entry(0, FACTS[0], importance=2)  # heuristic, below min_importance for now
+    ready = scored(1, FACTS[1], facts=[FACTS[1]])
+    llm = FakeLLM(f'{{"entries": [{{"id": "entry-0", "facts": ["{FACTS[0]}"]}}]}}')
+    ports = make_ports([waiting, ready], wrap=FailingStore, llm=llm,
+                       overrides={"journal.scoring_max_attempts": 2})
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["consolidated"] == ["entry-1"]
+    assert result["waiting_for_scoring"] == 1 and result["completed"] is False
+
+    # scoring failed twice for it: consolidation stops waiting and extracts its facts itself
+    ports.state.set("importance_scoring", {"attempts": {"entry-0": 2}})
+    ports.state.get("journal")["entries"][0]["importance"] = 5
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["consolidated"] == ["entry-0"] and result["completed"] is True
+    memory = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))[0]
+    assert memory["metadata"]["importance_method"] == "heuristic"
+
+
+def test_the_compacting_phase_lasts_until_every_entry_was_llm_scored(make_ports):
+    from ai_assistant.memory import journal
+    from ai_assistant.sleep.cycle import run_sleep_tick
+
+    class ScoringLLM:
+        """Scores every asked entry 7 and gives one fact each (no other calls expected)."""
+
+        def __init__(self):
+            self.purposes = []
+
+        def complete(self, messages, *, tools=None, purpose="chat", **params):
+            self.purposes.append(purpose)
+            ids = re.findall(r"^\[(\d+)\]", messages[-1]["content"], flags=re.M)
+            items = [{"id": int(i), "score": 7, "facts": [f"Fact number {i} is true."]}
+                     for i in ids]
+            return defer.succeed(LLMReply(content=json.dumps({"scores": items})))
+
+    llm = ScoringLLM()
+    ports = make_ports(llm=llm, overrides={"journal.scoring_max_per_tick": 1,
+                                           "memory.consolidation_per_tick": 5})
+    for number in range(3):
+        journal.add_entry(ports, f"Note {number} about the harbour.", source_type="inference")
+    ports.state.set("sleep_phase", "compacting")
+    phases = []
+    for _ in range(3):
+        result_of(run_sleep_tick(ports, lambda target, reason: None))
+        phases.append(ports.state.get("sleep_phase"))
+    assert phases == ["compacting", "compacting", "dreaming"]
+    assert llm.purposes == ["importance"] * 3  # facts came with the scores: no other call
+    memories = result_of(ports.semantic.list())
+    assert sorted(m["memory"] for m in memories) == [
+        f"Fact number {i} is true." for i in (1, 2, 3)]
+    assert all(m["metadata"]["importance_method"] == "llm" for m in memories)
+    assert all(m["metadata"]["importance"] == 7 for m in memories)
 
 
 def test_no_semantic_store_means_nothing_to_do():
@@ -271,3 +454,20 @@ def test_format_memory_results_for_the_admin_command(make_ports):
     assert lines[1].startswith(" 1. score 0.")
     assert "trust 0.90 from Alice | Alice prefers tea over coffee. [drinks]" in lines[1]
     assert format_memory_results("dragons", []) == "No memories match 'dragons'."
+
+
+@pytest.mark.parametrize("failures, limit", [(1, 3), (3, 3)])
+def test_an_unavailable_llm_does_not_keep_the_assistant_asleep(make_ports, failures, limit):
+    from ai_assistant.ports import LLMUnavailable
+
+    entries = [scored(i, text) for i, text in enumerate(FACTS[:2])]
+    # breaker open: store verbatim at once; a plain error: only after `limit` failed calls
+    error = LLMUnavailable("circuit breaker open") if failures == 1 else LLMError("boom")
+    llm = FakeLLM(*([error] * failures))
+    ports = make_ports(entries, wrap=FailingStore, llm=llm)
+    for _ in range(failures - 1):
+        assert result_of(run_sleep_consolidation(ports))["completed"] is False
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["completed"] is True and result["verbatim"] == ["entry-0", "entry-1"]
+    assert sorted(text for text, _ in ports.semantic.adds) == sorted(FACTS[:2])
+    assert any("storing 2 entries verbatim" in line for line in ports.logs)

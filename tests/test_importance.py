@@ -263,3 +263,121 @@ def test_reset_keeps_entries_written_after_the_reflection_started():
     state = importance.reset_reflection_state(ports, covered, 10.0)
     assert state["entries_since_reflection"] == [2]
     assert state["cumulative_importance"] == 4.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Facts extracted by the scoring call
+
+
+def test_parse_scores_accepts_items_with_facts_and_nested_mappings():
+    text = '{"scores": [{"id": 1, "score": 7, "facts": ["Alice owns a boat."]}]}'
+    assert parse_scores(text, [1]) == {1: 7}
+    assert parse_scores('{"3": {"score": 4, "facts": []}}', [3]) == {3: 4}
+    assert parse_scores('{"id": 5, "score": 8}', [5]) == {5: 8}
+    assert parse_scores('{"scores": [{"id": "entry-2", "score": 6}]}', ["entry-2"]) == {
+        "entry-2": 6}
+
+
+def test_parse_facts_tells_no_facts_from_not_answered():
+    text = ('{"scores": [{"id": 1, "score": 7, "facts": ["Alice owns a boat."]}, '
+            '{"id": 2, "score": 3, "facts": []}, {"id": 3, "score": 5}]}')
+    assert importance.parse_facts(text, [1, 2, 3]) == {1: ["Alice owns a boat."], 2: []}
+    assert importance.parse_facts('{"entries": [{"id": 4, "facts": "Bob is tall."}]}', [4]) == {
+        4: ["Bob is tall."]}
+    assert importance.parse_facts('{"7": {"facts": ["The well is dry."]}}', [7]) == {
+        7: ["The well is dry."]}
+    # mem0's own shape names no entry: only usable for a one-entry question
+    assert importance.parse_facts('{"facts": ["The well is dry."]}', [9]) == {
+        9: ["The well is dry."]}
+    assert importance.parse_facts('{"facts": ["The well is dry."]}', [9, 10]) == {}
+    assert importance.parse_facts("1: 7\n2: 3", [1, 2]) == {}
+    assert importance.parse_facts("no idea", [1]) == {}
+
+
+def test_clean_facts_tidies_dedupes_caps_and_drops_self_reference():
+    kept, rejected = importance.clean_facts(
+        ["  Alice   prefers tea. ", "alice prefers tea.", "", 42, {"fact": "Bob is tall."},
+         "I helped Alice find the key.", "The assistant was polite.", "x" * 900, "Carol sings."],
+        max_facts=3,
+    )
+    assert kept == ["Alice prefers tea.", "Bob is tall.", "x" * importance.FACT_MAX_CHARS]
+    assert rejected == ["I helped Alice find the key.", "The assistant was polite."]
+
+
+def test_scoring_call_keeps_persona_filtered_facts_on_the_entries():
+    llm = FakeLLM(
+        '{"scores": [{"id": 1, "score": 8, "facts": ["Alice prefers formal address.", '
+        '"The assistant greeted Alice."]}, {"id": 2, "score": 2, "facts": []}]}'
+    )
+    ports, logs = make_ports(llm)
+    journal.add_entry(ports, "Alice asked to be addressed formally.", source_type="direct")
+    journal.add_entry(ports, "I greeted Alice.", source_type="observation")
+    report = result_of(importance.score_pending_entries(ports))
+
+    assert len(llm.calls) == 1  # scores and facts in the same call
+    prompt = llm.calls[0]["messages"][-1]["content"]
+    assert "Rate the significance" in prompt and '"facts"' in prompt
+    assert "NEVER extract" in prompt  # ASSISTANT_FACT_EXTRACTION_PROMPT's rules
+    assert report["scored"] == [1, 2] and report["with_facts"] == [1, 2]
+    assert report["facts_rejected"] == 1
+    first, second = journal.get_entry(ports, 1), journal.get_entry(ports, 2)
+    assert (first["facts"], first["facts_method"]) == (["Alice prefers formal address."], "llm")
+    assert (second["facts"], second["facts_method"]) == ([], "llm")
+    assert (first["importance"], first["importance_method"]) == (8, "llm")
+    assert any("self-referential" in line for line in logs)
+
+
+def test_a_reply_with_scores_but_no_facts_still_scores():
+    ports, _ = make_ports(FakeLLM('{"scores": [{"id": 1, "score": 6}]}'))
+    _fill(ports, 1)
+    report = result_of(importance.score_pending_entries(ports))
+    entry = journal.get_entry(ports, 1)
+    assert report["scored"] == [1] and report["with_facts"] == []
+    assert entry["importance_method"] == "llm"
+    assert "facts" not in entry and importance.extracted_facts(entry) is None
+
+
+def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
+    llm = FakeLLM('{"scores": [{"id": 1, "score": 5, "facts": ["A."]}, '
+                  '{"id": 2, "score": 5, "facts": ["B."]}, '
+                  '{"id": 3, "score": 5, "facts": ["C."]}]}')
+    ports, _ = make_ports(llm)
+    _fill(ports, 2)
+    journal.add_entry(ports, "long " * 300, source_type="inference")
+    journal.mark_consolidated(ports, [1])
+    report = result_of(importance.score_pending_entries(ports))
+    prompt = llm.calls[0]["messages"][-1]["content"]
+    assert "[1] (score only) event number 0" in prompt
+    assert "[2] event number 1" in prompt
+    assert "[3] (score only) long" in prompt
+    # facts the reply gave anyway for score-only entries are not kept
+    assert report["with_facts"] == [2]
+    assert "facts" not in journal.get_entry(ports, 1)
+    assert "facts" not in journal.get_entry(ports, 3)
+    assert report["scored"] == [1, 2, 3]
+
+
+def test_failed_attempts_are_counted_and_bound_the_wait_for_a_score():
+    llm = FakeLLM(LLMError("down"), "garbage", '{"scores": [{"id": 2, "score": 7}]}')
+    ports, _ = make_ports(llm, {"journal.scoring_max_attempts": 2})
+    first, second = _fill(ports, 2)
+    assert importance.awaiting_llm_score(ports, first)
+    result_of(importance.score_pending_entries(ports))
+    assert importance.get_scoring_attempts(ports) == {1: 1, 2: 1}
+    assert importance.awaiting_llm_score(ports, journal.get_entry(ports, 1))
+    result_of(importance.score_pending_entries(ports))
+    assert importance.get_scoring_attempts(ports) == {1: 2, 2: 2}
+    assert not importance.awaiting_llm_score(ports, journal.get_entry(ports, 1))
+    # entry 2 is scored (its count is forgotten), entry 1 was left out again
+    report = result_of(importance.score_pending_entries(ports))
+    assert report["scored"] == [2] and report["unscored"] == [1]
+    assert importance.get_scoring_attempts(ports) == {1: 3}
+    assert not importance.awaiting_llm_score(ports, journal.get_entry(ports, 2))  # now "llm"
+
+
+def test_nothing_awaits_a_score_without_an_llm_or_with_scoring_turned_off():
+    ports, _ = make_ports(None)
+    entry = _fill(ports, 1)[0]
+    assert not importance.awaiting_llm_score(ports, entry)
+    off, _ = make_ports(FakeLLM(), {"journal.scoring_max_per_tick": 0})
+    assert not importance.awaiting_llm_score(off, _fill(off, 1)[0])

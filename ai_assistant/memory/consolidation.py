@@ -5,15 +5,39 @@ Journal -> semantic memory: sleep consolidation, and retrieval for the prompt an
 important journal entries into mem0 with the seed's metadata, a few per tick, and reports
 `completed` when none are left, which moves the sleep phase on to dreaming.
 
+What is stored (seed 002 §3.2, "Extract facts via LLM (ASSISTANT_FACT_EXTRACTION_PROMPT)"):
+
+- With an LLM, the entry's objective world facts, one memory each, stored with `infer=False`
+  (mem0 makes no LLM call of its own). The facts normally come from the compacting phase's
+  batched scoring call (`importance.score_pending_entries` keeps them on the entry as
+  `entry["facts"]`, persona-filtered). Entries without them (importance set by hand, a reply
+  without facts, entries too long for the scoring prompt) get theirs here, all entries of the
+  tick in ONE extraction call, before anything is stored. An entry whose facts are an empty
+  list (nothing but self-reference, say) is marked consolidated with no memories.
+- In mechanical mode (no LLM), the entry text itself, without inference.
+
+Ordering with importance scoring: the scoring step runs first in each compacting tick, but it
+may still be behind (a per-tick cap, a failed call). While an LLM is configured, an entry whose
+importance is still the heuristic one waits here (`importance.awaiting_llm_score`) until the
+scoring call has upgraded it - so its memories carry the LLM importance and the facts come from
+that call - unless scoring has failed for it `journal.scoring_max_attempts` times; then it is
+consolidated with its heuristic score and facts extracted here. The phase is not `completed`
+while any entry waits, so the orchestrator does not move on to dreaming before scoring had its
+chance. An entry scored below `memory.min_importance` is then simply not consolidated.
+
 Idempotence (nothing is stored twice, whatever fails or reloads):
 
 1. Before storing, the entry's id is recorded as in flight (state doc `memory_consolidation`).
-2. Before storing, the store is asked for memories whose metadata `entry_id` is this entry's:
-   if a store succeeded but its marking was lost (a reload between the two), the memories
-   found are linked and the entry is marked, without storing again.
-3. Only after the store succeeded is the entry marked consolidated
+2. Before extracting or storing, the store is asked for memories whose metadata `entry_id` is
+   this entry's. An entry with facts stores only the facts not found there (a failure part way
+   through an entry's facts leaves the rest for the retry); an entry without facts whose
+   memories are found (a store succeeded but its marking was lost to a reload) is linked and
+   marked without storing again or calling the LLM.
+3. Extracted facts are written onto the entry before storing, so a retry does not extract again.
+4. Only after every store of an entry succeeded is it marked consolidated
    (`journal["consolidated_entry_ids"]`) and linked (`memory_links`), in one step with no
-   yield in between. A failure stops the batch; the entry stays pending for the next tick.
+   yield in between. A store failure stops the batch; a failed or unusable extraction reply
+   stops the tick before anything is stored. What is not marked is retried next tick.
 
 `retrieve_relevant_memories` is seed 001's two-stage filter: semantic relevance above the
 calibrated threshold, then `metadata.source_trust >= memory.min_source_trust`.
@@ -22,8 +46,9 @@ calibrated threshold, then `metadata.source_trust >= memory.min_source_trust`.
 from twisted.internet import defer
 
 from ai_assistant.conf import DEFAULTS
+from ai_assistant.memory import importance
 from ai_assistant.memory import journal as journal_module
-from ai_assistant.ports import iso
+from ai_assistant.ports import LLMUnavailable, iso
 
 LINKS_DOC = "memory_links"
 PROGRESS_DOC = "memory_consolidation"
@@ -125,6 +150,22 @@ def pending_entries(ports):
     ]
 
 
+def entries_awaiting_scoring(ports):
+    """
+    Unconsolidated entries consolidation waits for: their LLM score is still to come.
+
+    Counted whatever their heuristic importance, since the LLM score may lift them over
+    `memory.min_importance`.
+
+    Returns:
+        list: Entries for which `importance.awaiting_llm_score` holds, oldest first.
+    """
+    attempts = importance.get_scoring_attempts(ports)
+    return [entry for entry in journal_module.unconsolidated_entries(ports)
+            if not _is_synthesis(entry)
+            and importance.awaiting_llm_score(ports, entry, attempts)]  # fmt: skip
+
+
 def _record_in_flight(ports, entry_ids):
     progress = ports.state.get(PROGRESS_DOC, {}) or {}
     in_flight = progress.setdefault("in_flight", {})
@@ -150,13 +191,81 @@ def _finish_entry(ports, entry_id, memory_ids):
     ports.state.set(PROGRESS_DOC, progress)
 
 
+# ----------------------------------------------------------------------------------------------
+# Batched fact extraction (entries the scoring call gave no facts for)
+
+EXTRACTION_SYSTEM_PROMPT = (
+    "You extract the objective facts that journal entries of a game character state, for "
+    "its long-term memory."
+)
+
+
+def build_extraction_prompt(entries):
+    """
+    One prompt for the facts of several journal entries (their full text).
+
+    Args:
+        entries (list): Journal entries.
+
+    Returns:
+        list: Chat messages asking for `{"entries": [{"id", "facts": [...]}]}` as JSON.
+    """
+    lines = [f"[{entry['id']}] {entry['content']}" for entry in entries]
+    user = (
+        "List the objective facts each journal entry below states.\n\n"
+        + "\n".join(lines)
+        + "\n\nFacts:\n"
+        + importance.FACT_RULES
+        + '\n\nAnswer with JSON only: {"entries": [{"id": <id>, "facts": ["<fact>", ...]}, '
+        "...]} with one item per entry."
+    )
+    return [
+        {"role": "system", "content": EXTRACTION_SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]
+
+
+@defer.inlineCallbacks
+def _extract_missing_facts(ports, entries):
+    """
+    Extract the facts of `entries` in one LLM call and keep them on the journal entries.
+
+    Returns:
+        Deferred[set]: Ids that now have facts; entries the reply left out are not among them.
+        Errbacks (ValueError for an unusable reply) with nothing written.
+    """
+    asked = [entry["id"] for entry in entries]
+    reply = yield ports.llm.complete(
+        build_extraction_prompt(entries), purpose="fact_extraction", temperature=0.0
+    )
+    facts = importance.parse_facts(getattr(reply, "content", None) or "", asked)
+    if not facts:
+        raise ValueError("fact extraction reply had no usable facts")
+    # No yield from here on: fresh state.
+    journal = journal_module.get_journal(ports)
+    rejected = 0
+    for entry in journal["entries"]:
+        if entry["id"] in facts:
+            rejected += len(importance.store_facts(ports, entry, facts[entry["id"]]))
+    journal_module.save_journal(ports, journal)
+    if rejected:
+        ports.log(f"{ports.name}: dropped {rejected} self-referential extracted fact(s)")
+    return set(facts)
+
+
+# ----------------------------------------------------------------------------------------------
+# Sleep consolidation
+
+
 @defer.inlineCallbacks
 def run_sleep_consolidation(ports, max_entries=None):
     """
     Move up to `memory.consolidation_per_tick` journal entries into semantic memory.
 
-    With an LLM configured, mem0 extracts facts with ASSISTANT_FACT_EXTRACTION_PROMPT
-    (persona protection); in mechanical mode the entry text is stored as it is.
+    With an LLM, each entry's extracted facts are stored (facts from the scoring call, else
+    from one batched extraction call for the tick), without mem0 inference; entries still
+    waiting for their LLM score are left for a later tick. In mechanical mode the entry text
+    is stored as it is. See the module docstring for ordering and idempotence.
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -164,48 +273,116 @@ def run_sleep_consolidation(ports, max_entries=None):
 
     Returns:
         Deferred[dict]: `{"success", "completed", "consolidated": [entry ids],
-        "stored": n memories, "reused": n, "remaining": n, "error"?}`. Never errbacks.
+        "stored": n memories, "reused": n, "extracted": [entry ids], "remaining": n,
+        "waiting_for_scoring": n, "error"?}`. Never errbacks.
     """
     result = {"success": True, "completed": False, "consolidated": [], "stored": 0,
-              "reused": 0, "remaining": 0}
+              "reused": 0, "extracted": [], "remaining": 0, "waiting_for_scoring": 0}
     store = ports.semantic
     if store is None or not ports.settings.get("memory.enabled", True):
         result.update(completed=True, skipped="semantic memory is off")
         return result
     limit = max_entries or ports.settings.get("memory.consolidation_per_tick", 5)
-    batch = pending_entries(ports)[: max(1, int(limit))]
-    if not batch:
-        result["completed"] = True
-        return result
-    _record_in_flight(ports, [entry["id"] for entry in batch])
-    infer = not ports.mechanical
+    waiting = {entry["id"] for entry in entries_awaiting_scoring(ports)}
+    batch = [entry for entry in pending_entries(ports)
+             if entry["id"] not in waiting][: max(1, int(limit))]  # fmt: skip
+    if batch:
+        _record_in_flight(ports, [entry["id"] for entry in batch])
+        yield _consolidate_batch(ports, store, batch, result)
 
+    result["remaining"] = len(pending_entries(ports))
+    result["waiting_for_scoring"] = len(entries_awaiting_scoring(ports))
+    result["completed"] = (result["success"] and result["remaining"] == 0
+                           and result["waiting_for_scoring"] == 0)  # fmt: skip
+    return result
+
+
+def _count_extraction_failure(ports, reset=False):
+    """Count consecutive failed extraction calls (state doc `memory_consolidation`)."""
+    progress = dict(ports.state.get(PROGRESS_DOC) or {})
+    failures = 0 if reset else int(progress.get("extraction_failures", 0)) + 1
+    if progress.get("extraction_failures", 0) != failures:
+        progress["extraction_failures"] = failures
+        ports.state.set(PROGRESS_DOC, progress)
+    return failures
+
+
+def _fail(ports, result, message):
+    ports.log(f"{ports.name}: {message}")
+    result.update(success=False, error=message)
+
+
+@defer.inlineCallbacks
+def _consolidate_batch(ports, store, batch, result):
+    """Store `batch` (see `run_sleep_consolidation`), filling in `result`."""
+    # 1. What a previous tick already stored (its marking may have been lost to a reload).
+    existing = {}
     for entry in batch:
-        entry_id = entry["id"]
         try:
-            # A previous tick may have stored it and lost the marking (reload): find it.
-            existing = yield store.list(limit=20, filters={"entry_id": entry_id})
-            if existing:
-                memory_ids = [item["id"] for item in existing]
-                result["reused"] += 1
-            else:
-                stored = yield store.add(
-                    entry["content"], metadata=consolidation_metadata(entry), infer=infer
+            existing[entry["id"]] = list(
+                (yield store.list(limit=50, filters={"entry_id": entry["id"]})) or ()
+            )
+        except Exception as err:  # the store failed: everything stays pending
+            _fail(ports, result, f"consolidation lookup of journal entry {entry['id']} "
+                                 f"failed: {err}")  # fmt: skip
+            return
+
+    # 2. Facts for the entries that have none yet and nothing stored: one call for all.
+    # When the LLM stays unavailable (breaker open, emergency stop) or keeps failing, the
+    # entries are stored verbatim, as in mechanical mode, so that sleep can still end.
+    verbatim = ports.mechanical
+    if not ports.mechanical:
+        missing = [entry for entry in batch
+                   if importance.extracted_facts(entry) is None and not existing[entry["id"]]]
+        if missing:
+            try:
+                result["extracted"] = sorted(
+                    (yield _extract_missing_facts(ports, missing)), key=str
                 )
-                memory_ids = [item["id"] for item in stored or ()]
-                result["stored"] += len(memory_ids)
+                _count_extraction_failure(ports, reset=True)
+            except Exception as err:  # noqa: BLE001 - nothing is stored or marked: retry
+                failures = _count_extraction_failure(ports)
+                limit = ports.settings.get("memory.extraction_max_attempts", 3)
+                if not isinstance(err, LLMUnavailable) and failures < limit:
+                    _fail(ports, result, f"fact extraction for consolidation failed, will "
+                                         f"retry ({type(err).__name__}: {err})")  # fmt: skip
+                    return
+                ports.log(f"{ports.name}: fact extraction unavailable ({err}); storing "
+                          f"{len(missing)} entries verbatim")
+                result["verbatim"] = sorted(entry["id"] for entry in missing)
+                verbatim = True
+
+    # 3. Store, entry by entry, each read fresh (the stores before it yielded).
+    for entry_id in [entry["id"] for entry in batch]:
+        journal = journal_module.get_journal(ports)
+        entry = next((item for item in journal["entries"] if item["id"] == entry_id), None)
+        if entry is None or entry_id in journal["consolidated_entry_ids"]:
+            continue  # deleted, or consolidated meanwhile
+        found = existing[entry_id]
+        facts = importance.extracted_facts(entry)
+        if facts is None and not verbatim and not found:
+            continue  # the extraction reply left it out: next tick
+        memory_ids = [item["id"] for item in found]
+        if facts is None:
+            texts = [] if found else [entry["content"]]
+        else:
+            stored_texts = {item.get("memory") for item in found}
+            texts = [fact for fact in facts if fact not in stored_texts]
+        result["reused"] += 1 if found and not texts else 0
+        try:
+            for text in texts:
+                stored = yield store.add(
+                    text, metadata=consolidation_metadata(entry), infer=False
+                )
+                new_ids = [item["id"] for item in stored or ()]
+                memory_ids += [i for i in new_ids if i not in memory_ids]
+                result["stored"] += len(new_ids)
         except Exception as err:  # the store failed: keep the entry pending, retry next tick
-            message = f"consolidation of journal entry {entry_id} failed: {err}"
-            ports.log(f"{ports.name}: {message}")
-            result.update(success=False, error=message)
-            break
+            _fail(ports, result, f"consolidation of journal entry {entry_id} failed: {err}")
+            return
         # No yield from here on: the marking uses fresh state.
         _finish_entry(ports, entry_id, memory_ids)
         result["consolidated"].append(entry_id)
-
-    result["remaining"] = len(pending_entries(ports))
-    result["completed"] = result["success"] and result["remaining"] == 0
-    return result
 
 
 # ----------------------------------------------------------------------------------------------
