@@ -85,6 +85,33 @@ def test_admin_commands_over_telnet(mechanical_game):
     assert "Traceback" not in mechanical_game.logs()
 
 
+def test_state_survives_a_reload(mechanical_game):
+    client = login(mechanical_game)
+    try:
+        client.command("@assistant/create Cleo", r"Created assistant Cleo[^\n]*\n")
+        client.command('@assistant/tool Cleo = add_journal_entry {"content": "The well is dry"}',
+                       r"success[^\n]*\n")
+        client.command("@assistant/sleep Cleo", r"now asleep[^\n]*\n")
+        before = client.command("@assistant Cleo", r"journal:[^\n]*\n")
+        ticks_before = int(re.search(r"ticks: (\d+)", before).group(1))
+        client.send("reload")
+        client.read_until(r"(?i)server restarted|reloaded", timeout=90)
+        time.sleep(1)
+        after = client.command("@assistant Cleo", r"journal:[^\n]*\n", timeout=60)
+        assert "mode: sleep" in after and "ticker: every 60s" in after
+        assert int(re.search(r"ticks: (\d+)", after).group(1)) >= ticks_before
+        assert "journal: 1 entries" in after
+        tickers = client.command("@tickers", r"Active tickers[\s\S]*\n\s*\n?", timeout=20)
+        tickers += client.drain(0.5)
+        # exactly one ticker for Cleo after the reload, at the sleep rate
+        cleo_id = re.search(r"Cleo \(#(\d+)\)", after).group(1)
+        cleo_rows = [line for line in tickers.splitlines()
+                     if re.search(rf"ai_assistant_{cleo_id}\b", line)]
+        assert len(cleo_rows) == 1 and re.search(r"\b60\b", cleo_rows[0]), tickers
+    finally:
+        client.close()
+
+
 def test_players_without_admin_do_not_see_the_command(mechanical_game):
     client = TelnetClient(mechanical_game.telnet_port)
     try:
