@@ -684,6 +684,19 @@ def complete_text(llm, prompt, *, system=None, purpose="text", **params):
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
+def find_json(text, *, expect=None):
+    """
+    Like `parse_json_reply`, for callers that treat "no JSON" as an ordinary answer.
+
+    Returns:
+        dict or list or None: The first JSON value found, or None.
+    """
+    try:
+        return parse_json_reply(text, expect=expect)
+    except LLMBadResponse:
+        return None
+
+
 def parse_json_reply(text, *, expect=None):
     """
     Pull a JSON object or array out of a model's reply: bare JSON, JSON in a code fence, or

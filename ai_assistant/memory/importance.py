@@ -44,11 +44,11 @@ tracks is accumulated importance (seed 000, "Reflection State"):
 so changing the setting takes effect at once.
 """
 
-import json
 import re
 
 from twisted.internet import defer
 
+from ai_assistant.agent.llm import find_json
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT, is_self_referential
 from ai_assistant.ports import iso
 
@@ -169,21 +169,6 @@ _BARE_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*10)?\s*\.?\s*$")
 _LIST_KEYS = ("scores", "entries", "events", "results", "items")
 
 
-def _extract_json(text):
-    """The first JSON object or array in `text` (code fences and chatter around it ignored)."""
-    text = text.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```\w*\s*|\s*```$", "", text)
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start, end = text.find(opener), text.rfind(closer)
-        if start != -1 and end > start:
-            try:
-                return json.loads(text[start : end + 1])
-            except ValueError:
-                continue
-    return None
-
-
 def _as_number(value):
     if isinstance(value, bool):
         return None
@@ -269,7 +254,7 @@ def parse_scores(text, expected_ids):
     if not text:
         return scores
 
-    for item in _reply_items(_extract_json(text)):
+    for item in _reply_items(find_json(text)):
         entry_id = _item_id(item, wanted)
         score = _as_number(item.get("score", item.get("importance")))
         if entry_id is not None and score is not None:
@@ -317,7 +302,7 @@ def parse_facts(text, expected_ids):
     expected = list(expected_ids)
     wanted = set(expected)
     facts = {}
-    data = _extract_json(text or "")
+    data = find_json(text or "")
     if (isinstance(data, dict) and isinstance(data.get("facts"), list)
             and "id" not in data and not any(key in data for key in _LIST_KEYS)):
         found = data["facts"]

@@ -20,11 +20,11 @@ reset: the next dreaming tick tries again. Entries written while the LLM was thi
 counted toward the next reflection.
 """
 
-import json
 import re
 
 from twisted.internet import defer
 
+from ai_assistant.agent.llm import find_json
 from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.importance import (
     check_reflection_trigger,
@@ -56,18 +56,6 @@ INSIGHTS_SYSTEM_PROMPT = (
 )
 
 
-def _extract_json(text):
-    text = (text or "").strip()
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start, end = text.find(opener), text.rfind(closer)
-        if start != -1 and end > start:
-            try:
-                return json.loads(text[start : end + 1])
-            except ValueError:
-                continue
-    return None
-
-
 _LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|Q\d+[:.)])\s*")
 
 
@@ -88,7 +76,7 @@ def parse_questions(text, limit=3):
     Returns:
         list[str]: At most `limit` non-empty questions.
     """
-    data = _extract_json(text)
+    data = find_json(text)
     if isinstance(data, dict):
         data = data.get("questions")
     if isinstance(data, list):
@@ -112,7 +100,7 @@ def parse_insights(text):
     Returns:
         list[dict]: `{"insight": str, "evidence": [int]}` each.
     """
-    data = _extract_json(text)
+    data = find_json(text)
     if isinstance(data, dict):
         data = data.get("insights")
     insights = []

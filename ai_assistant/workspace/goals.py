@@ -28,11 +28,11 @@ Every operation raises `GoalError` (a message meant for the model or an admin) w
 what was asked, and then has changed nothing.
 """
 
-import json
 import re
 
 from twisted.internet import defer
 
+from ai_assistant.agent.llm import find_json
 from ai_assistant.ports import LLMError, iso
 
 STATE_KEY = "current_goals"
@@ -356,7 +356,7 @@ def parse_subtasks(text, minimum=3, maximum=7, max_chars=500):
     )
     if not isinstance(text, str) or not text.strip():
         raise garbage
-    data = _first_json(text)
+    data = find_json(text)
     if isinstance(data, dict):
         data = data.get("subtasks")
     if not isinstance(data, list):
@@ -382,21 +382,6 @@ def parse_subtasks(text, minimum=3, maximum=7, max_chars=500):
             f"{minimum} to {maximum}; nothing changed, try again"
         )
     return subtasks
-
-
-def _first_json(text):
-    text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", text.strip())
-    candidates = [text]
-    for opener, closer in (("[", "]"), ("{", "}")):
-        start, end = text.find(opener), text.rfind(closer)
-        if 0 <= start < end:
-            candidates.append(text[start : end + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    return None
 
 
 def _check_decomposable(goals, goal_id):
