@@ -9,8 +9,8 @@ import json
 import re
 
 import pytest
+from support import result_of, sync_runner
 from twisted.internet import defer
-from twisted.python.failure import Failure
 
 from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.consolidation import (
@@ -24,19 +24,6 @@ from ai_assistant.memory.consolidation import (
 )
 from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
-
-
-def sync_runner(func, *args, **kwargs):
-    return defer.maybeDeferred(func, *args, **kwargs)
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire"
-    if isinstance(results[0], Failure):
-        results[0].raiseException()
-    return results[0]
 
 
 def entry(number, content, importance=6, trust=0.8, source_type="observation", tags=(),

@@ -3,27 +3,14 @@ A-MEM link generation (dreaming) and orphan pruning, on the real embedded store.
 """
 
 import pytest
+from support import result_of, sync_runner
 from twisted.internet import defer
-from twisted.python.failure import Failure
 
 from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.consolidation import get_links
 from ai_assistant.memory.links import prune_orphaned_memory_links, run_dreaming_tick
 from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState, iso
-
-
-def sync_runner(func, *args, **kwargs):
-    return defer.maybeDeferred(func, *args, **kwargs)
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire"
-    if isinstance(results[0], Failure):
-        results[0].raiseException()
-    return results[0]
 
 
 @pytest.fixture

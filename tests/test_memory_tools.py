@@ -5,8 +5,8 @@ The memory tools through the registry (as the ReAct loop and the in-game command
 import json
 
 import pytest
+from support import result_of, sync_runner
 from twisted.internet import defer
-from twisted.python.failure import Failure
 
 from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR
@@ -14,19 +14,6 @@ from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.tools import memory as memory_tools
 from ai_assistant.tools.registry import REGISTRY, SLEEP_MODE_TOOLS, ToolCategory, execute_tool
-
-
-def sync_runner(func, *args, **kwargs):
-    return defer.maybeDeferred(func, *args, **kwargs)
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire"
-    if isinstance(results[0], Failure):
-        results[0].raiseException()
-    return results[0]
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import uuid
 
 import numpy as np
 import pytest
+from support import result_of, sync_runner
 from twisted.internet import defer
-from twisted.python.failure import Failure
 
 from ai_assistant.conf import DEFAULTS, Settings, deep_merge
 from ai_assistant.memory import nodes
@@ -78,19 +78,6 @@ def mix(*pairs, dims=DIMS):
     for axis, weight in pairs:
         vector[axis] += weight
     return nodes.unit(vector)
-
-
-def sync_runner(func, *args, **kwargs):
-    return defer.maybeDeferred(func, *args, **kwargs)
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire"
-    if isinstance(results[0], Failure):
-        results[0].raiseException()
-    return results[0]
 
 
 class Log(list):

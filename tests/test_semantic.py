@@ -8,8 +8,7 @@ running the reactor; the port itself is the code under test.
 import os
 
 import pytest
-from twisted.internet import defer
-from twisted.python.failure import Failure
+from support import result_of, sync_runner
 
 from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory import semantic
@@ -19,19 +18,6 @@ from ai_assistant.memory.semantic import (
     default_mem0_config,
     make_semantic_store,
 )
-
-
-def sync_runner(func, *args, **kwargs):
-    return defer.maybeDeferred(func, *args, **kwargs)
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire"
-    if isinstance(results[0], Failure):
-        results[0].raiseException()
-    return results[0]
 
 
 @pytest.fixture
