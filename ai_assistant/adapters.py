@@ -35,6 +35,9 @@ SCRIPT_DOCUMENTS = frozenset(
 )
 
 
+_UNREAD = object()
+
+
 class AttributeState:
     """
     `StateStore` over Evennia Attributes.
@@ -67,19 +70,45 @@ class AttributeState:
     def get(self, name, default=None):
         owner = self._owner(name)
         cache = self._cache(owner)
-        if name in cache:
-            return cache[name]
-        value = owner.attributes.get(name, default=None)
-        if value is None:
-            return copy.deepcopy(default)
-        value = deserialize(value)
-        cache[name] = value
-        return value
+        value = cache.get(name, _UNREAD)
+        if value is _UNREAD:
+            value = owner.attributes.get(name, default=None)
+            value = cache[name] = None if value is None else deserialize(value)
+        return copy.deepcopy(default) if value is None else value
 
     def set(self, name, value):
         owner = self._owner(name)
         owner.attributes.add(name, value)
         self._cache(owner)[name] = value
+        self._dirty(owner).discard(name)
+
+    def set_soon(self, name, value):
+        """
+        Change a document now but write it to the database at the next `flush`.
+
+        For counters that change every tick: a database write per tick per NPC would cost more
+        than the whole idle tick. The shell flushes every few ticks, on mode changes and before
+        a reload or shutdown; a crash loses at most those few ticks of counting.
+        """
+        owner = self._owner(name)
+        self._cache(owner)[name] = value
+        self._dirty(owner).add(name)
+
+    def flush(self):
+        """Write every document changed with `set_soon`."""
+        for owner in {self.character, self.character.assistant_script} - {None}:
+            dirty = self._dirty(owner)
+            cache = self._cache(owner)
+            for name in sorted(dirty):
+                owner.attributes.add(name, cache[name])
+            dirty.clear()
+
+    @staticmethod
+    def _dirty(owner):
+        dirty = owner.ndb.ai_state_dirty
+        if dirty is None:
+            dirty = owner.ndb.ai_state_dirty = set()
+        return dirty
 
 
 def game_clock():

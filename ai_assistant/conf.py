@@ -45,7 +45,8 @@ DEFAULTS = {
         "per_npc_concurrency": 1,
     },
     "threads": {"min": 1, "max": 8},
-    "ticks": {"awake": 5, "sleep": 60},
+    # flush_every: tick counters are written to the database every this many ticks
+    "ticks": {"awake": 5, "sleep": 60, "flush_every": 12},
     "react": {
         "max_iterations_per_tick": 5,
         "max_errors_per_tick": 3,

@@ -124,6 +124,13 @@ class MemoryState:
         self.data[name] = value
         self.saves += 1
 
+    def set_soon(self, name, value):
+        """Write-behind in the game (see `adapters.AttributeState`); immediate here."""
+        self.set(name, value)
+
+    def flush(self):
+        """Nothing is ever pending here."""
+
 
 # ----------------------------------------------------------------------------------------------
 # LLM

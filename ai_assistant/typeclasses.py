@@ -112,6 +112,7 @@ class AssistantScript(DefaultScript):
         current = state.get("operating_mode") or "awake"
         if current == target:
             return False
+        state.flush()
         state.set("operating_mode", target)
         history = list(state.get("mode_history") or [])
         history.append({"from": current, "to": target, "reason": reason,
@@ -132,11 +133,22 @@ class AssistantScript(DefaultScript):
         """
         state = self.obj.ai_ports().state
         if self.ndb.busy:
-            state.set("skipped_ticks", (state.get("skipped_ticks") or 0) + 1)
+            state.set_soon("skipped_ticks", (state.get("skipped_ticks") or 0) + 1)
             return None
-        state.set("tick_count", (state.get("tick_count") or 0) + 1)
+        count = (state.get("tick_count") or 0) + 1
+        state.set_soon("tick_count", count)
+        if count % max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every", 12))) == 0:
+            state.flush()
         self._start_work()
         return None
+
+    def at_server_reload(self):
+        if self.obj:
+            self.obj.ai_ports().state.flush()
+
+    def at_server_shutdown(self):
+        if self.obj:
+            self.obj.ai_ports().state.flush()
 
     def poke(self):
         """Run a tick's work soon (urgent event, new mode) unless a tick is already running."""
@@ -184,8 +196,11 @@ class AssistantCharacter(DefaultCharacter):
 
     @property
     def assistant_script(self):
-        found = self.scripts.get(SCRIPT_KEY)
-        return found[0] if found else None
+        script = self.ndb.assistant_script
+        if script is None or not script.id:
+            found = self.scripts.get(SCRIPT_KEY)
+            script = self.ndb.assistant_script = found[0] if found else None
+        return script
 
     def ai_ports(self):
         """The core's ports for this NPC, cached until its config changes."""
@@ -301,7 +316,7 @@ class AssistantCharacter(DefaultCharacter):
         if mode == "awake":
             awake = dict(ports.state.get("awake_state") or {})
             awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
-            ports.state.set("awake_state", awake)
+            ports.state.set_soon("awake_state", awake)
             if modes.take_sleep_request(ports, script.set_mode):
                 return None
             should_sleep, target, reason = modes.check_sleep_schedule(ports)

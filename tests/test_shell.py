@@ -53,9 +53,18 @@ class TestAssistantShell(EvenniaCommandTest):
         assert self.npc.ai_ports().state.get("skipped_ticks") == 1
         assert self.npc.ai_ports().state.get("tick_count") == 2
         # state lives in Attributes: a fresh reader (as after a reload) sees the same
+        self.npc.ai_ports().state.flush()
         self.script.ndb.ai_state_cache = None
         assert AttributeState(self.npc).get("tick_count") == 2
         assert self.script.attributes.get("tick_count") == 2
+
+    def test_tick_counters_reach_the_database_in_batches_and_before_a_reload(self):
+        for _ in range(13):
+            self.script.at_assistant_tick()
+        assert self.script.attributes.get("tick_count") == 12  # flushed every 12 ticks
+        assert self.npc.ai_ports().state.get("tick_count") == 13
+        self.script.at_server_reload()
+        assert self.script.attributes.get("tick_count") == 13
 
     def test_mode_switch_swaps_the_ticker_and_tells_the_room(self):
         self.script.set_mode("sleep", "test")
