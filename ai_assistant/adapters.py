@@ -43,8 +43,8 @@ class AttributeState:
     `StateStore` over Evennia Attributes.
 
     `get` returns a plain (deserialized) copy cached in `ndb`, so repeated reads cost nothing
-    and a change is only persisted by `set`. The cache lives in `ndb`, so a reload starts from
-    what was saved.
+    and a change is only persisted by `set` (written behind, see `set`). The cache lives in
+    `ndb`, so a reload starts from what was flushed.
 
     Args:
         character (AssistantCharacter): The NPC.
@@ -52,24 +52,28 @@ class AttributeState:
 
     def __init__(self, character):
         self.character = character
+        self._stores = {}
 
-    def _owner(self, name):
-        if name in SCRIPT_DOCUMENTS:
-            script = self.character.assistant_script
-            if script is not None:
-                return script
-        return self.character
-
-    @staticmethod
-    def _cache(owner):
-        cache = owner.ndb.ai_state_cache
-        if cache is None:
-            cache = owner.ndb.ai_state_cache = {}
-        return cache
+    def _store(self, name):
+        """`(owner, cache, dirty)` of the object that keeps document `name`."""
+        on_script = name in SCRIPT_DOCUMENTS
+        store = self._stores.get(on_script)
+        if store is None:
+            owner = self.character
+            if on_script and self.character.assistant_script is not None:
+                owner = self.character.assistant_script
+            # the cache and the dirty set live in the owner's ndb, so every AttributeState of
+            # this NPC shares them, and a reload (which clears ndb) starts from the database
+            if owner.ndb.ai_state_cache is None:
+                owner.ndb.ai_state_cache = {}
+                owner.ndb.ai_state_dirty = set()
+            store = (owner, owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty)
+            if owner is not self.character or not on_script:
+                self._stores[on_script] = store
+        return store
 
     def get(self, name, default=None):
-        owner = self._owner(name)
-        cache = self._cache(owner)
+        owner, cache, _ = self._store(name)
         value = cache.get(name, _UNREAD)
         if value is _UNREAD:
             value = owner.attributes.get(name, default=None)
@@ -77,38 +81,27 @@ class AttributeState:
         return copy.deepcopy(default) if value is None else value
 
     def set(self, name, value):
-        owner = self._owner(name)
-        owner.attributes.add(name, value)
-        self._cache(owner)[name] = value
-        self._dirty(owner).discard(name)
-
-    def set_soon(self, name, value):
         """
-        Change a document now but write it to the database at the next `flush`.
+        Change a document now; it reaches the database at the next `flush`.
 
-        For counters that change every tick: a database write per tick per NPC would cost more
-        than the whole idle tick. The shell flushes every few ticks, on mode changes and before
-        a reload or shutdown; a crash loses at most those few ticks of counting.
+        Written behind because one answered line touches a dozen documents (queue, journal,
+        profile, working memory, history, stats) and a busy room multiplies that by every
+        listener: a database write each would cost the reactor far more than the thinking.
+        The script flushes every `ticks.flush_every` ticks, on every mode change and before a
+        reload or shutdown, so only a crash can lose the last few ticks of changes.
         """
-        owner = self._owner(name)
-        self._cache(owner)[name] = value
-        self._dirty(owner).add(name)
+        _, cache, dirty = self._store(name)
+        cache[name] = value
+        dirty.add(name)
 
     def flush(self):
-        """Write every document changed with `set_soon`."""
+        """Write every changed document to its Attribute (reactor thread only)."""
         for owner in {self.character, self.character.assistant_script} - {None}:
-            dirty = self._dirty(owner)
-            cache = self._cache(owner)
-            for name in sorted(dirty):
+            cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
+            for name in sorted(dirty or ()):
                 owner.attributes.add(name, cache[name])
-            dirty.clear()
-
-    @staticmethod
-    def _dirty(owner):
-        dirty = owner.ndb.ai_state_dirty
-        if dirty is None:
-            dirty = owner.ndb.ai_state_dirty = set()
-        return dirty
+            if dirty:
+                dirty.clear()
 
 
 def game_clock():

@@ -100,7 +100,10 @@ class StateStore(Protocol):
         """The named document (plain data). Callers `set` it back after changing it."""
 
     def set(self, name: str, value: Any) -> None:
-        """Persist the named document."""
+        """Change the named document; it is persisted at the latest at the next `flush`."""
+
+    def flush(self) -> None:
+        """Persist every change not yet persisted."""
 
 
 class MemoryState:
@@ -123,10 +126,6 @@ class MemoryState:
     def set(self, name, value):
         self.data[name] = value
         self.saves += 1
-
-    def set_soon(self, name, value):
-        """Write-behind in the game (see `adapters.AttributeState`); immediate here."""
-        self.set(name, value)
 
     def flush(self):
         """Nothing is ever pending here."""

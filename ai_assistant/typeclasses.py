@@ -133,10 +133,10 @@ class AssistantScript(DefaultScript):
         """
         state = self.obj.ai_ports().state
         if self.ndb.busy:
-            state.set_soon("skipped_ticks", (state.get("skipped_ticks") or 0) + 1)
+            state.set("skipped_ticks", (state.get("skipped_ticks") or 0) + 1)
             return None
         count = (state.get("tick_count") or 0) + 1
-        state.set_soon("tick_count", count)
+        state.set("tick_count", count)
         if count % max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every", 12))) == 0:
             state.flush()
         self._start_work()
@@ -208,6 +208,14 @@ class AssistantCharacter(DefaultCharacter):
         if ports is None:
             ports = self.ndb.ai_ports = build_ports(self)
         return ports
+
+    def at_server_reload(self):
+        super().at_server_reload()
+        self.ai_ports().state.flush()
+
+    def at_server_shutdown(self):
+        super().at_server_shutdown()
+        self.ai_ports().state.flush()
 
     def reset_ai_ports(self):
         """Forget cached ports and clients (after `@assistant/config`)."""
@@ -316,7 +324,7 @@ class AssistantCharacter(DefaultCharacter):
         if mode == "awake":
             awake = dict(ports.state.get("awake_state") or {})
             awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
-            ports.state.set_soon("awake_state", awake)
+            ports.state.set("awake_state", awake)
             if modes.take_sleep_request(ports, script.set_mode):
                 return None
             should_sleep, target, reason = modes.check_sleep_schedule(ports)

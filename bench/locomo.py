@@ -9,9 +9,12 @@ it: `journal.add_entry(content=<what was said>, source_type="direct",
 source_entity=<speaker>)` with the session's date on a `FixedClock`. Each question (category 5,
 "adversarial", is left out: it has no evidence) is then asked through
 
-- `search_journal`: the real tool through `execute_tool`, with the tool's real default, in two
-  configurations: journal only (no semantic tier) and the embedded default (the journal
-  consolidated into mem0 with the local WordLlama embedder, no LLM);
+- `search_journal`: the real tool through `execute_tool`, journal only (no semantic tier: BM25,
+  feedback, speaker and context boosts, no embedding) and the embedded default (the journal
+  consolidated into mem0 with the local WordLlama embedder, no LLM; the tool fuses mem0's
+  similarities with BM25), each at the tool's real defaults (seed weights 1/1/1, seed recency,
+  relevance gate) and relevance-only; journal only also with the seed's formula over every
+  matching entry (no relevance gate);
 - `recall_memories`: the real semantic tool over the same mem0 store;
 - baselines over the same journal: the seed's keyword overlap, plain BM25 (no boosts), plain
   embedding cosine with the default embedder.
@@ -46,6 +49,14 @@ KS = (1, 5, 10)
 # the heuristic importance says nothing about a question: a question-answering configuration
 # ranks by relevance alone (the tool's true defaults are measured too).
 RELEVANCE_ONLY = {"journal.alpha_recency": 0.0, "journal.alpha_importance": 0.0}
+# The seed's formula applied to every entry with any relevance (no gate, no pool).
+NO_GATE = {"journal.relevance_gate": 0.0, "journal.rerank_pool": 0}
+TOOL = "search_journal (journal only, tool defaults)"
+NO_GATE_TOOL = "search_journal (journal only, seed formula without relevance gate)"
+RELEVANCE_TOOL = "search_journal (journal only, relevance-only)"
+MEM0_TOOL = "search_journal (embedded default: journal + mem0, tool defaults)"
+MEM0_RELEVANCE_TOOL = "search_journal (embedded default: journal + mem0, relevance-only)"
+RECALL = "recall_memories (mem0)"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
@@ -250,12 +261,10 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
     load_all_tools()
     data = json.loads(Path(data_path).read_text())[: conversations or None]
     embedder = get_embedder()
-    methods = ["search_journal (journal only, tool defaults)", "keyword_overlap (seed)",
-               "bm25 (plain)", "embedding (plain, wordllama)",
-               "search_journal (journal only, relevance-only)"]  # fmt: skip
-    if use_mem0:
-        methods += ["search_journal (embedded default: journal + mem0, relevance-only)",
-                    "recall_memories (mem0)"]  # fmt: skip
+    journal_methods = [TOOL, NO_GATE_TOOL, "keyword_overlap (seed)", "bm25 (plain)",
+                       "embedding (plain, wordllama)", RELEVANCE_TOOL]  # fmt: skip
+    mem0_methods = [MEM0_TOOL, MEM0_RELEVANCE_TOOL, RECALL] if use_mem0 else []
+    methods = journal_methods + mem0_methods
     tallies = {name: Tally() for name in methods}
     folder = tempfile.mkdtemp(prefix="locomo-mem0-")
     totals = {"turns": 0, "questions": 0, "mem0_turns": 0, "mem0_questions": 0}
@@ -269,7 +278,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
             started = time.perf_counter()
             mapping = ingest(ports, turns)
             elapsed = time.perf_counter() - started
-            for name in methods[:5]:
+            for name in journal_methods:
                 tallies[name].ingest_seconds += elapsed
             entries = journal.get_journal(ports)["entries"]
             now = ports.clock.now()
@@ -283,13 +292,17 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
                     tally.queries += 1
                     tally.add(item["category"], [mapping.get(i) for i in ids], item["evidence"])
 
-            ask(methods[0], lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
-            ask(methods[1], lambda q: keyword_overlap_ids(entries, q), asked)  # noqa: B023
-            ask(methods[2], lambda q: plain_bm25_ids(entries, q, now), asked)  # noqa: B023
-            ask(methods[3], lambda q: plain_embedding_ids(entries, q, embedder), asked)  # noqa: B023
+            defaults = ports.settings
+            ask(TOOL, lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
+            ports.settings = defaults.with_overrides(NO_GATE)
+            ask(NO_GATE_TOOL, lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
+            ask(journal_methods[2], lambda q: keyword_overlap_ids(entries, q), asked)  # noqa: B023
+            ask(journal_methods[3], lambda q: plain_bm25_ids(entries, q, now), asked)  # noqa: B023
+            ask(journal_methods[4], lambda q: plain_embedding_ids(entries, q, embedder),  # noqa: B023
+                asked)  # fmt: skip
             # The same journal under the weights a question-answering assistant would use.
-            ports.settings = ports.settings.with_overrides(RELEVANCE_ONLY)
-            ask(methods[4], lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
+            ports.settings = defaults.with_overrides(RELEVANCE_ONLY)
+            ask(RELEVANCE_TOOL, lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
             log(f"conversation {sample.get('sample_id')}: {len(turns)} turns, "
                 f"{len(asked)} questions")  # fmt: skip
 
@@ -299,18 +312,22 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
             kept = {t[3] for t in subset}
             mem_asked = [q for q in asked if set(q["evidence"]) <= kept]
             store = open_store(folder, f"locomo-{number}")
-            mem_ports = make_ports(f"locomo-{number}", semantic=store, overrides=RELEVANCE_ONLY)
+            mem_ports = make_ports(f"locomo-{number}", semantic=store)
             try:
                 started = time.perf_counter()
                 mem_mapping = ingest(mem_ports, subset)
                 links = consolidate_all(mem_ports)
                 elapsed = time.perf_counter() - started
-                for name in methods[5:]:
+                for name in mem0_methods:
                     tallies[name].ingest_seconds += elapsed
                 totals["mem0_turns"] += len(subset)
                 totals["mem0_questions"] += len(mem_asked)
-                ask(methods[5], lambda q: search_tool_ids(mem_ports, q), mem_asked, mem_mapping)  # noqa: B023
-                ask(methods[6], lambda q: recall_memories_ids(mem_ports, q, links), mem_asked,  # noqa: B023
+                ask(MEM0_TOOL, lambda q: search_tool_ids(mem_ports, q), mem_asked, mem_mapping)  # noqa: B023
+                mem_defaults = mem_ports.settings
+                mem_ports.settings = mem_defaults.with_overrides(RELEVANCE_ONLY)
+                ask(MEM0_RELEVANCE_TOOL, lambda q: search_tool_ids(mem_ports, q), mem_asked,  # noqa: B023
+                    mem_mapping)  # fmt: skip
+                ask(RECALL, lambda q: recall_memories_ids(mem_ports, q, links), mem_asked,  # noqa: B023
                     mem_mapping)  # fmt: skip
             finally:
                 store.close()
@@ -331,22 +348,23 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
         **totals,
         "search_defaults": {key: DEFAULTS["journal"].get(key) for key in (
             "alpha_recency", "alpha_importance", "alpha_relevance", "recency_decay",
-            "speaker_boost", "context_weight")},  # fmt: skip
+            "speaker_boost", "context_weight", "embedding_weight", "fusion", "relevance_gate",
+            "rerank_pool", "feedback_docs", "feedback_terms", "feedback_weight")},  # fmt: skip
         "methods": {name: tally.report() for name, tally in tallies.items()},
     }
 
 
 def print_table(document, out=sys.stdout):
-    out.write(f"{'method':<52} {'r@1':>6} {'r@5':>6} {'r@10':>6} {'ingest s':>9} {'ms/q':>7}\n")
+    out.write(f"{'method':<66} {'r@1':>6} {'r@5':>6} {'r@10':>6} {'ingest s':>9} {'ms/q':>7}\n")
     for name, report in document["methods"].items():
         overall = report["overall"]
-        out.write(f"{name:<52} {overall['recall@1'] or 0:>6.3f} {overall['recall@5'] or 0:>6.3f}"
+        out.write(f"{name:<66} {overall['recall@1'] or 0:>6.3f} {overall['recall@5'] or 0:>6.3f}"
                   f" {overall['recall@10'] or 0:>6.3f} {report['ingest_seconds']:>9.2f}"
                   f" {report['query_ms_mean']:>7.2f}\n")  # fmt: skip
         for category in CATEGORIES.values():
             row = report[category]
             if row["questions"]:
-                out.write(f"    {category:<48} {row['recall@1']:>6.3f} {row['recall@5']:>6.3f}"
+                out.write(f"    {category:<62} {row['recall@1']:>6.3f} {row['recall@5']:>6.3f}"
                           f" {row['recall@10']:>6.3f}   (n={row['questions']})\n")  # fmt: skip
 
 

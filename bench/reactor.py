@@ -12,7 +12,8 @@ request after `--llm-delay` seconds: a ReAct request with a `say` tool call, a s
 
 1. **Baseline.** A player ("looker") sends `look` `--looks` times, `--interval` seconds apart,
    and times each until the end of the room description (a marker) arrives. No assistant is
-   created and nobody talks (the demo world's Ada stands idle in both runs).
+   created and nobody talks (the talkers are connected but idle; the demo world's Ada stands
+   idle in both runs).
 2. **Load.** The superuser creates `--assistants` assistants (`@assistant/create BenchN`). The
    last one gets `--journal` journal entries and is put to sleep with a 5 s sleep tick (the
    default is 60 s), so its compacting phase (LLM scoring, mem0 consolidation with the local
@@ -44,6 +45,8 @@ TALK_EVERY = 0.5
 WARMUP_SECONDS = 8.0
 TARGET_RATIO = 1.2
 TARGET_SLACK_MS = 20.0
+# the players are created from one address within seconds
+THROTTLES = "CREATION_THROTTLE_LIMIT = None\nLOGIN_THROTTLE_LIMIT = None\n"
 
 
 def make_responder(delay):
@@ -165,7 +168,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
 
     llm = ScriptedLLMServer(responder=make_responder(llm_delay)).start()
     server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
-                             "AI_ASSISTANT_LLM_API_KEY": "bench-key"})  # fmt: skip
+                             "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
+                        settings=THROTTLES)  # fmt: skip
     clients, crew = [], []
     left_running = None
     try:
@@ -178,6 +182,10 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                       r"(?i)desc[^\n]*\n")  # fmt: skip
         looker = login(server, "looker")
         clients.append(looker)
+        players = []  # connected (idle) in the baseline too
+        for number in range(talkers):
+            players.append(login(server, f"talker{number}"))
+            clients.append(players[-1])
 
         measure_looks(looker, min(10, looks), interval)  # warm caches before either run
         baseline = measure_looks(looker, looks, interval)
@@ -196,9 +204,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                                    r"seeded \d+ entries", timeout=120)  # fmt: skip
             log(seeded.strip().splitlines()[-1])
             admin.command(f"@assistant/sleep {sleeper}", r"now asleep[^\n]*\n")
-        for number in range(talkers):
-            client = login(server, f"talker{number}")
-            clients.append(client)
+        for number, client in enumerate(players):
+            client.drain(0.1)
             crew.append(Talker(client, awake, number * 3))
         requests_before = len(llm.requests)
         for talker in crew:

@@ -86,3 +86,20 @@ def test_attribute_write_cost_of_a_tick():
     per_write_ms = (time.perf_counter() - started) / 20 * 1000
     assert room.attributes.get("tick_count") == 19
     assert per_write_ms < 50  # a sanity bound, not a target
+
+
+@pytest.mark.e2e
+def test_reactor_smoke(tmp_path):
+    """A real server, 2 assistants (one asleep and compacting), 10 looks per run."""
+    from bench import reactor
+
+    document = reactor.main(["--assistants", "2", "--looks", "10", "--talkers", "1",
+                             "--journal", "20", "--out", str(tmp_path / "reactor.json")])
+    assert json.loads((tmp_path / "reactor.json").read_text())["load"] == document["load"]
+    for run in ("baseline", "load"):
+        assert document[run]["looks"] == 10
+        assert 0.0 < document[run]["p50_ms"] <= document[run]["p99_ms"] < 60_000
+    assert document["during_load"]["talks_sent"] > 0
+    assert document["during_load"]["talker_errors"] == []
+    assert document["processes_left_running"] == []
+    assert document["server_tracebacks"] == 0

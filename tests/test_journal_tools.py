@@ -119,15 +119,19 @@ def test_search_journal_text_mode_with_filters():
     assert call(ports, "search_journal", {"query": "wolves", "limit": 1})["count"] == 1
 
 
-def test_search_journal_default_fuses_the_local_embedder():
-    # "livestock losses" shares no word with any entry; only the embedding relates them
-    ports = make_ports()
+def test_search_journal_without_semantic_tier_does_not_embed(monkeypatch):
+    from ai_assistant.memory import retrieval
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("embedding computed on the calling (reactor) thread")
+
+    monkeypatch.setattr(retrieval, "_cosine_scores", forbidden)
+    monkeypatch.setattr(retrieval, "_embeddings", forbidden)
+    ports = make_ports(**{"journal.embedding_weight": 0.5})
     _journal_with_entries(ports)
-    fused = call(ports, "search_journal", {"query": "livestock losses", "semantic": False})
-    assert fused["count"] >= 1
-    text_only = make_ports(**{"journal.embedding_weight": 0})
-    _journal_with_entries(text_only)
-    assert call(text_only, "search_journal", {"query": "livestock losses"})["count"] == 0
+    # "livestock losses" shares no word with any entry: text search alone finds nothing
+    assert call(ports, "search_journal", {"query": "livestock losses"})["count"] == 0
+    assert call(ports, "search_journal", {"query": "wolves"})["count"] >= 2
 
 
 def test_search_journal_rejects_bad_arguments():
@@ -143,17 +147,32 @@ def test_search_journal_merges_semantic_hits_mapped_to_entries():
         {"id": "m7", "memory": "an old fact", "score": 0.5, "metadata": {}},
         {"id": "m8", "memory": "bread", "score": 0.8, "metadata": {"entry_id": 2}},
     ])  # fmt: skip
-    # the journal's own embedding fusion off: what is found here comes from the semantic hits
-    ports = make_ports(semantic, **{"journal.embedding_weight": 0})
+    ports = make_ports(semantic)
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "livestock losses"})
-    assert semantic.searches == [("livestock losses", 20)]
+    assert semantic.searches == [("livestock losses", 50)]
     assert result["mode"] == "semantic+hybrid"
     assert [r["id"] for r in result["results"]] == [1, 2]  # found only through embeddings
     assert result["memories"] == [{"id": "m7", "memory": "an old fact", "score": 0.5}]
     filtered = call(ports, "search_journal", {"query": "livestock", "tags": ["danger"]})
     assert [r["id"] for r in filtered["results"]] == [1]
     assert "memories" not in filtered
+
+
+def test_semantic_similarity_and_text_match_add_up_in_one_ranking():
+    # entry 1 matches "wolves" in text and semantically; entry 3 (newer) only in text
+    semantic = FakeSemantic([{"id": "m1", "memory": "wolves", "score": 0.8,
+                              "metadata": {"entry_id": 1}}])  # fmt: skip
+    overrides = {"journal.alpha_recency": 0, "journal.alpha_importance": 0,
+                 "journal.context_weight": 0}  # fmt: skip
+    ports = make_ports(semantic, **overrides)
+    _journal_with_entries(ports)
+    text_only = call(ports, "search_journal", {"query": "wolves", "semantic": False})
+    fused = call(ports, "search_journal", {"query": "wolves"})
+    assert [r["id"] for r in text_only["results"]][0] == 3
+    assert [r["id"] for r in fused["results"]] == [1, 3]
+    assert fused["results"][0]["score"] == pytest.approx(1.0)
+    assert fused["results"][1]["score"] < 1.0
 
 
 def test_search_journal_falls_back_when_semantic_fails_or_is_declined():

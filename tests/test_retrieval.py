@@ -150,10 +150,84 @@ def test_embedding_fusion_finds_paraphrases_bm25_misses():
     assert search_entries(entries, "canine", now=NOW) == []
     for fusion in ("rrf", "score"):
         results = search_entries(entries, "canine", now=NOW, embed=embed, fusion=fusion,
-                                 context_weight=0, **RELEVANCE_ONLY)  # fmt: skip
+                                 embedding_weight=0.5, context_weight=0,
+                                 **RELEVANCE_ONLY)  # fmt: skip
         assert results[0][1]["id"] == 1
     # entry vectors are cached: later calls embed only the query
     assert calls[-1] == ["canine"]
+
+
+def test_semantic_scores_fuse_into_one_relevance_instead_of_the_better_of_two():
+    entries = [entry(1, "wolves at the gate"), entry(2, "wolves in the woods"),
+               entry(3, "sheep were lost")]  # fmt: skip
+    options = {"context_weight": 0, "embedding_weight": 0.3, **RELEVANCE_ONLY}
+    plain = search_entries(entries, "wolves", now=NOW, **options)
+    assert [r[1]["id"] for r in plain] == [2, 1]  # a BM25 tie: the newer position first
+    fused = search_entries(entries, "wolves", now=NOW, semantic_scores={1: 0.9, 3: 0.8},
+                           **options)  # fmt: skip
+    ranked = [r[1]["id"] for r in fused]
+    # entry 1 is found both ways and now leads; entry 3 only has a dense similarity
+    assert ranked[0] == 1 and set(ranked) == {1, 2, 3}
+    assert fused[0][0] == pytest.approx(1.0)
+    # with no weight the semantic scores change nothing
+    none = search_entries(entries, "wolves", now=NOW, semantic_scores={1: 0.9},
+                          **{**options, "embedding_weight": 0})  # fmt: skip
+    assert [r[1]["id"] for r in none] == [2, 1]
+
+
+def test_relevance_gate_keeps_barely_relevant_recent_entries_from_winning():
+    entries = [
+        # the answer: an old, ordinary entry that matches every query word
+        entry(1, "the blacksmith forged a silver sword", hours_ago=500, importance=3),
+        # a fresh, important entry that shares one common word only
+        entry(2, "the silver moon rose over the harbour", hours_ago=0.0, importance=10),
+    ]
+    query = "blacksmith forged silver sword"
+    seed = search_entries(entries, query, now=NOW, context_weight=0)
+    assert seed[0][1]["id"] == 2  # the seed's formula over every match: recency wins
+    gated = search_entries(entries, query, now=NOW, context_weight=0, relevance_gate=0.5)
+    assert [r[1]["id"] for r in gated] == [1]
+    # within the gate, recency and importance still reorder relevant entries
+    close = [entry(1, "the blacksmith forged a sword", hours_ago=500, importance=2),
+             entry(2, "the blacksmith forged a sword", hours_ago=0.0, importance=9)]  # fmt: skip
+    assert search_entries(close, query, now=NOW, relevance_gate=0.5)[0][1]["id"] == 2
+
+
+def test_rerank_pool_limits_the_hybrid_to_the_most_relevant():
+    entries = [entry(i, "wolves " * (1 + i % 3) + f"note {i}", hours_ago=i, importance=1 + i % 9)
+               for i in range(1, 21)]  # fmt: skip
+    relevance_only = search_entries(entries, "wolves", now=NOW, limit=5, context_weight=0,
+                                    **RELEVANCE_ONLY)  # fmt: skip
+    pooled = search_entries(entries, "wolves", now=NOW, limit=5, context_weight=0,
+                            rerank_pool=5)  # fmt: skip
+    assert {r[1]["id"] for r in pooled} == {r[1]["id"] for r in relevance_only}
+    unpooled = search_entries(entries, "wolves", now=NOW, limit=5, context_weight=0)
+    assert {r[1]["id"] for r in unpooled} != {r[1]["id"] for r in relevance_only}
+
+
+def test_the_synchronous_search_never_embeds(monkeypatch):
+    from ai_assistant.conf import Settings
+    from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("embedding computed in the synchronous search")
+
+    monkeypatch.setattr(retrieval, "_cosine_scores", forbidden)
+    monkeypatch.setattr(retrieval, "_embeddings", forbidden)
+    settings = Settings(overrides={"journal.embedding_weight": 0.5, "journal.context_weight": 0})
+    options = retrieval.search_settings(settings)
+    assert "embed" not in options
+    assert options["relevance_gate"] > 0 and options["rerank_pool"]
+    ports = AssistantPorts(key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
+                           settings=settings)  # fmt: skip
+    from ai_assistant.memory import journal
+
+    journal.add_entry(ports, "Wolves attacked the sheep")
+    journal.add_entry(ports, "The baker sells bread")
+    assert [e["content"] for _, e in retrieval.search_journal(ports, "wolves")] == [
+        "Wolves attacked the sheep"
+    ]
+    assert retrieval.search_journal(ports, "livestock losses") == []
 
 
 def test_index_is_cached_per_journal_version():

@@ -15,13 +15,21 @@ The score of an entry is the seed's (Generative Agents') weighted mean of three 
   dropped, lightly stemmed), scaled so the best match of the query is 1.0, with two boosts that
   help conversational memories: entries whose `source_entity` is named in the query (the
   speaker), and entries next to a strong match (context: the answer is often the next turn).
-  When an `embed(texts) -> list[vector]` function is given, BM25 is fused with embedding
-  cosine similarity (reciprocal-rank fusion by default, or normalised-score fusion).
+  Dense similarities can be fused in (normalised-score fusion by default, or reciprocal-rank
+  fusion): `semantic_scores` (`{entry id: similarity}`, e.g. the semantic tier's hits, which the
+  `search_journal` tool fetches off the reactor) or an `embed(texts) -> list[vector]` function
+  (for offline callers such as the benchmarks only: it computes embeddings in the caller's
+  thread). The synchronous search an assistant runs on the reactor (`search_journal`,
+  `search_settings`: prompt building, admin commands, reflection) never embeds anything.
   `relevance_keyword_overlap` keeps the seed's plain word-overlap measure for comparison.
 
-With a non-empty query only entries with some relevance are returned (a search should not
-answer with unrelated entries just because they are recent); an empty query ranks every entry
-by recency and importance (a "recent and important" listing).
+**Relevance gate.** With a non-empty query the weighted mean is computed only over candidates
+with real relevance: entries whose relevance is at least `relevance_gate` times the best match's,
+and of those the `rerank_pool` most relevant. Recency and importance then reorder relevant
+entries instead of lifting barely relevant ones (any fused similarity gives most entries a
+little relevance, and the seed's recency/importance would otherwise decide among those). With
+`relevance_gate=0` and no pool the seed's formula applies to every entry with relevance > 0.
+An empty query ranks every entry by recency and importance (a "recent and important" listing).
 
 The BM25 index of a journal is cached per journal version (ids, contents, timestamps), and
 token lists per content, so repeated searches of a large journal cost milliseconds.
@@ -439,17 +447,20 @@ def search_entries(
     related_to_project=None,
     min_trust=None,
     embed=None,
+    semantic_scores=None,
     alpha_recency=1.0,
     alpha_importance=1.0,
     alpha_relevance=1.0,
     recency_decay=0.99,
     speaker_boost=0.6,
     context_weight=0.5,
-    fusion="rrf",
-    embedding_weight=0.5,
+    fusion="score",
+    embedding_weight=0.0,
     feedback_docs=0,
     feedback_terms=10,
     feedback_weight=0.3,
+    relevance_gate=0.0,
+    rerank_pool=None,
 ):
     """
     Rank journal entries for a query (see the module doc for the score).
@@ -463,15 +474,23 @@ def search_entries(
         days_back (float, optional): Only entries from the last N days.
         related_to_project (str, optional): Only entries related to this project.
         min_trust (float, optional): Only entries whose source_trust is at least this.
-        embed (callable, optional): `embed(texts) -> list[vector]`; fused with BM25 when given.
+        embed (callable, optional): `embed(texts) -> list[vector]`, fused with BM25 when given.
+            It runs in the caller's thread: never pass it on the reactor.
+        semantic_scores (dict, optional): `{entry id: similarity}` computed elsewhere (the
+            semantic tier's hits); fused with BM25 when given (instead of `embed`).
         alpha_recency, alpha_importance, alpha_relevance (float): The seed's weights.
         recency_decay (float): Rate per hour of the recency decay.
         speaker_boost (float): Relevance bonus (x(1+boost)) for entries whose source_entity
             is named in the query.
         context_weight (float): Share of a neighbouring entry's relevance an entry inherits.
-        fusion (str): "rrf" (reciprocal-rank) or "score" (normalised-score) fusion of BM25 and
-            embedding similarity; used only with `embed`.
-        embedding_weight (float): The embedding's share in "score" fusion.
+        fusion (str): "score" (normalised-score) or "rrf" (reciprocal-rank) fusion of BM25 and
+            the dense similarity; used only with `embed` or `semantic_scores`.
+        embedding_weight (float): The dense similarity's share of the fusion (0 leaves it out).
+        feedback_docs, feedback_terms, feedback_weight: Pseudo-relevance feedback (the best
+            `feedback_docs` entries' top terms re-query the journal at `feedback_weight`).
+        relevance_gate (float): With a query, only entries whose relevance is at least this
+            share of the best one's are scored (0 keeps every entry with relevance > 0).
+        rerank_pool (int, optional): With a query, only the this many most relevant of them.
 
     Returns:
         list: `(score, entry)` pairs, best first.
@@ -497,11 +516,15 @@ def search_entries(
     relevance = None
     if query and alpha_relevance > 0:
         feedback = (feedback_docs, feedback_terms, feedback_weight)
-        relevance = _relevance(index, entries, query, terms, named, embed, speaker_boost,
-                               context_weight, fusion, embedding_weight, feedback)  # fmt: skip
+        dense = _dense_scores(index, entries, query, embed, semantic_scores, embedding_weight)
+        relevance = _relevance(index, terms, named, dense, speaker_boost, context_weight, fusion,
+                               embedding_weight, feedback)  # fmt: skip
         if relevance is None:
             return []
-        positions = numpy.flatnonzero(relevance > 0)
+        # relevance is scaled so the best match is 1.0: it always passes the gate
+        positions = numpy.flatnonzero(
+            relevance >= relevance_gate if relevance_gate > 0 else relevance > 0
+        )
     elif query and not terms:
         return []
     else:
@@ -519,6 +542,10 @@ def search_entries(
         )
     if not len(positions):
         return []
+    if relevance is not None and rerank_pool and len(positions) > rerank_pool:
+        # the most relevant first, the newer among equals (as the final order breaks ties)
+        keep = numpy.lexsort((-positions, -relevance[positions]))[:rerank_pool]
+        positions = numpy.sort(positions[keep])
 
     ages = numpy.maximum(0.0, (now_epoch - index.epoch_array[positions]) / 3600)
     recency = numpy.nan_to_num(numpy.exp(-recency_decay * ages), nan=0.0)
@@ -538,14 +565,28 @@ def search_entries(
     return [(float(scores[i]), entries[int(positions[i])]) for i in order]
 
 
-def _relevance(index, entries, query, terms, named, embed, speaker_boost, context_weight,
-               fusion, embedding_weight, feedback=(0, 0, 0.0)):  # fmt: skip
+def _dense_scores(index, entries, query, embed, semantic_scores, embedding_weight):
+    """The dense similarity of every entry (array), or None when none is to be fused."""
+    if semantic_scores:
+        dense = numpy.zeros(index.size)
+        for position, entry in enumerate(entries):
+            score = semantic_scores.get(entry.get("id"))
+            if score is not None:
+                dense[position] = max(0.0, float(score))
+        return dense if dense.any() else None
+    if embed is not None and embedding_weight > 0:
+        return _cosine_scores(embed, query, entries)
+    return None
+
+
+def _relevance(index, terms, named, dense, speaker_boost, context_weight, fusion,
+               embedding_weight, feedback=(0, 0, 0.0)):  # fmt: skip
     """Relevance 0-1 of every entry (array), or None when nothing is relevant."""
     raw = index.bm25(terms)
     if feedback[0] and feedback[1] and feedback[2] and raw.any():
         raw = raw + index.bm25_weighted(_feedback_terms(index, raw, set(terms), *feedback))
-    if embed is not None:
-        raw = _fuse(raw, _cosine_scores(embed, query, entries), fusion, embedding_weight)
+    if dense is not None and embedding_weight > 0:
+        raw = _fuse(raw, dense, fusion, embedding_weight)
     if not raw.any():
         return None
     if named and speaker_boost:
@@ -603,20 +644,22 @@ def _fuse(bm25, cosines, fusion, embedding_weight, rrf_k=60, pool=100):
         best_dense = dense.max() or 1.0
         return (1 - embedding_weight) * bm25 / best_sparse + embedding_weight * dense / best_dense
     fused = numpy.zeros(len(cosines))
-    for ranking, where in ((bm25, matched), (dense, top)):
+    for ranking, where, weight in ((bm25, matched, 1 - embedding_weight),
+                                   (dense, top, embedding_weight)):  # fmt: skip
         ordered = where[numpy.argsort(-ranking[where], kind="stable")]
-        fused[ordered] += 1.0 / (rrf_k + numpy.arange(1, len(ordered) + 1))
+        fused[ordered] += weight / (rrf_k + numpy.arange(1, len(ordered) + 1))
     return fused
 
 
 def default_embed(settings):
     """
-    The local embedder's `embed` function for the episodic search, or None.
+    The local embedder's `embed` function, or None (for offline callers such as benchmarks).
 
-    It is the semantic tier's own local model (WordLlama, static: embedding a query is a table
-    lookup, and entry vectors are cached), so it needs no network. None when
-    `journal.embedding_weight` is 0, when the game configured its own mem0 embedder (a remote
-    one must not be called from here), or when the model is not installed.
+    It is the semantic tier's own local model (WordLlama), so it needs no network, but it still
+    computes in the caller's thread: the assistant's own searches never use it on the reactor
+    (the `search_journal` tool gets its dense similarities from the semantic tier, off the
+    reactor). None when `journal.embedding_weight` is 0, when the game configured its own mem0
+    embedder, or when the model is not installed.
 
     Args:
         settings (conf.Settings): The assistant's settings.
@@ -639,11 +682,15 @@ def search_settings(settings):
     """
     The search weights configured for an assistant.
 
+    Nothing here embeds: these options are safe for the synchronous search on the reactor.
+    `embedding_weight` applies only when a caller also passes `semantic_scores` (the
+    `search_journal` tool does, with the semantic tier's hits fetched off the reactor).
+
     Args:
         settings (conf.Settings): Its settings.
 
     Returns:
-        dict: Keyword arguments for `search_entries` (including `embed`, see `default_embed`).
+        dict: Keyword arguments for `search_entries`.
     """
     return {
         "alpha_recency": settings.get("journal.alpha_recency", 1.0),
@@ -652,9 +699,10 @@ def search_settings(settings):
         "recency_decay": settings.get("journal.recency_decay", 0.99),
         "speaker_boost": settings.get("journal.speaker_boost", 0.6),
         "context_weight": settings.get("journal.context_weight", 0.5),
-        "embed": default_embed(settings),
-        "fusion": "score",
+        "fusion": settings.get("journal.fusion", "score"),
         "embedding_weight": settings.get("journal.embedding_weight", 0.15),
+        "relevance_gate": settings.get("journal.relevance_gate", 0.5),
+        "rerank_pool": settings.get("journal.rerank_pool", 10),
         "feedback_docs": settings.get("journal.feedback_docs", 3),
         "feedback_terms": settings.get("journal.feedback_terms", 5),
         "feedback_weight": settings.get("journal.feedback_weight", 0.2),
@@ -669,7 +717,7 @@ def search_journal(ports, query, *, limit=None, **filters):
         ports (AssistantPorts): The assistant.
         query (str): What to look for.
         limit (int, optional): Default `journal.search_limit`.
-        **filters: tags, days_back, related_to_project, min_trust, embed (see `search_entries`).
+        **filters: tags, days_back, related_to_project, min_trust (see `search_entries`).
 
     Returns:
         list: `(score, entry)` pairs, best first.

@@ -2,7 +2,9 @@
 Journal tools (seed 000, "Journal Tools"): write an entry, search the journal, review it.
 
 The work is done by `ai_assistant.memory.journal` and `ai_assistant.memory.retrieval`; these
-tools turn refusals into clear results. `search_journal` is cacheable for 300 s, so whoever owns
+tools turn refusals into clear results. `search_journal` never embeds on the reactor: its dense
+similarities come from the semantic tier's search (a Deferred run off the reactor), fused with
+BM25 into one relevance once it answers. `search_journal` is cacheable for 300 s, so whoever owns
 the `ToolCache` should call `cache.invalidate("journal")` after `add_journal_entry` or
 `review_journal` wrote something.
 """
@@ -11,12 +13,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.memory.journal import JournalError
-from ai_assistant.memory.retrieval import (
-    entry_matches_filters,
-    score_episodic_memory,
-    search_entries,
-    search_settings,
-)
+from ai_assistant.memory.retrieval import entry_matches_filters, search_entries, search_settings
 from ai_assistant.ports import parse_iso
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
 
@@ -25,6 +22,7 @@ REVIEW_LIST_MAX = 50
 REVIEW_CONTENT_CHARS = 200
 REVIEW_IMPORTANCE = 8
 MAX_SEARCH_LIMIT = 50
+SEMANTIC_FETCH = 5  # semantic hits fetched per result wanted (at least 50)
 
 _STRING_LIST = {"type": "array", "items": {"type": "string"}}
 
@@ -171,12 +169,11 @@ class SearchJournalTool(Tool):
                                                                           filters))  # fmt: skip
 
     @staticmethod
-    def _journal_search(ports, query, limit, filters):
+    def _journal_search(ports, query, limit, filters, semantic_scores=None):
         entries = journal.get_journal(ports)["entries"]
         options = search_settings(ports.settings)
-        return search_entries(
-            entries, query, now=ports.clock.now(), limit=limit, **filters, **options
-        )
+        return search_entries(entries, query, now=ports.clock.now(), limit=limit,
+                              semantic_scores=semantic_scores, **filters, **options)  # fmt: skip
 
     @staticmethod
     def _result(ports, query, mode, ranked, memories=None, note=None):
@@ -196,7 +193,8 @@ class SearchJournalTool(Tool):
     @defer.inlineCallbacks
     def _semantic_search(self, ports, query, limit, filters):
         try:
-            hits = yield ports.semantic.search(query, limit=limit * 2)
+            # over-fetch: the fusion needs similarities beyond the final top `limit`
+            hits = yield ports.semantic.search(query, limit=max(limit * SEMANTIC_FETCH, 50))
         except Exception as err:  # noqa: BLE001 - the text search still answers
             ports.log(f"{ports.name}: semantic journal search failed ({err})")
             ranked = self._journal_search(ports, query, limit, filters)
@@ -204,48 +202,23 @@ class SearchJournalTool(Tool):
                                 note="semantic memory unavailable; text search only")  # fmt: skip
 
         # After the yield: read the journal fresh.
-        now = ports.clock.now()
         entries = journal.get_journal(ports)["entries"]
-        by_id = {entry["id"]: entry for entry in entries}
-        options = search_settings(ports.settings)
-        merged = {
-            entry["id"]: (score, entry)
-            for score, entry in self._journal_search(ports, query, limit * 2, filters)
-        }
-        memories = []
+        known = {entry["id"] for entry in entries}
+        similarities, memories = {}, []
         for hit in hits or ():
             if not isinstance(hit, dict):
                 continue
             entry_id = (hit.get("metadata") or {}).get("entry_id")
-            entry = by_id.get(entry_id)
-            if entry is None:
-                if not any(filters.values()):
-                    memories.append(
-                        {
-                            "id": hit.get("id"),
-                            "memory": hit.get("memory"),
-                            "score": round(float(hit.get("score") or 0.0), 4),
-                        }
-                    )
-                continue
-            if not entry_matches_filters(entry, now, **filters):
-                continue
-            # The same weighted score as the text search, with the embedding similarity as
-            # relevance; the better of the two ways of finding an entry wins.
-            score = score_episodic_memory(
-                entry,
-                query,
-                now,
-                alpha_recency=options["alpha_recency"],
-                alpha_importance=options["alpha_importance"],
-                alpha_relevance=options["alpha_relevance"],
-                recency_decay=options["recency_decay"],
-                relevance=max(0.0, min(1.0, float(hit.get("score") or 0.0))),
-            )
-            if entry_id not in merged or merged[entry_id][0] < score:
-                merged[entry_id] = (score, entry)
-        ranked = sorted(merged.values(), key=lambda pair: (pair[0], pair[1]["id"]), reverse=True)
-        return self._result(ports, query, "semantic+hybrid", ranked[:limit], memories[:limit])
+            score = float(hit.get("score") or 0.0)
+            if entry_id in known:
+                similarities[entry_id] = max(score, similarities.get(entry_id, 0.0))
+            elif not any(filters.values()):
+                memories.append({"id": hit.get("id"), "memory": hit.get("memory"),
+                                 "score": round(score, 4)})  # fmt: skip
+        # The semantic similarities join BM25 in one relevance (score or rank fusion, share
+        # `journal.embedding_weight`), so both ways of finding an entry count in one ranking.
+        ranked = self._journal_search(ports, query, limit, filters, semantic_scores=similarities)
+        return self._result(ports, query, "semantic+hybrid", ranked, memories[:limit])
 
 
 @register
