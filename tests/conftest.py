@@ -31,3 +31,16 @@ def pytest_configure(config):
     finally:
         blocker.restore()
 pytest_plugins = ["scripted_llm"]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def synchronous_journal_embedding(monkeypatch):
+    """The search_journal tool embeds in the worker pool; tests run it synchronously."""
+    from support import sync_runner
+
+    import ai_assistant.tools.journal as journal_tools
+
+    monkeypatch.setattr(journal_tools, "EMBED_RUNNER", sync_runner)

@@ -109,7 +109,7 @@ def test_search_journal_text_mode_with_filters():
     ports = make_ports()
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "wolves"})
-    assert result["mode"] == "hybrid"
+    assert result["mode"] == "dense+hybrid"  # the local embedder joins BM25 by default
     assert [r["id"] for r in result["results"]][:2] == [3, 1]
     assert call(ports, "search_journal", {"query": "wolves", "days_back": 7})["count"] == 1
     tagged = call(ports, "search_journal", {"query": "wolves", "tags": ["danger", "town"]})
@@ -119,19 +119,37 @@ def test_search_journal_text_mode_with_filters():
     assert call(ports, "search_journal", {"query": "wolves", "limit": 1})["count"] == 1
 
 
-def test_search_journal_without_semantic_tier_does_not_embed(monkeypatch):
+def test_search_journal_embeds_only_through_the_worker_runner(monkeypatch):
     from ai_assistant.memory import retrieval
 
     def forbidden(*args, **kwargs):
         raise AssertionError("embedding computed on the calling (reactor) thread")
 
+    handed_off = []
+
+    def runner(func, *args):
+        handed_off.append(func)
+        return defer.succeed([0.0] * len(args[-1]))  # the worker's answer: no similarity
+
     monkeypatch.setattr(retrieval, "_cosine_scores", forbidden)
     monkeypatch.setattr(retrieval, "_embeddings", forbidden)
+    monkeypatch.setattr(journal_tools, "EMBED_RUNNER", runner)
     ports = make_ports(**{"journal.embedding_weight": 0.5})
     _journal_with_entries(ports)
-    # "livestock losses" shares no word with any entry: text search alone finds nothing
+    # "livestock losses" shares no word with any entry, and the (stub) embedding finds nothing
     assert call(ports, "search_journal", {"query": "livestock losses"})["count"] == 0
     assert call(ports, "search_journal", {"query": "wolves"})["count"] >= 2
+    assert handed_off == [retrieval.dense_similarities] * 2
+
+
+def test_search_journal_finds_a_paraphrase_through_the_local_embedder():
+    ports = make_ports(**{"journal.alpha_recency": 0, "journal.alpha_importance": 0})
+    _journal_with_entries(ports)
+    result = call(ports, "search_journal", {"query": "wolf attack on the flock"})
+    assert result["mode"] == "dense+hybrid" and result["results"][0]["id"] == 1
+    off = make_ports(**{"journal.embedding_weight": 0})
+    _journal_with_entries(off)
+    assert call(off, "search_journal", {"query": "livestock"})["mode"] == "hybrid"
 
 
 def test_search_journal_rejects_bad_arguments():
@@ -141,7 +159,10 @@ def test_search_journal_rejects_bad_arguments():
     assert REGISTRY.get("search_journal").run(ports, days_back=-1)["success"] is False
 
 
-def test_search_journal_merges_semantic_hits_mapped_to_entries():
+def test_search_journal_merges_semantic_hits_mapped_to_entries(monkeypatch):
+    from ai_assistant.tools import journal as journal_tools
+
+    monkeypatch.setattr(journal_tools, "default_embed", lambda settings: None)  # mem0 only
     semantic = FakeSemantic([
         {"id": "m9", "memory": "sheep were lost", "score": 0.9, "metadata": {"entry_id": 1}},
         {"id": "m7", "memory": "an old fact", "score": 0.5, "metadata": {}},
@@ -180,7 +201,8 @@ def test_search_journal_falls_back_when_semantic_fails_or_is_declined():
     ports = make_ports(semantic)
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "wolves"})
-    assert result["success"] and result["mode"] == "hybrid" and "unavailable" in result["note"]
+    assert result["success"] and result["mode"] == "dense+hybrid"
+    assert result["note"] == "semantic memory unavailable"
     semantic.error = None
     declined = call(ports, "search_journal", {"query": "wolves", "semantic": False})
     assert declined["mode"] == "hybrid" and len(semantic.searches) == 1

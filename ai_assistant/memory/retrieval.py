@@ -37,6 +37,7 @@ token lists per content, so repeated searches of a large journal cost millisecon
 
 import math
 import re
+import threading
 from collections import Counter, OrderedDict
 from operator import methodcaller
 
@@ -368,16 +369,38 @@ def _embed_key(embed):
     return (id(getattr(embed, "__func__", embed)), id(getattr(embed, "__self__", None)))
 
 
+_EMBED_LOCK = threading.Lock()
+
+
 def _embeddings(embed, texts):
     """Vectors for `texts`, computing only the ones this embed function has not seen."""
-    cache = _EMBED_CACHE.setdefault(_embed_key(embed), {})
-    missing = list(dict.fromkeys(t for t in texts if t not in cache))
+    with _EMBED_LOCK:
+        cache = _EMBED_CACHE.setdefault(_embed_key(embed), {})
+        found = {text: cache[text] for text in texts if text in cache}
+    missing = list(dict.fromkeys(text for text in texts if text not in found))
     if missing:
-        if len(cache) + len(missing) > _EMBED_CACHE_MAX:
-            cache.clear()
-        for text, vector in zip(missing, embed(missing), strict=True):
-            cache[text] = vector
-    return [cache[t] for t in texts]
+        found.update(zip(missing, embed(missing), strict=True))
+        with _EMBED_LOCK:
+            if len(cache) + len(missing) > _EMBED_CACHE_MAX:
+                cache.clear()
+            cache.update((text, found[text]) for text in missing)
+    return [found[text] for text in texts]
+
+
+def dense_similarities(embed, query, texts):
+    """
+    Cosine similarity of `query` to each of `texts` (blocking: run it in the worker pool).
+
+    Vectors of texts already seen are reused, so a journal is embedded once, entry by entry
+    as it grows.
+
+    Returns:
+        list[float]: One similarity per text.
+    """
+    if not texts:
+        return []
+    entries = [{"content": text} for text in texts]
+    return [float(value) for value in _cosine_scores(embed, query, entries)]
 
 
 def _cosine_scores(embed, query, entries):

@@ -13,8 +13,15 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.memory.journal import JournalError
-from ai_assistant.memory.retrieval import entry_matches_filters, search_entries, search_settings
+from ai_assistant.memory.retrieval import (
+    default_embed,
+    dense_similarities,
+    entry_matches_filters,
+    search_entries,
+    search_settings,
+)
 from ai_assistant.ports import parse_iso
+from ai_assistant.threads import run_blocking
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
 
 RESULT_CONTENT_CHARS = 500
@@ -22,6 +29,10 @@ REVIEW_LIST_MAX = 50
 REVIEW_CONTENT_CHARS = 200
 REVIEW_IMPORTANCE = 8
 MAX_SEARCH_LIMIT = 50
+# Runs the embedding work; the bounded worker pool in the game (tests may swap in a
+# synchronous runner).
+EMBED_RUNNER = run_blocking
+
 SEMANTIC_FETCH = 5  # semantic hits fetched per result wanted (at least 50)
 
 _STRING_LIST = {"type": "array", "items": {"type": "string"}}
@@ -163,8 +174,9 @@ class SearchJournalTool(Tool):
         limit = min(limit, MAX_SEARCH_LIMIT)
         filters = {"tags": tags, "days_back": days_back, "related_to_project": related_to_project}
         use_semantic = (semantic is None or semantic) and ports.semantic is not None
-        if use_semantic and query.strip():
-            return self._semantic_search(ports, query, limit, filters)
+        embed = default_embed(ports.settings) if semantic is None or semantic else None
+        if query.strip() and (use_semantic or embed is not None):
+            return self._fused_search(ports, query, limit, filters, use_semantic, embed)
         return self._result(ports, query, "hybrid", self._journal_search(ports, query, limit,
                                                                           filters))  # fmt: skip
 
@@ -191,34 +203,56 @@ class SearchJournalTool(Tool):
         return result
 
     @defer.inlineCallbacks
-    def _semantic_search(self, ports, query, limit, filters):
-        try:
-            # over-fetch: the fusion needs similarities beyond the final top `limit`
-            hits = yield ports.semantic.search(query, limit=max(limit * SEMANTIC_FETCH, 50))
-        except Exception as err:  # noqa: BLE001 - the text search still answers
-            ports.log(f"{ports.name}: semantic journal search failed ({err})")
-            ranked = self._journal_search(ports, query, limit, filters)
-            return self._result(ports, query, "hybrid", ranked,
-                                note="semantic memory unavailable; text search only")  # fmt: skip
-
-        # After the yield: read the journal fresh.
-        entries = journal.get_journal(ports)["entries"]
-        known = {entry["id"] for entry in entries}
-        similarities, memories = {}, []
-        for hit in hits or ():
-            if not isinstance(hit, dict):
-                continue
-            entry_id = (hit.get("metadata") or {}).get("entry_id")
-            score = float(hit.get("score") or 0.0)
-            if entry_id in known:
-                similarities[entry_id] = max(score, similarities.get(entry_id, 0.0))
-            elif not any(filters.values()):
-                memories.append({"id": hit.get("id"), "memory": hit.get("memory"),
-                                 "score": round(score, 4)})  # fmt: skip
-        # The semantic similarities join BM25 in one relevance (score or rank fusion, share
-        # `journal.embedding_weight`), so both ways of finding an entry count in one ranking.
-        ranked = self._journal_search(ports, query, limit, filters, semantic_scores=similarities)
-        return self._result(ports, query, "semantic+hybrid", ranked, memories[:limit])
+    def _fused_search(self, ports, query, limit, filters, use_semantic, embed):
+        """
+        BM25 fused with dense similarities computed off the reactor: the local embedder's
+        cosine for every journal entry (vectors cached per text, so each entry is embedded
+        once) and the semantic tier's hits mapped back to their entries.
+        """
+        similarities, memories, notes, modes = {}, [], [], []
+        if embed is not None:
+            entries = journal.get_journal(ports)["entries"]
+            ids = [entry["id"] for entry in entries]
+            texts = [entry.get("content", "") for entry in entries]
+            try:
+                cosines = yield EMBED_RUNNER(dense_similarities, embed, query, texts)
+            except Exception as err:  # noqa: BLE001 - the other ways still answer
+                ports.log(f"{ports.name}: journal embedding failed ({err})")
+                notes.append("embedding unavailable")
+            else:
+                similarities.update(zip(ids, cosines, strict=True))
+                modes.append("dense")
+        if use_semantic:
+            try:
+                # over-fetch: the fusion needs similarities beyond the final top `limit`
+                hits = yield ports.semantic.search(query, limit=max(limit * SEMANTIC_FETCH, 50))
+            except Exception as err:  # noqa: BLE001 - the text search still answers
+                ports.log(f"{ports.name}: semantic journal search failed ({err})")
+                notes.append("semantic memory unavailable")
+                hits = ()
+            else:
+                modes.append("semantic")
+            # After the yield: read the journal fresh.
+            known = {entry["id"] for entry in journal.get_journal(ports)["entries"]}
+            for hit in hits or ():
+                if not isinstance(hit, dict):
+                    continue
+                entry_id = (hit.get("metadata") or {}).get("entry_id")
+                score = float(hit.get("score") or 0.0)
+                if entry_id in known:
+                    similarities[entry_id] = max(score, similarities.get(entry_id, 0.0))
+                elif not any(filters.values()):
+                    memories.append({"id": hit.get("id"), "memory": hit.get("memory"),
+                                     "score": round(score, 4)})  # fmt: skip
+        # The similarities join BM25 in one relevance (score or rank fusion, share
+        # `journal.embedding_weight`), so every way of finding an entry counts in one ranking.
+        ranked = self._journal_search(ports, query, limit, filters,
+                                      semantic_scores=similarities or None)
+        mode = "+".join(modes + ["hybrid"])
+        note = "; ".join(notes) or None
+        if notes and not modes:
+            note += "; text search only"
+        return self._result(ports, query, mode, ranked, memories[:limit], note=note)
 
 
 @register
