@@ -10,7 +10,8 @@ source_entity=<speaker>)` with the session's date on a `FixedClock`. Each questi
 "adversarial", is left out: it has no evidence) is then asked through
 
 - `search_journal`: the real tool through `execute_tool`, journal only (no semantic tier: BM25,
-  feedback, speaker and context boosts, no embedding) and the embedded default (the journal
+  feedback, speaker and context boosts, fused with the local WordLlama similarity of every
+  entry, which the tool computes in the worker pool) and the embedded default (the journal
   consolidated into mem0 with the local WordLlama embedder, no LLM; the tool fuses mem0's
   similarities with BM25), each at the tool's real defaults (seed weights 1/1/1, seed recency,
   relevance gate) and relevance-only; journal only also with the seed's formula over every
@@ -378,6 +379,11 @@ def main(argv=None):
     parser.add_argument("--no-mem0", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "locomo.json"))
     args = parser.parse_args(argv)
+    # No reactor runs here: the tool's embedding, which the game runs in the worker pool, is
+    # run inline (same code, same vectors).
+    from ai_assistant.tools import journal as journal_tools
+
+    journal_tools.EMBED_RUNNER = sync_runner
     document = run(args.data, args.conversations, args.questions, args.mem0_turns,
                    not args.no_mem0)  # fmt: skip
     print_table(document)

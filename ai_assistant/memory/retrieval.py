@@ -544,10 +544,7 @@ def search_entries(
                                embedding_weight, feedback)  # fmt: skip
         if relevance is None:
             return []
-        # relevance is scaled so the best match is 1.0: it always passes the gate
-        positions = numpy.flatnonzero(
-            relevance >= relevance_gate if relevance_gate > 0 else relevance > 0
-        )
+        positions = numpy.flatnonzero(relevance > 0)
     elif query and not terms:
         return []
     else:
@@ -565,11 +562,35 @@ def search_entries(
         )
     if not len(positions):
         return []
-    if relevance is not None and rerank_pool and len(positions) > rerank_pool:
-        # the most relevant first, the newer among equals (as the final order breaks ties)
-        keep = numpy.lexsort((-positions, -relevance[positions]))[:rerank_pool]
-        positions = numpy.sort(positions[keep])
 
+    tail = positions[:0]
+    if relevance is not None and (relevance_gate > 0 or rerank_pool):
+        # The seed's formula reorders only the clearly relevant entries (relevance is scaled so
+        # the best match is 1.0, which always passes); the rest follow, most relevant first, so
+        # recency and importance never push an irrelevant entry above a relevant one.
+        by_relevance = positions[numpy.lexsort((-positions, -relevance[positions]))]
+        gated = by_relevance[relevance[by_relevance] >= relevance_gate]
+        head = gated[:rerank_pool] if rerank_pool else gated
+        tail = by_relevance[len(head):]
+        positions = numpy.sort(head)
+
+    scores = _formula_scores(index, entries, positions, relevance, now_epoch, recency_decay,
+                             alpha_recency, alpha_importance, alpha_relevance)  # fmt: skip
+    # best first; among equal scores the newer entry first
+    order = numpy.lexsort((-positions, -scores))[:limit]
+    ranked = [(float(scores[i]), entries[int(positions[i])]) for i in order]
+    if len(ranked) < limit and len(tail):
+        tail = tail[: limit - len(ranked)]
+        tail_scores = _formula_scores(index, entries, tail, relevance, now_epoch, recency_decay,
+                                      alpha_recency, alpha_importance, alpha_relevance)  # fmt: skip
+        ranked += [(float(score), entries[int(p)]) for score, p in zip(tail_scores, tail,
+                                                                        strict=True)]
+    return ranked
+
+
+def _formula_scores(index, entries, positions, relevance, now_epoch, recency_decay,
+                    alpha_recency, alpha_importance, alpha_relevance):  # fmt: skip
+    """The seed's weighted mean of recency, importance and relevance at `positions`."""
     ages = numpy.maximum(0.0, (now_epoch - index.epoch_array[positions]) / 3600)
     recency = numpy.nan_to_num(numpy.exp(-recency_decay * ages), nan=0.0)
     importance = (
@@ -578,14 +599,8 @@ def search_entries(
     rel = relevance[positions] if relevance is not None else numpy.zeros(len(positions))
     total = alpha_recency + alpha_importance + alpha_relevance
     if total <= 0:
-        scores = rel
-    else:
-        scores = (
-            alpha_recency * recency + alpha_importance * importance + alpha_relevance * rel
-        ) / total
-    # best first; among equal scores the newer entry first
-    order = numpy.lexsort((-positions, -scores))[:limit]
-    return [(float(scores[i]), entries[int(positions[i])]) for i in order]
+        return rel
+    return (alpha_recency * recency + alpha_importance * importance + alpha_relevance * rel) / total
 
 
 def _dense_scores(index, entries, query, embed, semantic_scores, embedding_weight):
