@@ -240,7 +240,7 @@ class LazySemanticStore:
         from twisted.internet import reactor
 
         from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
-        from ai_assistant.threads import run_blocking
+        from ai_assistant.threads import run_cpu_bound
 
         if not _shutdown_hooked:
             reactor.addSystemEventTrigger("before", "shutdown", close_all_stores)
@@ -258,7 +258,7 @@ class LazySemanticStore:
             for waiter in waiting:
                 waiter.errback(failure)
 
-        run_blocking(make_semantic_store, self._settings, None, self._key,
+        run_cpu_bound(make_semantic_store, self._settings, None, self._key,
                      log=self._log).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):

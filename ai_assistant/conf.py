@@ -44,7 +44,9 @@ DEFAULTS = {
         "global_concurrency": 4,
         "per_npc_concurrency": 1,
     },
-    "threads": {"min": 1, "max": 8},
+    # max: threads for LLM requests; cpu: threads for embeddings and the vector store;
+    # switch_interval: the interpreter's lock hand-over interval (seconds) once they start
+    "threads": {"max": 8, "cpu": 1, "switch_interval": 0.001},
     # flush_every: tick counters are written to the database every this many ticks
     "ticks": {"awake": 5, "sleep": 60, "flush_every": 12},
     "react": {

@@ -1,23 +1,32 @@
 """
-The one bounded thread pool that blocking work (LLM, embeddings, vector store) runs in.
+The bounded thread pools that blocking work runs in, off the reactor.
+
+- `run_blocking`: waiting work (LLM requests) - several threads, sized by `threads.max`;
+- `run_cpu_bound`: computing work (embeddings, the local vector store) - `threads.cpu` threads
+  (default 1). Python threads share one interpreter lock with the reactor: every busy
+  computing thread is one more contender the reactor must win the lock from before it can
+  answer a player, so computing work queues on few threads instead of running on many.
 
 Twisted's default pool is shared with Evennia's logger, so a burst of slow LLM calls there would
-stall logging; this pool is ours alone and sized by the `threads` setting. Work submitted here
-must not touch `db` attributes: it returns values, and callbacks on the reactor thread write.
+stall logging; these pools are ours alone. Work submitted here must not touch `db` attributes:
+it returns values, and callbacks on the reactor thread write.
 
-Its threads are daemon threads and shutdown does not wait for them: an LLM call can take a
-minute, and a Server that lingers after `evennia reload` collides with its own restart. Work cut
-off that way loses nothing - state only changes in reactor callbacks, which never ran, and the
-work is retried idempotently after the restart.
+When the pools start, the interpreter's switch interval is lowered to `threads.switch_interval`
+(default 1 ms, Python's is 5 ms) so that a computing thread hands the lock back to the reactor
+sooner. Their threads are daemon threads and shutdown does not wait for them: an LLM call can
+take a minute, and a Server that lingers after `evennia reload` collides with its own restart.
+Work cut off that way loses nothing - state only changes in reactor callbacks, which never ran,
+and the work is retried idempotently after the restart.
 """
 
+import sys
 import threading
 
 from twisted.internet import reactor
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-_pool = None
+_pools = {}
 _lock = threading.Lock()
 
 
@@ -27,59 +36,78 @@ def _daemon_thread(*args, **kwargs):
     return thread
 
 
-def get_pool(min_threads=1, max_threads=8):
+def _settings():
+    try:
+        from ai_assistant.conf import Settings
+
+        return Settings()
+    except Exception:  # settings unavailable (no Django): the defaults
+        from ai_assistant.conf import DEFAULTS, Settings
+
+        return Settings(DEFAULTS)
+
+
+def get_pool(kind="io"):
     """
-    The shared pool, started on first use and stopped when the reactor shuts down.
+    A shared pool, started on first use and stopped when the reactor shuts down.
 
     Args:
-        min_threads (int): Threads kept alive.
-        max_threads (int): Upper bound on concurrent blocking calls.
+        kind (str): "io" (waiting work) or "cpu" (computing work).
 
     Returns:
         ThreadPool: The running pool.
     """
-    global _pool
     with _lock:
-        if _pool is None:
-            try:
-                from ai_assistant.conf import Settings
-
-                settings = Settings()
-                min_threads = settings.get("threads.min", min_threads)
-                max_threads = settings.get("threads.max", max_threads)
-            except Exception:  # settings unavailable: keep the arguments
-                pass
-            _pool = ThreadPool(minthreads=min_threads, maxthreads=max_threads, name="ai_assistant")
-            _pool.threadFactory = _daemon_thread
-            _pool.start()
+        pool = _pools.get(kind)
+        if pool is None:
+            settings = _settings()
+            size = settings.get("threads.max", 8) if kind == "io" else settings.get(
+                "threads.cpu", 1)
+            interval = settings.get("threads.switch_interval", 0.001)
+            if interval and interval < sys.getswitchinterval():
+                sys.setswitchinterval(interval)
+            pool = ThreadPool(minthreads=min(1, size), maxthreads=max(1, size),
+                              name=f"ai_assistant-{kind}")
+            pool.threadFactory = _daemon_thread
+            pool.start()
+            _pools[kind] = pool
             reactor.addSystemEventTrigger("during", "shutdown", stop_pool, wait=False)
-        return _pool
+        return pool
 
 
 def stop_pool(wait=True):
     """
-    Stop the pool. Safe to call more than once.
+    Stop the pools. Safe to call more than once.
 
     Args:
         wait (bool): Wait for running work to finish (tests); at shutdown it does not.
     """
-    global _pool
     with _lock:
-        pool, _pool = _pool, None
-    if pool is None:
-        return
-    if wait:
-        pool.stop()
-    else:
-        # no join: idle workers exit now, busy ones die with the process (daemon threads)
-        threading.Thread(target=pool.stop, name="ai_assistant-pool-stop", daemon=True).start()
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        if wait:
+            pool.stop()
+        else:
+            # no join: idle workers exit now, busy ones die with the process (daemon threads)
+            threading.Thread(target=pool.stop, name="ai_assistant-pool-stop", daemon=True).start()
 
 
 def run_blocking(func, *args, **kwargs):
     """
-    Run `func(*args, **kwargs)` in the pool.
+    Run waiting work (an LLM request) `func(*args, **kwargs)` in the I/O pool.
 
     Returns:
         Deferred: Fires on the reactor thread with the return value (or the exception).
     """
-    return deferToThreadPool(reactor, get_pool(), func, *args, **kwargs)
+    return deferToThreadPool(reactor, get_pool("io"), func, *args, **kwargs)
+
+
+def run_cpu_bound(func, *args, **kwargs):
+    """
+    Run computing work (embedding, vector search) `func(*args, **kwargs)` in the CPU pool.
+
+    Returns:
+        Deferred: Fires on the reactor thread with the return value (or the exception).
+    """
+    return deferToThreadPool(reactor, get_pool("cpu"), func, *args, **kwargs)

@@ -609,7 +609,7 @@ def set_embedding(embedder=None, runner=None):
     Args:
         embedder (LocalEmbedder, optional): None restores the configured one.
         runner (callable, optional): `runner(func, *args) -> Deferred`; None restores
-            `threads.run_blocking`.
+            `threads.run_cpu_bound`.
 
     Returns:
         dict: The previous `{"embedder", "runner"}`, to restore later.
@@ -645,5 +645,5 @@ def embed_texts(ports, texts, *, embedder=None, runner=None):
         return defer.fail(err)
     runner = runner or _EMBEDDING["runner"]
     if runner is None:
-        from ai_assistant.threads import run_blocking as runner
+        from ai_assistant.threads import run_cpu_bound as runner
     return runner(model.embed, list(texts))

@@ -17,7 +17,7 @@ Rules this module keeps:
   shares one `mem0.Memory` per data folder (reference-counted); each assistant sees it through
   its own `SemanticMemory`, scoped by its key (mem0 `user_id`), so one NPC never reads or
   deletes another's memories.
-- Every mem0 call runs off the reactor through `runner` (the bounded pool's `run_blocking` by
+- Every mem0 call runs off the reactor through `runner` (the bounded CPU pool's `run_cpu_bound` by
   default) and returns a Deferred; calls on one shared store are serialised by a lock because
   the local qdrant client is not meant for concurrent writers.
 - `search` asks mem0 for every candidate (threshold 0: its default 0.1 drops true hits from a
@@ -178,9 +178,9 @@ def _close_memory(memory):
 
 
 def _default_runner(func, *args, **kwargs):
-    from ai_assistant.threads import run_blocking
+    from ai_assistant.threads import run_cpu_bound
 
-    return run_blocking(func, *args, **kwargs)
+    return run_cpu_bound(func, *args, **kwargs)
 
 
 class SemanticMemory:

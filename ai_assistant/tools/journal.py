@@ -21,7 +21,7 @@ from ai_assistant.memory.retrieval import (
     search_settings,
 )
 from ai_assistant.ports import parse_iso
-from ai_assistant.threads import run_blocking
+from ai_assistant.threads import run_cpu_bound
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
 
 RESULT_CONTENT_CHARS = 500
@@ -31,7 +31,7 @@ REVIEW_IMPORTANCE = 8
 MAX_SEARCH_LIMIT = 50
 # Runs the embedding work; the bounded worker pool in the game (tests may swap in a
 # synchronous runner).
-EMBED_RUNNER = run_blocking
+EMBED_RUNNER = run_cpu_bound
 
 SEMANTIC_FETCH = 5  # semantic hits fetched per result wanted (at least 50)
 
