@@ -139,7 +139,9 @@ class AssistantScript(DefaultScript):
         state.set("tick_count", count)
         if count % max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every", 12))) == 0:
             state.flush()
-        self._start_work()
+        # TICKER_HANDLER calls every assistant on the same interval in one reactor turn: each
+        # starts its work in a turn of its own, so players' commands get in between them
+        reactor.callLater(0, self._start_work_if_idle)
         return None
 
     def at_server_reload(self):

@@ -319,7 +319,8 @@ class JournalIndex:
 _TERM_CACHE = {}
 _TERM_CACHE_MAX = 100_000
 _INDEX_CACHE = OrderedDict()
-_INDEX_CACHE_MAX = 8
+# one journal per assistant: a game with many assistants must not evict them in turn
+_INDEX_CACHE_MAX = 128
 
 
 def _term_counts(content):

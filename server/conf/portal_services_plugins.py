@@ -21,4 +21,10 @@ def start_plugin_services(portal):
 
     portal - a reference to the main portal application.
     """
-    pass
+    from evennia.server.portal.amp import AMPMultiConnectionProtocol
+    from evennia.server.portal.telnet import TelnetProtocol
+
+    from server.conf.tcp_nodelay import no_delay
+
+    no_delay(TelnetProtocol)
+    no_delay(AMPMultiConnectionProtocol)

@@ -21,4 +21,13 @@ def start_plugin_services(server):
 
     server - a reference to the main server application.
     """
-    pass
+    import evennia
+    from evennia.server.amp_client import AMPServerClientProtocol
+
+    from server.conf.tcp_nodelay import no_delay
+
+    no_delay(AMPServerClientProtocol)  # reconnections after a Portal restart
+    protocol = getattr(evennia.EVENNIA_SERVER_SERVICE, "amp_protocol", None)
+    transport = getattr(protocol, "transport", None)
+    if transport is not None and hasattr(transport, "setTcpNoDelay"):
+        transport.setTcpNoDelay(True)  # the link made before plugins start
