@@ -217,6 +217,13 @@ def main(argv=None):
     parser.add_argument("--out", default=str(RESULTS / "ticks.json"))
     args = parser.parse_args(argv)
     sizes = tuple(int(size) for size in args.sizes.split(","))
+    # No reactor runs here: the tool's embedding, which the game runs in the CPU worker pool, is
+    # run inline, so `search_journal` below is the whole search, embedding included.
+    from twisted.internet import defer
+
+    from ai_assistant.tools import journal as journal_tools
+
+    journal_tools.EMBED_RUNNER = defer.maybeDeferred
     document = run(sizes, args.repeat)
     print_table(document)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

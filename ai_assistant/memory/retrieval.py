@@ -388,20 +388,49 @@ def _embeddings(embed, texts):
     return [found[text] for text in texts]
 
 
-def dense_similarities(embed, query, texts):
+_MATRICES = {}  # (embed function, journal owner) -> (texts, unit-row matrix) last scored
+
+
+def _unit_rows(vectors):
+    matrix = numpy.asarray(vectors, dtype=numpy.float32)
+    norms = numpy.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def _matrix(embed, texts, owner):
+    """The unit vectors of `texts` as one matrix, extended (not rebuilt) as a journal grows."""
+    key = (_embed_key(embed), owner)
+    with _EMBED_LOCK:
+        known_texts, matrix = _MATRICES.get(key, ((), None))
+    if known_texts == texts:
+        return matrix
+    if matrix is not None and len(texts) > len(known_texts) and (
+            texts[: len(known_texts)] == known_texts):
+        matrix = numpy.vstack([matrix, _unit_rows(_embeddings(embed, texts[len(known_texts):]))])
+    else:
+        matrix = _unit_rows(_embeddings(embed, texts))
+    with _EMBED_LOCK:
+        _MATRICES[key] = (texts, matrix)
+    return matrix
+
+
+def dense_similarities(embed, query, texts, owner=None):
     """
     Cosine similarity of `query` to each of `texts` (blocking: run it in the worker pool).
 
-    Vectors of texts already seen are reused, so a journal is embedded once, entry by entry
-    as it grows.
+    Vectors of texts already seen are reused, and the matrix of the last texts scored for
+    `owner` (e.g. the assistant's key) is kept and extended, so a growing journal costs one
+    embedding per new entry and one matrix product per query.
 
     Returns:
         list[float]: One similarity per text.
     """
+    texts = tuple(texts)
     if not texts:
         return []
-    entries = [{"content": text} for text in texts]
-    return [float(value) for value in _cosine_scores(embed, query, entries)]
+    vector = _unit_rows([embed([query])[0]])[0]
+    return (_matrix(embed, texts, owner) @ vector).tolist()
 
 
 def _cosine_scores(embed, query, entries):

@@ -215,7 +215,7 @@ class SearchJournalTool(Tool):
             ids = [entry["id"] for entry in entries]
             texts = [entry.get("content", "") for entry in entries]
             try:
-                cosines = yield EMBED_RUNNER(dense_similarities, embed, query, texts)
+                cosines = yield EMBED_RUNNER(dense_similarities, embed, query, texts, ports.key)
             except Exception as err:  # noqa: BLE001 - the other ways still answer
                 ports.log(f"{ports.name}: journal embedding failed ({err})")
                 notes.append("embedding unavailable")
