@@ -47,7 +47,8 @@ DEFAULTS = {
     # max: threads for LLM requests; cpu: threads for embeddings and the vector store;
     # switch_interval: the interpreter's lock hand-over interval (seconds) once they start
     "threads": {"max": 8, "cpu": 1, "switch_interval": 0.001},
-    # flush_every: tick counters are written to the database every this many ticks
+    # flush_every: changed state is written to the database every this many awake ticks
+    # (and on every sleep tick, mode change, reload and shutdown)
     "ticks": {"awake": 5, "sleep": 60, "flush_every": 12},
     "react": {
         "max_iterations_per_tick": 5,

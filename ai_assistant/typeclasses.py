@@ -137,7 +137,9 @@ class AssistantScript(DefaultScript):
             return None
         count = (state.get("tick_count") or 0) + 1
         state.set("tick_count", count)
-        if count % max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every", 12))) == 0:
+        # flush every few awake ticks (a minute at 5 s) and every sleep tick (one a minute)
+        flush_every = max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every", 12)))
+        if count % flush_every == 0 or self.obj.operating_mode == "sleep":
             state.flush()
         # TICKER_HANDLER calls every assistant on the same interval in one reactor turn: each
         # starts its work in a turn of its own, so players' commands get in between them

@@ -65,6 +65,9 @@ class TestAssistantShell(EvenniaCommandTest):
         assert self.npc.ai_ports().state.get("tick_count") == 13
         self.script.at_server_reload()
         assert self.script.attributes.get("tick_count") == 13
+        self.script.set_mode("sleep", "test")
+        self.script.at_assistant_tick()  # asleep, every tick is flushed (one a minute)
+        assert self.script.attributes.get("tick_count") == 14
 
     def test_mode_switch_swaps_the_ticker_and_tells_the_room(self):
         self.script.set_mode("sleep", "test")
