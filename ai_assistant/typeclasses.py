@@ -112,12 +112,12 @@ class AssistantScript(DefaultScript):
         current = state.get("operating_mode") or "awake"
         if current == target:
             return False
-        state.flush()
         state.set("operating_mode", target)
         history = list(state.get("mode_history") or [])
         history.append({"from": current, "to": target, "reason": reason,
                         "time": iso(self.obj.ai_ports().clock.now())})
         state.set("mode_history", history[-20:])
+        state.flush()  # a mode change (and all before it) reaches the database at once
         self.subscribe()
         logger.log_info(f"[ai_assistant] {self.obj.key}: {current} -> {target} ({reason})")
         if self.obj.location:

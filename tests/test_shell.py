@@ -71,6 +71,7 @@ class TestAssistantShell(EvenniaCommandTest):
 
     def test_mode_switch_swaps_the_ticker_and_tells_the_room(self):
         self.script.set_mode("sleep", "test")
+        assert self.script.attributes.get("operating_mode") == "sleep"  # written at once
         keys = tickers_of(self.npc)
         assert [key[3] for key in keys] == [60]
         assert self.script.set_mode("sleep", "again") is False
