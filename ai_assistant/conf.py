@@ -85,6 +85,8 @@ DEFAULTS = {
         # Relevance boosts of the episodic search (memory/retrieval.py).
         "speaker_boost": 0.6,
         "context_weight": 0.5,
+        # entries from the time a query names ("on 9 May", "yesterday"): memory/time_references.py
+        "time_boost": 1.0,
         # Fusion of BM25 with the local embedder's cosine (0 turns embeddings off), and
         # pseudo-relevance feedback (terms of the top entries re-query the journal).
         "embedding_weight": 0.15,

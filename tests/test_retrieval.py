@@ -42,6 +42,26 @@ def test_tokenize_normalises_case_punctuation_stopwords_and_word_forms():
     assert tokenize("the of and") == []
 
 
+def test_irregular_word_forms_meet_their_lemma():
+    assert tokenize("went bought children made saw") == tokenize("go buy child make see")
+    # words the lemma tables do not know still lose their suffixes
+    assert tokenize("Xeonoblades") == ["xeonoblad"]
+
+
+def test_a_question_finds_the_irregular_form_it_asks_about():
+    entries = [
+        entry(1, "These figurines I bought yesterday remind me of family.", source_entity="Mel"),
+        entry(2, "We buy a lot of paint.", source_entity="Bob"),
+        entry(3, "The children went to the museum.", source_entity="Mel"),
+    ]
+    results = search_entries(entries, "What figurines did Mel buy?", now=NOW, context_weight=0,
+                             **RELEVANCE_ONLY)  # fmt: skip
+    assert results[0][1]["id"] == 1
+    results = search_entries(entries, "Where did the child go?", now=NOW, context_weight=0,
+                             **RELEVANCE_ONLY)  # fmt: skip
+    assert [r[1]["id"] for r in results] == [3]
+
+
 def test_seed_keyword_overlap_is_kept():
     assert relevance_keyword_overlap("alice dragon", "Alice fought the dragon.") == 0.5
     assert relevance_keyword_overlap("", "anything") == 0.0
@@ -259,3 +279,71 @@ def test_ten_thousand_entries_search_speed_is_reported(capsys):
     per_query = (time.perf_counter() - start) / 4 * 1000
     with capsys.disabled():
         print(f"\n10,000-entry journal search: {per_query:.1f} ms per query")
+
+
+def dated(id, content, moment, **extra):
+    item = entry(id, content, **extra)
+    item["timestamp"] = iso(moment)
+    return item
+
+
+def test_entries_from_the_time_the_query_names_are_favoured():
+    entries = [
+        dated(1, "I made coconut ice cream, so tasty", datetime(2022, 11, 9, 15, tzinfo=UTC)),
+        dated(2, "I made a pie, so tasty", datetime(2022, 11, 20, 15, tzinfo=UTC)),
+        dated(3, "I made a cake, so tasty", datetime(2022, 10, 1, 15, tzinfo=UTC)),
+    ]
+    question = "What did you make on 9 November, 2022?"
+    ranked = search_entries(entries, question, now=NOW, context_weight=0, time_boost=1.0,
+                            **RELEVANCE_ONLY)  # fmt: skip
+    assert ranked[0][1]["id"] == 1
+    assert ranked[0][0] == pytest.approx(1.0)
+    assert ranked[1][0] < 0.75  # the others: no bonus, still candidates
+    # a month, and a month in any year
+    assert search_entries(entries, "What did you make in October?", now=NOW, time_boost=1.0,
+                          context_weight=0, **RELEVANCE_ONLY)[0][1]["id"] == 3  # fmt: skip
+    # off: the date words are only words, and no entry contains them
+    off = search_entries(entries, question, now=NOW, context_weight=0, time_boost=0.0,
+                         **RELEVANCE_ONLY)  # fmt: skip
+    assert off[0][0] == pytest.approx(off[1][0])
+
+
+def test_the_date_words_leave_the_text_match():
+    entries = [
+        dated(1, "The November storm flooded the cellar", datetime(2022, 3, 1, tzinfo=UTC)),
+        dated(2, "The cellar was dry and quiet", datetime(2022, 11, 9, tzinfo=UTC)),
+    ]
+    ranked = search_entries(entries, "What was the cellar like on 9 November 2022?", now=NOW,
+                            context_weight=0, time_boost=1.0, **RELEVANCE_ONLY)  # fmt: skip
+    assert ranked[0][1]["id"] == 2
+    # a time that matches no entry leaves the query as it was
+    ranked = search_entries(entries, "What was the cellar like in November 1999?", now=NOW,
+                            context_weight=0, time_boost=1.0, **RELEVANCE_ONLY)  # fmt: skip
+    assert ranked[0][1]["id"] == 1
+
+
+def test_a_question_about_a_time_alone_lists_that_time():
+    entries = [
+        dated(1, "Bob sold me a lantern", NOW - timedelta(days=1, hours=2)),
+        dated(2, "A dragon flew over the market", NOW - timedelta(days=1, hours=1)),
+        dated(3, "It rained all day", NOW - timedelta(days=3)),
+        dated(4, "Something happened at the mill", NOW - timedelta(days=5)),
+    ]
+    ranked = search_entries(entries, "What happened yesterday?", now=NOW, time_boost=1.0,
+                            context_weight=0)  # fmt: skip
+    assert {r[1]["id"] for r in ranked[:2]} == {1, 2}
+    assert [r[1]["id"] for r in ranked][2:] == [4]  # the word match from another day follows
+    # with neighbouring context (the default) yesterday still comes first
+    ranked = search_entries(entries, "What happened yesterday?", now=NOW, time_boost=1.0)
+    assert {r[1]["id"] for r in ranked[:2]} == {1, 2}
+    assert search_entries(entries, "yesterday?", now=NOW, time_boost=1.0)
+    assert {r[1]["id"] for r in search_entries(entries, "yesterday?", now=NOW,
+                                               time_boost=1.0)} == {1, 2}  # fmt: skip
+
+
+def test_time_boost_is_a_setting():
+    from ai_assistant.conf import Settings
+
+    assert retrieval.search_settings(Settings())["time_boost"] == 1.0
+    options = retrieval.search_settings(Settings(overrides={"journal.time_boost": 0}))
+    assert options["time_boost"] == 0

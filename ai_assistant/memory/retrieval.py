@@ -12,9 +12,11 @@ The score of an entry is the seed's (Generative Agents') weighted mean of three 
   defaults recency only separates the last hour or so.
 - importance = importance / 10.
 - relevance in [0, 1]: by default BM25 over the journal (tokenised, lower-cased, stop words
-  dropped, lightly stemmed), scaled so the best match of the query is 1.0, with two boosts that
-  help conversational memories: entries whose `source_entity` is named in the query (the
-  speaker), and entries next to a strong match (context: the answer is often the next turn).
+  dropped, lemmatised then lightly stemmed), scaled so the best match of the query is 1.0, with
+  three boosts that help conversational memories: entries whose `source_entity` is named in the
+  query (the speaker), entries written at the time the query names ("on 9 May", "last week";
+  see `time_references`), and entries next to a strong match (context: the answer is often the
+  next turn).
   Dense similarities can be fused in (normalised-score fusion by default, or reciprocal-rank
   fusion): `semantic_scores` (`{entry id: similarity}`, e.g. the semantic tier's hits, which the
   `search_journal` tool fetches off the reactor) or an `embed(texts) -> list[vector]` function
@@ -42,8 +44,10 @@ from collections import Counter, OrderedDict
 from operator import methodcaller
 
 import numpy
+from lemminflect import getAllLemmas
 
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.time_references import find_time_references, strip_spans, window_mask
 from ai_assistant.ports import parse_iso
 
 # ----------------------------------------------------------------------------------------------
@@ -68,14 +72,35 @@ _APOSTROPHE = re.compile(r"['’]")
 _WORD = re.compile(r"[a-z0-9]+")
 _STEM_CACHE = {}
 _STEM_CACHE_MAX = 200_000
+_LEMMA_ORDER = ("VERB", "NOUN", "ADJ", "ADV")
+# LemmInflect reads its tables on first use (~0.2 s): do it at import (server start), not in
+# the first search on the reactor.
+getAllLemmas("went")
+
+
+def lemma(word):
+    """
+    The dictionary form of an English word ("went" -> "go", "bought" -> "buy", "children" ->
+    "child"), from LemmInflect's lookup tables; the word itself when they do not know it.
+
+    A word that can be several parts of speech takes its verb lemma first, then its noun
+    lemma ("saw" -> "see", "painting" -> "paint"): in what people tell an assistant, the verb
+    reading is the common one, and it is what a question about the deed needs.
+    """
+    found = getAllLemmas(word)
+    for part_of_speech in _LEMMA_ORDER:
+        if part_of_speech in found:
+            return found[part_of_speech][0]
+    return word
 
 
 def stem(word):
     """
-    A light suffix stripper (plurals, -ing, -ed, -ly, final e), enough to match word forms.
+    The word's lemma (irregular forms included), then a light suffix stripper (plurals, -ing,
+    -ed, -ly, final e) for the words the lemma tables do not know.
 
-    It is deliberately simple and consistent rather than linguistically exact: "painting",
-    "painted" and "paints" all become "paint"; "making" and "make" both become "mak".
+    It is deliberately consistent rather than linguistically exact: "painting", "painted" and
+    "paints" all become "paint"; "making", "made" and "make" all become "mak".
 
     Args:
         word (str): A lower-case word.
@@ -87,6 +112,7 @@ def stem(word):
     if cached is not None:
         return cached
     original = word
+    word = lemma(word).lower()
     if len(word) > 3 and not word.isdigit():
         if word.endswith("ies") and len(word) > 4:
             word = word[:-3] + "y"
@@ -215,6 +241,7 @@ def _combine(recency, importance, relevance, a_rec, a_imp, a_rel):
 BM25_K1 = 0.9
 BM25_B = 0.4
 CONTEXT_RADIUS = 2  # neighbours on each side that inherit relevance (halving per step)
+TIME_FLOOR = 0.05  # share of the best match an entry from the named time gets at least
 
 
 class JournalIndex:
@@ -514,6 +541,7 @@ def search_entries(
     feedback_weight=0.3,
     relevance_gate=0.0,
     rerank_pool=None,
+    time_boost=0.0,
 ):
     """
     Rank journal entries for a query (see the module doc for the score).
@@ -544,6 +572,9 @@ def search_entries(
         relevance_gate (float): With a query, only entries whose relevance is at least this
             share of the best one's are scored (0 keeps every entry with relevance > 0).
         rerank_pool (int, optional): With a query, only the this many most relevant of them.
+        time_boost (float): Relevance bonus (x(1+boost)) for entries written in the days,
+            months or years the query names ("on 9 May", "last week", "yesterday"; see
+            `time_references`); those words then leave the text match. 0 turns it off.
 
     Returns:
         list: `(score, entry)` pairs, best first.
@@ -557,6 +588,15 @@ def search_entries(
     project = str(related_to_project).lower() if related_to_project else None
 
     query = str(query or "").strip()
+    in_window = None
+    if query and time_boost > 0:
+        windows, spans = find_time_references(query, now)
+        if windows:
+            offset = now.utcoffset()
+            mask = window_mask(windows, index.epoch_array, offset.total_seconds() if offset else 0)
+            if mask.any():
+                in_window = mask
+                query = strip_spans(query, spans)
     query_words = words(query)
     named = index.speaker_names.intersection(query_words) if query_words else frozenset()
     # A speaker's name says whose entries to favour; it is not a content word to match
@@ -567,18 +607,19 @@ def search_entries(
 
     size = len(entries)
     relevance = None
-    if query and alpha_relevance > 0:
+    # a query that names only a time ("yesterday?") lists that time by recency and importance
+    if query and alpha_relevance > 0 and (terms or in_window is None):
         feedback = (feedback_docs, feedback_terms, feedback_weight)
         dense = _dense_scores(index, entries, query, embed, semantic_scores, embedding_weight)
         relevance = _relevance(index, terms, named, dense, speaker_boost, context_weight, fusion,
-                               embedding_weight, feedback)  # fmt: skip
+                               embedding_weight, feedback, in_window, time_boost)  # fmt: skip
         if relevance is None:
             return []
         positions = numpy.flatnonzero(relevance > 0)
-    elif query and not terms:
+    elif query and not terms and in_window is None:
         return []
     else:
-        positions = numpy.arange(size)
+        positions = numpy.flatnonzero(in_window) if in_window is not None else numpy.arange(size)
 
     if tag_set or project or since_epoch is not None or min_trust is not None:
         epochs = index.epochs
@@ -648,13 +689,22 @@ def _dense_scores(index, entries, query, embed, semantic_scores, embedding_weigh
 
 
 def _relevance(index, terms, named, dense, speaker_boost, context_weight, fusion,
-               embedding_weight, feedback=(0, 0, 0.0)):  # fmt: skip
+               embedding_weight, feedback=(0, 0, 0.0), in_window=None, time_boost=0.0):  # fmt: skip
     """Relevance 0-1 of every entry (array), or None when nothing is relevant."""
     raw = index.bm25(terms)
     if feedback[0] and feedback[1] and feedback[2] and raw.any():
         raw = raw + index.bm25_weighted(_feedback_terms(index, raw, set(terms), *feedback))
     if dense is not None and embedding_weight > 0:
         raw = _fuse(raw, dense, fusion, embedding_weight)
+    if in_window is not None:
+        # Entries from the time the query names are favoured, and all of them are candidates:
+        # with a small floor where other entries of that time match the words, and as good
+        # as the best match where none does ("what happened yesterday?" is about yesterday,
+        # not about every entry that says "happened").
+        best = raw.max() or 1.0
+        floor = TIME_FLOOR * best if raw[in_window].any() else best
+        raw = numpy.where(in_window, numpy.maximum(raw, floor), raw)
+        raw[in_window] *= 1.0 + time_boost
     if not raw.any():
         return None
     if named and speaker_boost:
@@ -774,6 +824,7 @@ def search_settings(settings):
         "feedback_docs": settings.get("journal.feedback_docs", 3),
         "feedback_terms": settings.get("journal.feedback_terms", 5),
         "feedback_weight": settings.get("journal.feedback_weight", 0.2),
+        "time_boost": settings.get("journal.time_boost", 1.0),
     }
 
 
