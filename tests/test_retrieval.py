@@ -254,8 +254,14 @@ def test_the_synchronous_search_never_embeds(monkeypatch):
 def test_index_is_cached_per_journal_version():
     entries = [entry(1, "alpha"), entry(2, "beta")]
     first = retrieval.get_index(entries)
-    assert retrieval.get_index([dict(e) for e in entries]) is first
-    assert retrieval.get_index(entries + [entry(3, "gamma")]) is not first
+    assert retrieval.get_index(list(entries)) is first  # the same entries
+    grown = retrieval.get_index(entries + [entry(3, "gamma alpha")])
+    assert grown is not first and grown.size == 3
+    assert grown.bm25(["gamma"]).tolist()[:2] == [0.0, 0.0]
+    # entries read back from storage are new objects: a new index, with the same content
+    reloaded = retrieval.get_index([dict(e) for e in entries])
+    assert reloaded is not first
+    assert reloaded.bm25(["alpha"]).tolist() == first.bm25(["alpha"]).tolist()
 
 
 def test_ten_thousand_entries_search_speed_is_reported(capsys):

@@ -35,6 +35,7 @@ unimportant, unconsolidated entries in small batches (seed: importance <= 3 and 
 10 per call, consolidated entries preserved).
 """
 
+import heapq
 from datetime import timedelta
 
 from ai_assistant.memory.importance import (
@@ -286,8 +287,8 @@ def add_entry(
     return entry
 
 
-def _prune_order(journal):
-    """Entries in the order auto-prune removes them (see the module doc)."""
+def _first_to_prune(journal, count):
+    """Positions of the `count` entries auto-prune removes first (see the module doc)."""
     consolidated = set(journal.get("consolidated_entry_ids") or ())
     entries = journal["entries"]
 
@@ -299,7 +300,8 @@ def _prune_order(journal):
             return (0, 0, position)
         return (1, entry.get("importance", 0), position)
 
-    return sorted(range(len(entries)), key=rank)
+    # no full sort: a full journal drops one entry per add
+    return heapq.nsmallest(count, range(len(entries)), key=rank)
 
 
 def auto_prune(journal):
@@ -315,7 +317,7 @@ def auto_prune(journal):
     excess = len(journal["entries"]) - max(1, int(journal.get("max_entries") or 1))
     if excess <= 0:
         return []
-    doomed = set(_prune_order(journal)[:excess])
+    doomed = set(_first_to_prune(journal, excess))
     removed = [journal["entries"][i]["id"] for i in sorted(doomed)]
     journal["entries"] = [e for i, e in enumerate(journal["entries"]) if i not in doomed]
     _forget_consolidated(journal, removed)

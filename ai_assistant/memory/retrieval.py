@@ -33,8 +33,10 @@ little relevance, and the seed's recency/importance would otherwise decide among
 `relevance_gate=0` and no pool the seed's formula applies to every entry with relevance > 0.
 An empty query ranks every entry by recency and importance (a "recent and important" listing).
 
-The BM25 index of a journal is cached per journal version (ids, contents, timestamps), and
-token lists per content, so repeated searches of a large journal cost milliseconds.
+The BM25 index of a journal is cached per journal version (its list of entry objects), and
+the terms of each content are kept across versions, so repeated searches of a large journal
+cost milliseconds and a journal that changed is re-indexed in tens of milliseconds at 10,000
+entries.
 """
 
 import math
@@ -249,7 +251,9 @@ class JournalIndex:
     BM25 postings and per-entry facts of one journal version.
 
     Each posting holds the entry's full BM25 weight for the term (idf times the saturated,
-    length-normalised term frequency), so a query only sums the postings of its terms.
+    length-normalised term frequency), so a query only sums the postings of its terms. The
+    build is vectorised over per-content term arrays cached across versions, so a journal that
+    changed by one entry is re-indexed in milliseconds even at 10,000 entries.
 
     Args:
         entries (list): Journal entries, oldest first.
@@ -260,49 +264,59 @@ class JournalIndex:
         k1 = BM25_K1 if k1 is None else k1
         b = BM25_B if b is None else b
         self.size = len(entries)
-        self.epochs = []
-        self.speakers = []
-        counts = []
-        for entry in entries:
-            counts.append(_term_counts(entry.get("content", "")))
-        self.doc_terms = [tuple(c) for c in counts]
-        for entry in entries:
-            moment = parse_iso(entry.get("timestamp"))
-            self.epochs.append(moment.timestamp() if moment else None)
-            entity = entry.get("source_entity")
-            self.speakers.append(frozenset(words(entity)) if entity else frozenset())
-        lengths = [sum(c.values()) for c in counts]
-        average = (sum(lengths) / len(lengths)) if lengths else 1.0
-        average = average or 1.0
-        frequency = Counter()
-        for c in counts:
-            frequency.update(c.keys())
-        idf = {
-            term: math.log(1 + (self.size - n + 0.5) / (n + 0.5)) for term, n in frequency.items()
-        }
-        postings = {}
-        for position, (c, length) in enumerate(zip(counts, lengths, strict=True)):
-            norm = k1 * (1 - b + b * length / average)
-            for term, tf in c.items():
-                weight = idf[term] * tf * (k1 + 1) / (tf + norm)
-                postings.setdefault(term, ([], []))
-                postings[term][0].append(position)
-                postings[term][1].append(weight)
-        self.postings = {
-            term: (numpy.asarray(where, dtype=numpy.int64), numpy.asarray(weights, dtype=float))
-            for term, (where, weights) in postings.items()
-        }
-        self.epoch_array = numpy.asarray(
-            [numpy.nan if e is None else e for e in self.epochs], dtype=float
-        )
+        documents = [_document(content) for content in map(methodcaller("get", "content", ""),
+                                                             entries)]  # fmt: skip
+        self.doc_terms = [document.terms for document in documents]
+        self.epochs = [_epoch(t) for t in map(methodcaller("get", "timestamp"), entries)]
+        self.epoch_array = numpy.array(self.epochs, dtype=float)  # None -> nan
+        self.positions = {entry_id: position for position, entry_id in
+                          enumerate(map(methodcaller("get", "id"), entries))}  # fmt: skip
+        self._build_postings(documents, k1, b)
+        self._build_speakers(entries)
+
+    def _build_postings(self, documents, k1, b):
+        sizes = numpy.fromiter((len(d.ids) for d in documents), numpy.int64, self.size)
+        lengths = numpy.fromiter((d.length for d in documents), float, self.size)
+        average = (lengths.mean() if self.size else 1.0) or 1.0
+        term_ids = numpy.concatenate([d.ids for d in documents]) if documents else _NO_IDS
+        frequencies = numpy.concatenate([d.counts for d in documents]) if documents else _NO_TF
+        owners = numpy.repeat(numpy.arange(self.size), sizes)
+        norms = k1 * (1 - b + b * lengths / average)
+        saturated = frequencies * (k1 + 1) / (frequencies + norms[owners])
+        # postings of one term together, each in journal order
+        order = numpy.argsort(term_ids, kind="stable")
+        ordered = term_ids[order]
+        starts = numpy.flatnonzero(numpy.diff(ordered, prepend=-1)) if len(ordered) else _NO_IDS
+        terms = ordered[starts]
+        counts = numpy.diff(starts, append=len(ordered))
+        idf = numpy.log(1 + (self.size - counts + 0.5) / (counts + 0.5))
+        self._positions = owners[order]
+        self._weights = saturated[order] * numpy.repeat(idf, counts)
+        self._spans = dict(zip(terms.tolist(), zip(starts.tolist(), (starts + counts).tolist(),
+                                                   strict=True), strict=True))  # fmt: skip
+
+    def _build_speakers(self, entries):
+        by_entity = {}
+        for position, entity in enumerate(map(methodcaller("get", "source_entity"), entries)):
+            if entity:
+                by_entity.setdefault(entity, []).append(position)
         by_speaker = {}
-        for position, names in enumerate(self.speakers):
-            for name in names:
-                by_speaker.setdefault(name, []).append(position)
+        for entity, where in by_entity.items():
+            for name in words(entity):
+                by_speaker.setdefault(name, []).extend(where)
         self.speaker_positions = {
-            name: numpy.asarray(where, dtype=numpy.int64) for name, where in by_speaker.items()
+            name: numpy.unique(numpy.asarray(where, dtype=numpy.int64))
+            for name, where in by_speaker.items()
         }
         self.speaker_names = frozenset(by_speaker)
+
+    def postings(self, term):
+        """`(positions, weights)` of the entries containing `term`, or None."""
+        span = self._spans.get(_TERM_IDS.get(term))
+        if span is None:
+            return None
+        start, end = span
+        return self._positions[start:end], self._weights[start:end]
 
     def bm25(self, terms):
         """
@@ -312,12 +326,7 @@ class JournalIndex:
         Returns:
             numpy.ndarray: The BM25 score of every entry (0.0 where no term matches).
         """
-        scores = numpy.zeros(self.size)
-        for term in set(terms):
-            where, weights = self.postings.get(term, (None, None))
-            if where is not None:
-                scores[where] += weights  # each entry appears once per term's postings
-        return scores
+        return self.bm25_weighted(dict.fromkeys(terms, 1.0))
 
     def bm25_weighted(self, weights):
         """
@@ -329,34 +338,64 @@ class JournalIndex:
         """
         scores = numpy.zeros(self.size)
         for term, weight in weights.items():
-            where, term_weights = self.postings.get(term, (None, None))
-            if where is not None:
-                scores[where] += weight * term_weights
+            found = self.postings(term)
+            if found is not None:
+                where, term_weights = found
+                scores[where] += weight * term_weights  # an entry appears once per term
         return scores
 
     def idf(self, term):
         """The term's idf (0.0 for an unknown term)."""
-        where, _ = self.postings.get(term, (None, None))
-        if where is None:
+        found = self.postings(term)
+        if found is None:
             return 0.0
-        n = len(where)
+        n = len(found[0])
         return math.log(1 + (self.size - n + 0.5) / (n + 0.5))
 
 
-_TERM_CACHE = {}
-_TERM_CACHE_MAX = 100_000
+class _Document:
+    """The index's view of one content string: its terms, their ids and counts, its length."""
+
+    __slots__ = ("terms", "ids", "counts", "length")
+
+    def __init__(self, content):
+        counts = Counter(tokenize(content))
+        self.terms = tuple(counts)
+        self.ids = numpy.fromiter((_TERM_IDS.setdefault(t, len(_TERM_IDS)) for t in counts),
+                                  numpy.int64, len(counts))  # fmt: skip
+        self.counts = numpy.fromiter(counts.values(), float, len(counts))
+        self.length = float(sum(counts.values()))
+
+
+_NO_IDS = numpy.zeros(0, dtype=numpy.int64)
+_NO_TF = numpy.zeros(0)
+# Every term seen gets a number for the vectorised build; the table only grows (a few MB for
+# a six-figure vocabulary), so ids stay valid in every cached document.
+_TERM_IDS = {}
+_DOCUMENTS = {}
+_DOCUMENTS_MAX = 100_000
+_EPOCHS = {}
 _INDEX_CACHE = OrderedDict()
 # one journal per assistant: a game with many assistants must not evict them in turn
 _INDEX_CACHE_MAX = 128
 
 
-def _term_counts(content):
-    counts = _TERM_CACHE.get(content)
-    if counts is None:
-        if len(_TERM_CACHE) > _TERM_CACHE_MAX:
-            _TERM_CACHE.clear()
-        counts = _TERM_CACHE[content] = Counter(tokenize(content))
-    return counts
+def _document(content):
+    document = _DOCUMENTS.get(content)
+    if document is None:
+        if len(_DOCUMENTS) > _DOCUMENTS_MAX:
+            _DOCUMENTS.clear()
+        document = _DOCUMENTS[content] = _Document(content)
+    return document
+
+
+def _epoch(timestamp):
+    if timestamp not in _EPOCHS:
+        if len(_EPOCHS) > _DOCUMENTS_MAX:
+            _EPOCHS.clear()
+        moment = parse_iso(timestamp)
+        _EPOCHS[timestamp] = moment.timestamp() if moment else None
+    return _EPOCHS[timestamp]
 
 
 def get_index(entries):
@@ -369,14 +408,15 @@ def get_index(entries):
     Returns:
         JournalIndex: Positions in it are positions in `entries`.
     """
-    # C-level maps keep the key cheap (about 1 ms for 10,000 entries).
-    key = tuple(
-        tuple(map(methodcaller("get", field), entries))
-        for field in ("id", "content", "timestamp", "source_entity")
-    )
+    # A journal version is its list of entry objects: entries are never changed in place
+    # (what the index reads - content, time, speaker - is fixed when an entry is written),
+    # and the index holds them, so no id can be reused while it is cached. Reading the ids is
+    # ~0.3 ms at 10,000 entries, where keying on the contents took ~5 ms.
+    key = tuple(map(id, entries))
     index = _INDEX_CACHE.get(key)
     if index is None:
         index = JournalIndex(entries)
+        index.entries = tuple(entries)
         _INDEX_CACHE[key] = index
         while len(_INDEX_CACHE) > _INDEX_CACHE_MAX:
             _INDEX_CACHE.popitem(last=False)
@@ -678,10 +718,12 @@ def _dense_scores(index, entries, query, embed, semantic_scores, embedding_weigh
     """The dense similarity of every entry (array), or None when none is to be fused."""
     if semantic_scores:
         dense = numpy.zeros(index.size)
-        for position, entry in enumerate(entries):
-            score = semantic_scores.get(entry.get("id"))
-            if score is not None:
-                dense[position] = max(0.0, float(score))
+        found = [(index.positions.get(entry_id), score)
+                 for entry_id, score in semantic_scores.items()]  # fmt: skip
+        found = [(position, score) for position, score in found if position is not None]
+        if found:
+            where, scores = zip(*found, strict=True)
+            dense[list(where)] = numpy.maximum(0.0, numpy.asarray(scores, dtype=float))
         return dense if dense.any() else None
     if embed is not None and embedding_weight > 0:
         return _cosine_scores(embed, query, entries)
