@@ -52,7 +52,10 @@ KS = (1, 5, 10)
 RELEVANCE_ONLY = {"journal.alpha_recency": 0.0, "journal.alpha_importance": 0.0}
 # The seed's formula applied to every entry with any relevance (no gate, no pool).
 NO_GATE = {"journal.relevance_gate": 0.0, "journal.rerank_pool": 0}
+# Without the time references of the question (the dates then only match as words).
+NO_TIME = {"journal.time_boost": 0.0}
 TOOL = "search_journal (journal only, tool defaults)"
+NO_TIME_TOOL = "search_journal (journal only, tool defaults, time_boost 0)"
 NO_GATE_TOOL = "search_journal (journal only, seed formula without relevance gate)"
 RELEVANCE_TOOL = "search_journal (journal only, relevance-only)"
 MEM0_TOOL = "search_journal (embedded default: journal + mem0, tool defaults)"
@@ -263,7 +266,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
     data = json.loads(Path(data_path).read_text())[: conversations or None]
     embedder = get_embedder()
     journal_methods = [TOOL, NO_GATE_TOOL, "keyword_overlap (seed)", "bm25 (plain)",
-                       "embedding (plain, wordllama)", RELEVANCE_TOOL]  # fmt: skip
+                       "embedding (plain, wordllama)", RELEVANCE_TOOL, NO_TIME_TOOL]  # fmt: skip
     mem0_methods = [MEM0_TOOL, MEM0_RELEVANCE_TOOL, RECALL] if use_mem0 else []
     methods = journal_methods + mem0_methods
     tallies = {name: Tally() for name in methods}
@@ -304,6 +307,8 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
             # The same journal under the weights a question-answering assistant would use.
             ports.settings = defaults.with_overrides(RELEVANCE_ONLY)
             ask(RELEVANCE_TOOL, lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
+            ports.settings = defaults.with_overrides(NO_TIME)
+            ask(NO_TIME_TOOL, lambda q: search_tool_ids(ports, q), asked)  # noqa: B023
             log(f"conversation {sample.get('sample_id')}: {len(turns)} turns, "
                 f"{len(asked)} questions")  # fmt: skip
 
@@ -349,8 +354,9 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
         **totals,
         "search_defaults": {key: DEFAULTS["journal"].get(key) for key in (
             "alpha_recency", "alpha_importance", "alpha_relevance", "recency_decay",
-            "speaker_boost", "context_weight", "embedding_weight", "fusion", "relevance_gate",
-            "rerank_pool", "feedback_docs", "feedback_terms", "feedback_weight")},  # fmt: skip
+            "speaker_boost", "context_weight", "time_boost", "embedding_weight", "fusion",
+            "relevance_gate", "rerank_pool", "feedback_docs", "feedback_terms",
+            "feedback_weight")},  # fmt: skip
         "methods": {name: tally.report() for name, tally in tallies.items()},
     }
 
