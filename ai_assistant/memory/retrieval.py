@@ -264,6 +264,7 @@ class JournalIndex:
         k1 = BM25_K1 if k1 is None else k1
         b = BM25_B if b is None else b
         self.size = len(entries)
+        self.entries = tuple(entries)  # held, so their ids (the cache key) stay theirs
         documents = [_document(content) for content in map(methodcaller("get", "content", ""),
                                                              entries)]  # fmt: skip
         self.doc_terms = [document.terms for document in documents]
@@ -372,6 +373,7 @@ _NO_TF = numpy.zeros(0)
 # Every term seen gets a number for the vectorised build; the table only grows (a few MB for
 # a six-figure vocabulary), so ids stay valid in every cached document.
 _TERM_IDS = {}
+_TERMS_LOCK = threading.Lock()
 _DOCUMENTS = {}
 _DOCUMENTS_MAX = 100_000
 _EPOCHS = {}
@@ -383,9 +385,11 @@ _INDEX_CACHE_MAX = 128
 def _document(content):
     document = _DOCUMENTS.get(content)
     if document is None:
-        if len(_DOCUMENTS) > _DOCUMENTS_MAX:
-            _DOCUMENTS.clear()
-        document = _DOCUMENTS[content] = _Document(content)
+        # term numbers must stay unique even if two threads ever index at once
+        with _TERMS_LOCK:
+            if len(_DOCUMENTS) > _DOCUMENTS_MAX:
+                _DOCUMENTS.clear()
+            document = _DOCUMENTS[content] = _Document(content)
     return document
 
 
@@ -416,7 +420,6 @@ def get_index(entries):
     index = _INDEX_CACHE.get(key)
     if index is None:
         index = JournalIndex(entries)
-        index.entries = tuple(entries)
         _INDEX_CACHE[key] = index
         while len(_INDEX_CACHE) > _INDEX_CACHE_MAX:
             _INDEX_CACHE.popitem(last=False)

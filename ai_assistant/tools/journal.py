@@ -129,8 +129,9 @@ class SearchJournalTool(Tool):
     name = "search_journal"
     description = (
         "Search your journal. Results are ranked by relevance to the query, importance and "
-        "recency; filters narrow by tags (all must match), days back and project. "
-        "An empty query lists recent important entries."
+        "recency; filters narrow by tags (all must match), days back and project. A time "
+        "named in the query ('yesterday', 'last week', 'on 9 May') favours what was written "
+        "then. An empty query lists recent important entries."
     )
     parameters = {
         "type": "object",
