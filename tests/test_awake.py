@@ -133,7 +133,9 @@ def test_mechanical_mode_gives_an_in_character_notice_and_journals():
     entries = ports.state.get("journal")["entries"]
     assert entries[0]["content"] == 'Bob said to me: "hello Ada"'
     assert entries[0]["source_type"] == "direct" and entries[0]["source_entity"] == "Bob"
-    assert [m["content"] for m in working.history(ports, "#2")][0] == "hello Ada"
+    assert [m["content"] for m in working.history(ports, "#2")] == ["hello Ada"]
+    # the notice is shown, not remembered as something the assistant said
+    assert [m["role"] for m in ports.state.get("conversation_history")] == ["user"]
 
 
 def test_chatter_is_journaled_as_overheard_but_not_answered():

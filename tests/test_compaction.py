@@ -222,13 +222,46 @@ def test_a_failed_summary_leaves_history_and_journal_untouched(failure):
     assert compaction.get_history(ports) == before and summaries(ports) == []
 
 
-def test_mechanical_mode_leaves_history_untouched_with_one_log_line():
+def test_mechanical_mode_trims_the_history_into_the_journal_without_losing_a_line():
     ports, logs = make_ports(llm=None)
-    fill(ports, 10)
+    ports.settings = ports.settings.with_overrides({"compaction.preserve_messages": 4})
+    fill(ports, 10)  # Alice and Ada in turn
+    history = compaction.get_history(ports)
     set_usage(ports, 0.70)
     report = result_of(compaction.compact_conversation_history(ports))
-    assert report["reason"] == "mechanical mode" and len(compaction.get_history(ports)) == 10
-    assert len(logs) == 1 and "mechanical" in logs[0]
+    assert report["compacted"] is True and report["mechanical"] is True
+    assert report["messages"] == 6
+    after = compaction.get_history(ports)
+    assert after[1:] == history[-4:] and after[0]["summary"]
+    # heard lines are journaled as they are heard; only the assistant's own lines are archived
+    assert report["archived"] == 3 and len(report["entry_ids"]) == 1
+    archived = journal.get_entry(ports, report["entry_ids"][0])
+    assert archived["content"].startswith(compaction.TRANSCRIPT_LABEL)
+    assert all(f"Ada: line {n} about" in archived["content"] for n in (1, 3, 5))
+    assert "Alice" not in archived["content"]
+    assert "conversation_transcript" in archived["tags"]
+    assert len(logs) == 1 and "without an LLM" in logs[0]
+
+
+def test_mechanical_mode_archives_everything_when_heard_lines_are_not_journaled():
+    ports, _ = make_ports(llm=None)
+    ports.settings = ports.settings.with_overrides({"compaction.preserve_messages": 2,
+                                                    "journal.max_content_chars": 200})
+    fill(ports, 10)
+    old_lines = [m["content"] for m in compaction.get_history(ports)[:8]]
+    ports.settings = ports.settings.with_overrides({"journal.record_heard": False})
+    set_usage(ports, 0.70)
+    report = result_of(compaction.compact_conversation_history(ports))
+    assert report["archived"] == 8
+    entries = [journal.get_entry(ports, i)["content"] for i in report["entry_ids"]]
+    assert len(entries) > 1 and all(len(text) <= 200 for text in entries)
+    assert all(line in "\n".join(entries) for line in old_lines)
+    # a second pass keeps the first marker's text and archives only what came since
+    fill(ports, 6)
+    set_usage(ports, 0.70)
+    again = result_of(compaction.compact_conversation_history(ports))
+    marker = compaction.get_history(ports)[0]
+    assert again["archived"] == 6 and marker["content"].count("in the journal") == 2
 
 
 def test_a_second_compaction_folds_the_previous_summary_in():
@@ -390,3 +423,13 @@ def test_extraction_through_the_real_llm_client(llm_server, llm_config):
     assert report["compacted"]
     assert "line 0 about the missing cat" in llm_server.requests[-1]["messages"][-1]["content"]
     assert summaries(ports)[0]["content"].endswith(SUMMARY)
+
+
+def test_a_mechanical_assistant_awake_at_the_emergency_threshold_trims_at_once():
+    ports, _ = make_ports(llm=None)
+    fill(ports, 10)
+    set_usage(ports, 0.80)
+    report = result_of(compaction.compact_if_emergency(ports))
+    assert report["extraction"] == {"ran": False, "reason": "mechanical mode"}
+    assert report["compacted"] is True and report["mechanical"] is True
+    assert compaction.usage(ports) < 0.80

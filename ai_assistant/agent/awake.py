@@ -80,6 +80,11 @@ class ConversationWorld:
         if compaction.append_history(self._ports, "assistant", self._ports.name, content):
             self.compaction_due = True
 
+    def notice(self, text):
+        """An out-of-character notice (no LLM, LLM down): shown, never remembered as said."""
+        if self._audience_present():
+            self._world.emote(text)
+
     def say(self, text):
         self._speak("say", text)
 
@@ -198,7 +203,7 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
         cycle_ports = dataclasses.replace(ports, world=world)
         if ports.mechanical:
             if world is not None:
-                world.emote(MECHANICAL_NOTICE.format(sender=interlocutor["name"]))
+                world.notice(MECHANICAL_NOTICE.format(sender=interlocutor["name"]))
             report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True})
             continue
         situation = {
@@ -221,14 +226,15 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
                 thinking.cancel()
         stopped = str(result.get("stopped", ""))
         if stopped.startswith("llm_error") and world is not None and not result.get("tools"):
-            world.emote(UNAVAILABLE_NOTICE.format(reason=stopped.partition(": ")[2] or stopped))
+            world.notice(UNAVAILABLE_NOTICE.format(reason=stopped.partition(": ")[2] or stopped))
         result = {**result, "interlocutor": interlocutor["id"]}
         if world is not None and world.suppressed:
             result["suppressed"] = list(world.suppressed)
         compaction_due |= bool(world is not None and world.compaction_due)
         report["cycles"].append(result)
         report["answered"] += 1
-    if compaction_due and not ports.mechanical:
-        # the context is over the emergency threshold: extract, then compact, now
+    if compaction_due:
+        # the context is over the emergency threshold: extract, then compact (or, with no
+        # LLM, trim into the journal), now
         report["compaction"] = yield compaction.compact_if_emergency(ports)
     return report

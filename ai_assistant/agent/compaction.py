@@ -23,8 +23,11 @@ the older ones (a previous summary included), stores the summary in the journal 
     {"role": "system", "name": "summary", "content": "[Summary of earlier conversation] ...",
      "summary": True, "time": "...", "tokens": 80}
 
-Nothing is lost: a failed or unusable LLM reply, or mechanical mode (no LLM), leaves the
-history as it is. Idempotent: the summary of a given stretch of history is remembered in
+Nothing is lost: a failed or unusable LLM reply leaves the history as it is. In mechanical mode
+(no LLM) the older stretch is trimmed all the same, so the history stays bounded: the lines the
+journal does not already hold (what was heard is journaled with `journal.record_heard`) go into
+it word for word as "[TRANSCRIPT] Earlier conversation: ..." entries, and the marker says so.
+Idempotent: the summary of a given stretch of history is remembered in
 "compaction_state" with its journal entry, so a run interrupted between the journal write and
 the history write finishes without writing a second summary.
 
@@ -52,6 +55,8 @@ STATE_DOC = "compaction_state"
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 SYNTHESIS_LABEL = "[SYNTHESIS] Conversation summary:"
 SUMMARY_TAGS = ["synthesis", "conversation_summary"]
+TRANSCRIPT_LABEL = "[TRANSCRIPT] Earlier conversation:"
+TRANSCRIPT_TAGS = ["conversation_transcript"]
 EXTRACTION_TOOLS = ["add_journal_entry", "noop"]
 
 SUMMARY_SYSTEM = """\
@@ -328,9 +333,7 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
                       entry_id=pending["entry_id"])  # fmt: skip
         return report
     if ports.mechanical:
-        ports.log(f"{ports.name}: context compaction skipped (mechanical mode, no LLM)")
-        report["reason"] = "mechanical mode"
-        return report
+        return _archive_without_llm(ports, old, report, tokens_before)
     if not force and state.get("extracted_version") != state["version"]:
         report["reason"] = "waiting for pre-compaction extraction"
         return report
@@ -382,6 +385,67 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         f"({tokens_before} -> {report['tokens_after']} tokens)"
     )
     return report
+
+
+def _archive_without_llm(ports, old, report, tokens_before):
+    """
+    Mechanical mode (no LLM to summarise): the older stretch leaves the history all the same,
+    so the history of an assistant without an LLM stays bounded, and nothing is lost. Lines
+    the journal already holds (what was heard, with `journal.record_heard`; earlier summaries)
+    are not written twice; the others go into the journal word for word as transcript entries.
+    The marker that replaces the stretch keeps the text of the summary it started with.
+    """
+    heard_is_journaled = ports.settings.get("journal.record_heard", True)
+    to_archive = [
+        message for message in old
+        if not message.get("summary")
+        and not (heard_is_journaled and message.get("role") == "user")
+    ]  # fmt: skip
+    entry_ids = [_journal_transcript(ports, chunk)
+                 for chunk in _chunks(transcript(to_archive, ports.name), ports)]  # fmt: skip
+    previous = [m for m in old[:1] if m.get("summary")]
+    note = (f"({len(old) - len(previous)} earlier lines, no summary without an LLM: what was "
+            "heard and said is in the journal.)")  # fmt: skip
+    if previous:
+        note = f"{str(previous[0].get('content', ''))[len(SUMMARY_PREFIX):].strip()} {note}"
+    marker = _install_summary(ports, old, note, tokens_before)
+    report.update(compacted=marker is not None, mechanical=True, messages=len(old),
+                  archived=len(to_archive), entry_ids=entry_ids, tokens_before=tokens_before,
+                  tokens_after=history_tokens(get_history(ports)))  # fmt: skip
+    ports.log(f"{ports.name}: trimmed {len(old)} messages of conversation history without an "
+              f"LLM ({len(to_archive)} archived to the journal)")  # fmt: skip
+    return report
+
+
+def _chunks(text, ports):
+    """`text` in pieces that fit a journal entry after the transcript label, split at lines."""
+    limit = int(ports.settings.get("journal.max_content_chars", 4000)) - len(TRANSCRIPT_LABEL) - 1
+    pieces, current = [], ""
+    for line in text.splitlines():
+        while len(line) > limit:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(line[:limit])
+            line = line[limit:]
+        if current and len(current) + 1 + len(line) > limit:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n{line}" if current else line
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _journal_transcript(ports, chunk):
+    entry = journal.add_entry(
+        ports,
+        f"{TRANSCRIPT_LABEL} {chunk}",
+        tags=list(TRANSCRIPT_TAGS),
+        source_type="observation",
+        count_for_reflection=False,
+    )
+    return entry["id"]
 
 
 # ----------------------------------------------------------------------------------------------
