@@ -235,6 +235,7 @@ def test_mechanical_mode_trims_the_history_into_the_journal_without_losing_a_lin
     assert after[1:] == history[-4:] and after[0]["summary"]
     # heard lines are journaled as they are heard; only the assistant's own lines are archived
     assert report["archived"] == 3 and len(report["entry_ids"]) == 1
+    assert "(6 earlier lines" in after[0]["content"]
     archived = journal.get_entry(ports, report["entry_ids"][0])
     assert archived["content"].startswith(compaction.TRANSCRIPT_LABEL)
     assert all(f"Ada: line {n} about" in archived["content"] for n in (1, 3, 5))
@@ -261,7 +262,25 @@ def test_mechanical_mode_archives_everything_when_heard_lines_are_not_journaled(
     set_usage(ports, 0.70)
     again = result_of(compaction.compact_conversation_history(ports))
     marker = compaction.get_history(ports)[0]
-    assert again["archived"] == 6 and marker["content"].count("in the journal") == 2
+    assert again["archived"] == 6
+    # one note, counting both trims (the marker does not grow with every trim)
+    assert marker["content"].count("in the journal") == 1
+    assert "(14 earlier lines" in marker["content"]
+
+
+def test_a_mechanical_trim_keeps_the_text_of_an_llm_summary_it_folds_in():
+    llm = FakeLLM(SUMMARY)
+    ports, _ = make_ports(llm)
+    fill(ports, 10)
+    result_of(compaction.compact_conversation_history(ports, force=True))
+    ports.llm = None  # the game's LLM went away
+    fill(ports, 6)
+    set_usage(ports, 0.70)
+    report = result_of(compaction.compact_conversation_history(ports))
+    marker = compaction.get_history(ports)[0]
+    assert report["mechanical"] is True
+    assert marker["content"].startswith(f"{compaction.SUMMARY_PREFIX} {SUMMARY}")
+    assert "in the journal" in marker["content"]
 
 
 def test_a_second_compaction_folds_the_previous_summary_in():

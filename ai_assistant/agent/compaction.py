@@ -41,6 +41,7 @@ State doc "compaction_state"::
 
 import hashlib
 import json
+import re
 
 from twisted.internet import defer
 
@@ -57,6 +58,9 @@ SYNTHESIS_LABEL = "[SYNTHESIS] Conversation summary:"
 SUMMARY_TAGS = ["synthesis", "conversation_summary"]
 TRANSCRIPT_LABEL = "[TRANSCRIPT] Earlier conversation:"
 TRANSCRIPT_TAGS = ["conversation_transcript"]
+TRIM_NOTE = "({count} earlier lines, no summary without an LLM: they are in the journal.)"
+_TRIM_NOTE = re.compile(r"\s*\((\d+) earlier lines, no summary without an LLM: they are in the "
+                        r"journal\.\)")  # fmt: skip
 EXTRACTION_TOOLS = ["add_journal_entry", "noop"]
 
 SUMMARY_SYSTEM = """\
@@ -404,11 +408,16 @@ def _archive_without_llm(ports, old, report, tokens_before):
     entry_ids = [_journal_transcript(ports, chunk)
                  for chunk in _chunks(transcript(to_archive, ports.name), ports)]  # fmt: skip
     previous = [m for m in old[:1] if m.get("summary")]
-    note = (f"({len(old) - len(previous)} earlier lines, no summary without an LLM: what was "
-            "heard and said is in the journal.)")  # fmt: skip
+    trimmed = len(old) - len(previous)
+    carried = ""
     if previous:
-        note = f"{str(previous[0].get('content', ''))[len(SUMMARY_PREFIX):].strip()} {note}"
-    marker = _install_summary(ports, old, note, tokens_before)
+        # keep an LLM summary's text; fold earlier trim notes into this one's count
+        carried = str(previous[0].get("content", ""))[len(SUMMARY_PREFIX):]
+        for counted in _TRIM_NOTE.findall(carried):
+            trimmed += int(counted)
+        carried = _TRIM_NOTE.sub("", carried).strip()
+    note = TRIM_NOTE.format(count=trimmed)
+    marker = _install_summary(ports, old, f"{carried} {note}".strip(), tokens_before)
     report.update(compacted=marker is not None, mechanical=True, messages=len(old),
                   archived=len(to_archive), entry_ids=entry_ids, tokens_before=tokens_before,
                   tokens_after=history_tokens(get_history(ports)))  # fmt: skip
@@ -420,6 +429,7 @@ def _archive_without_llm(ports, old, report, tokens_before):
 def _chunks(text, ports):
     """`text` in pieces that fit a journal entry after the transcript label, split at lines."""
     limit = int(ports.settings.get("journal.max_content_chars", 4000)) - len(TRANSCRIPT_LABEL) - 1
+    limit = max(limit, 40)  # a journal configured absurdly small must not stall this
     pieces, current = [], ""
     for line in text.splitlines():
         while len(line) > limit:
