@@ -12,8 +12,9 @@ import copy
 from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize
 
-from ai_assistant.conf import Settings
-from ai_assistant.ports import AssistantPorts, SystemClock
+from ai_assistant.plumbing import threads
+from ai_assistant.plumbing.ports import AssistantPorts, SystemClock
+from ai_assistant.plumbing.settings import Settings, settings_tree
 
 # Documents the seeds keep on the script rather than on the character.
 SCRIPT_DOCUMENTS = frozenset(
@@ -216,7 +217,7 @@ class LazySemanticStore:
         self._waiting = None
         # thresholds are known without loading the model: they belong to the embedder class
         embedder_class = None
-        if "embedder" not in (settings.get("memory.mem0", {}) or {}):
+        if "embedder" not in (settings.get("memory.mem0") or {}):
             from ai_assistant.memory.embedder import EMBEDDERS
 
             embedder_class = EMBEDDERS["wordllama"]
@@ -240,7 +241,7 @@ class LazySemanticStore:
         from twisted.internet import reactor
 
         from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
-        from ai_assistant.threads import run_cpu_bound
+        from ai_assistant.plumbing.threads import run_cpu_bound
 
         if not _shutdown_hooked:
             reactor.addSystemEventTrigger("before", "shutdown", close_all_stores)
@@ -258,7 +259,7 @@ class LazySemanticStore:
             for waiter in waiting:
                 waiter.errback(failure)
 
-        run_cpu_bound(make_semantic_store, self._settings, None, self._key,
+        run_cpu_bound(make_semantic_store, self._settings, semantic_data_dir(), self._key,
                      log=self._log).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):
@@ -283,9 +284,21 @@ class LazySemanticStore:
 _semantic_stores = {}
 
 
+def semantic_data_dir():
+    """The game's folder for the semantic tier: `<game>/server/ai_assistant_data`."""
+    import os
+
+    from django.conf import settings as django_settings
+
+    from ai_assistant.memory.semantic import DATA_FOLDER
+
+    return os.path.join(getattr(django_settings, "GAME_DIR", None) or os.getcwd(), "server",
+                        DATA_FOLDER)
+
+
 def semantic_store(settings, key, log):
     """The NPC's `LazySemanticStore` (one per assistant key), or None if memory is off."""
-    if not settings.get("memory.enabled", True):
+    if not settings.get("memory.enabled"):
         return None
     store = _semantic_stores.get(key)
     if store is None:
@@ -295,7 +308,15 @@ def semantic_store(settings, key, log):
 
 def npc_settings(character):
     """The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides."""
-    return Settings(overrides=deserialize(character.attributes.get("config_overrides") or {}))
+    return Settings(game_settings(),
+                    overrides=deserialize(character.attributes.get("config_overrides") or {}))
+
+
+def game_settings():
+    """The game's `AI_ASSISTANT` setting over the defaults (with the OpenAI environment)."""
+    from django.conf import settings as django_settings
+
+    return settings_tree(getattr(django_settings, "AI_ASSISTANT", {}) or {})
 
 
 def log_to_server(message):
@@ -314,6 +335,7 @@ def build_ports(character):
         and cached in its `ndb`).
     """
     settings = npc_settings(character)
+    threads.configure(settings)
     return AssistantPorts(
         key=f"assistant_{character.id}",
         name=character.key,

@@ -14,7 +14,8 @@ from evennia.commands.default.muxcommand import MuxCommand
 from evennia.utils import create, logger
 from evennia.utils.utils import inherits_from
 
-from ai_assistant.conf import Settings
+from ai_assistant.adapters import game_settings
+from ai_assistant.plumbing.settings import Settings
 from ai_assistant.tools.registry import ToolCategory, execute_tool, load_all_tools
 from ai_assistant.typeclasses import ASSISTANT_TAG
 
@@ -194,7 +195,7 @@ class CmdAssistant(MuxCommand):
         if location is None:
             caller.msg("You must stand in a room to create an assistant.")
             return
-        typeclass = Settings().get("typeclass")
+        typeclass = Settings(game_settings()).get("typeclass")
         npc = create.create_object(typeclass, key=name, location=location, home=location)
         if npc is None or not inherits_from(npc, "ai_assistant.typeclasses.AssistantCharacter"):
             caller.msg(f"Could not create an assistant from typeclass {typeclass}.")
@@ -246,7 +247,7 @@ class CmdAssistant(MuxCommand):
             self.caller.msg("Usage: @assistant/config <npc> = <key> <value>  (value 'default' "
                             "removes the override)")
             return
-        settings = Settings()
+        settings = Settings(game_settings())
         if not settings.known_key(key):
             self.caller.msg(f"Unknown setting '{key}'. See @assistant/config {npc.key} for keys.")
             return

@@ -4,13 +4,13 @@ Admin views: the text `@assistant` shows for one assistant (status and config).
 
 import json
 
-from ai_assistant.conf import Settings
+from ai_assistant.plumbing.settings import Settings
 
 
 def mask_secret(secret):
     """Show a key's shape, never the key: `sk-...abcd`."""
     try:
-        from ai_assistant.agent.llm import mask_secret as llm_mask
+        from ai_assistant.plumbing.llm import mask_secret as llm_mask
 
         return llm_mask(secret)
     except ImportError:  # pragma: no cover - the agent package always ships it

@@ -23,7 +23,7 @@ from twisted.internet import defer, reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
@@ -59,8 +59,8 @@ class AssistantScript(DefaultScript):
         """Seconds between ticks in `mode` (settings `ticks.awake` / `ticks.sleep`)."""
         settings = self.obj.ai_ports().settings
         if mode == "sleep":
-            return int(settings.get("ticks.sleep", 60))
-        return int(settings.get("ticks.awake", 5))
+            return int(settings.get("ticks.sleep"))
+        return int(settings.get("ticks.awake"))
 
     def subscribe(self):
         """Make sure exactly one ticker, at the current mode's rate, calls `at_assistant_tick`."""
@@ -138,7 +138,7 @@ class AssistantScript(DefaultScript):
         count = (state.get("tick_count") or 0) + 1
         state.set("tick_count", count)
         # flush every few awake ticks (a minute at 5 s) and every sleep tick (one a minute)
-        flush_every = max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every", 12)))
+        flush_every = max(1, int(self.obj.ai_ports().settings.get("ticks.flush_every")))
         if count % flush_every == 0 or self.obj.operating_mode == "sleep":
             state.flush()
         # TICKER_HANDLER calls every assistant on the same interval in one reactor turn: each
@@ -231,7 +231,7 @@ class AssistantCharacter(DefaultCharacter):
         """
         The LLM client for `settings["llm"]`, or None in mechanical mode.
         """
-        from ai_assistant.agent.llm import make_llm_client
+        from ai_assistant.plumbing.llm import make_llm_client
 
         config = settings.get("llm")
         signature = json.dumps(config, sort_keys=True, default=str)
@@ -281,7 +281,7 @@ class AssistantCharacter(DefaultCharacter):
             sender_id=sender.dbref,
             classification=classification,
             time=iso(ports.clock.now()),
-            urgent_priority=ports.settings.get("perception.urgent_priority", 8),
+            urgent_priority=ports.settings.get("perception.urgent_priority"),
         )
         perception.enqueue(ports, event)
         if event["urgent"] and self.operating_mode == "awake":

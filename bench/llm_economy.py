@@ -109,14 +109,14 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     from scripted_llm import sync_runner
     from twisted.python.failure import Failure
 
-    from ai_assistant.agent.llm import LLMClient
-    from ai_assistant.conf import DEFAULTS, Settings
     from ai_assistant.memory import journal
     from ai_assistant.memory.consolidation import get_links
     from ai_assistant.memory.importance import get_reflection_state
     from ai_assistant.memory.persona import is_self_referential
     from ai_assistant.memory.semantic import make_semantic_store
-    from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+    from ai_assistant.plumbing.llm import LLMClient
+    from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+    from ai_assistant.plumbing.settings import DEFAULTS, Settings
     from ai_assistant.sleep.cycle import run_sleep_tick
 
     llm = dict(DEFAULTS["llm"], base_url=server.base_url, api_key="x", model="scripted",

@@ -38,9 +38,9 @@ from pathlib import Path
 
 import numpy
 
-from ai_assistant.conf import Settings
 from ai_assistant.memory import journal, retrieval
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo_dev.json"
@@ -344,7 +344,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
         close_all_stores()
         shutil.rmtree(folder, ignore_errors=True)
 
-    from ai_assistant.conf import DEFAULTS
+    from ai_assistant.plumbing.settings import DEFAULTS
 
     return {
         "benchmark": "locomo",

@@ -28,8 +28,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ai_assistant.conf import Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.settings import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

@@ -448,7 +448,7 @@ def llm_server():
 @_fixture
 def llm_config(llm_server):
     """The `llm` settings subtree pointing at `llm_server`, with fast backoff."""
-    from ai_assistant.conf import DEFAULTS
+    from ai_assistant.plumbing.settings import DEFAULTS
 
     config = json.loads(json.dumps(DEFAULTS["llm"]))
     config.update(

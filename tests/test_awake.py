@@ -7,11 +7,11 @@ from scripted_llm import FakeWorld, Reply, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
-from ai_assistant.agent.llm import LLMClient
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.conf import Settings
 from ai_assistant.memory import working
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.settings import Settings
 
 
 def make_ports(llm=None, world=None, **overrides):

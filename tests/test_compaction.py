@@ -8,11 +8,17 @@ from scripted_llm import Reply, sync_runner
 from twisted.internet import defer, task
 
 from ai_assistant.agent import compaction, context
-from ai_assistant.agent.llm import LLMClient
-from ai_assistant.agent.tokens import count_message_tokens
-from ai_assistant.conf import DEFAULTS, Settings, deep_merge
 from ai_assistant.memory import journal
-from ai_assistant.ports import AssistantPorts, FixedClock, LLMReply, LLMTimeout, MemoryState
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import (
+    AssistantPorts,
+    FixedClock,
+    LLMReply,
+    LLMTimeout,
+    MemoryState,
+)
+from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
+from ai_assistant.plumbing.tokens import count_message_tokens
 
 SUMMARY = "Alice asked about the missing cat; Bob said he saw it near the mill."
 
@@ -360,7 +366,7 @@ def journal_call(content):
 
 
 def _call(name, arguments="{}"):
-    from ai_assistant.ports import ToolCall
+    from ai_assistant.plumbing.ports import ToolCall
 
     return ToolCall(name=name, arguments=arguments, id=f"call_{name}")
 

@@ -12,7 +12,6 @@ import pytest
 from support import result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.consolidation import (
     calibrated_threshold,
     format_memory_results,
@@ -23,7 +22,8 @@ from ai_assistant.memory.consolidation import (
     run_sleep_consolidation,
 )
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 
 def entry(number, content, importance=6, trust=0.8, source_type="observation", tags=(),
@@ -445,7 +445,7 @@ def test_format_memory_results_for_the_admin_command(make_ports):
 
 @pytest.mark.parametrize("failures, limit", [(1, 3), (3, 3)])
 def test_an_unavailable_llm_does_not_keep_the_assistant_asleep(make_ports, failures, limit):
-    from ai_assistant.ports import LLMUnavailable
+    from ai_assistant.plumbing.ports import LLMUnavailable
 
     entries = [scored(i, text) for i, text in enumerate(FACTS[:2])]
     # breaker open: store verbatim at once; a plain error: only after `limit` failed calls

@@ -10,10 +10,10 @@ import pytest
 from ai_assistant.memory import embedder as embedder_module
 from ai_assistant.memory.embedder import (
     EmbedderUnavailable,
-    Mem0Embedder,
     WordLlamaEmbedder,
     get_embedder,
 )
+from ai_assistant.memory.mem0_embedding import Mem0Embedder
 
 PARAPHRASES = [
     ("Alice prefers tea over coffee.", "Alice likes tea more than coffee."),

@@ -8,10 +8,9 @@ from scripted_llm import Reply, sync_runner
 from twisted.internet import defer, task
 
 from ai_assistant.agent import context
-from ai_assistant.agent.llm import LLMClient
-from ai_assistant.conf import DEFAULTS, Settings, deep_merge
 from ai_assistant.memory import entities
-from ai_assistant.ports import (
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import (
     AssistantPorts,
     FixedClock,
     LLMReply,
@@ -19,6 +18,7 @@ from ai_assistant.ports import (
     MemoryState,
     parse_iso,
 )
+from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 
 TEA_OBSERVATIONS = [
     "I prefer tea over coffee, always have.",

@@ -6,8 +6,14 @@ import json
 import pytest
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS, Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, LLMReply, LLMTimeout, MemoryState
+from ai_assistant.plumbing.ports import (
+    AssistantPorts,
+    FixedClock,
+    LLMReply,
+    LLMTimeout,
+    MemoryState,
+)
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools.registry import execute_tool, load_all_tools
 from ai_assistant.workspace import goals
 from ai_assistant.workspace.goals import (

@@ -3,10 +3,10 @@
 import pytest
 from twisted.internet import defer
 
-from ai_assistant.conf import Settings
 from ai_assistant.memory import importance, journal
 from ai_assistant.memory.importance import parse_scores, score_importance_heuristic
-from ai_assistant.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing.settings import Settings
 
 
 class FakeLLM:

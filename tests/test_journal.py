@@ -4,11 +4,11 @@ import copy
 
 import pytest
 
-from ai_assistant.conf import Settings
 from ai_assistant.memory import journal
 from ai_assistant.memory.importance import REFLECTION_DOC
 from ai_assistant.memory.journal import JournalError, add_entry
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import Settings
 
 
 def make_ports(overrides=None):

@@ -6,9 +6,9 @@ import json
 import pytest
 from twisted.internet import defer
 
-from ai_assistant.conf import Settings
 from ai_assistant.memory import journal
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import Settings
 from ai_assistant.tools import journal as journal_tools  # noqa: F401 - registers the tools
 from ai_assistant.tools.registry import REGISTRY, ToolCache, execute_tool
 

@@ -12,17 +12,17 @@ import pytest
 from scripted_llm import Reply, drive, sync_runner
 from twisted.internet import defer, task
 
-from ai_assistant.agent import llm as llm_module
-from ai_assistant.agent import tokens
-from ai_assistant.agent.llm import (
+from ai_assistant.plumbing import llm as llm_module
+from ai_assistant.plumbing import tokens
+from ai_assistant.plumbing.llm import (
     LLMClient,
     LLMRequestError,
     complete_text,
     make_llm_client,
     mask_secret,
-    parse_json_reply,
 )
-from ai_assistant.ports import LLMBadResponse, LLMTimeout, LLMUnavailable, MemoryState
+from ai_assistant.plumbing.ports import LLMBadResponse, LLMTimeout, LLMUnavailable, MemoryState
+from ai_assistant.plumbing.replies import parse_json_reply
 
 MESSAGES = [{"role": "user", "content": "Hello there"}]
 
@@ -386,7 +386,7 @@ def test_default_runner_uses_the_thread_pool_and_never_blocks(llm_server, llm_co
 
     from twisted.internet import reactor
 
-    from ai_assistant import threads
+    from ai_assistant.plumbing import threads
 
     llm_server.default = Reply.text("from a worker").after(0.3)
     client = LLMClient(llm_config, npc_key=f"npc-{uuid.uuid4().hex}", npc_name="Ada")
@@ -420,7 +420,7 @@ def test_reactor_keeps_turning_while_the_llm_takes_two_seconds(llm_server, llm_c
 
     from twisted.internet import reactor, task
 
-    from ai_assistant import threads
+    from ai_assistant.plumbing import threads
 
     llm_server.default = Reply.text("slow answer").after(2.0)
     client = LLMClient(llm_config, npc_key=f"npc-{uuid.uuid4().hex}", npc_name="Ada")

@@ -6,11 +6,11 @@ import pytest
 from support import result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.consolidation import get_links
 from ai_assistant.memory.links import prune_orphaned_memory_links, run_dreaming_tick
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import pytest
 from support import result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools import memory as memory_tools
 from ai_assistant.tools.registry import REGISTRY, SLEEP_MODE_TOOLS, ToolCategory, execute_tool
 

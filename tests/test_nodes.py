@@ -15,7 +15,6 @@ import pytest
 from support import result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS, Settings, deep_merge
 from ai_assistant.memory import nodes
 from ai_assistant.memory.nodes import (
     ACTIVE,
@@ -25,7 +24,8 @@ from ai_assistant.memory.nodes import (
     effective_importance,
     parse_scene_input,
 )
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 
 DIMS = 64
 

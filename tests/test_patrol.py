@@ -14,11 +14,11 @@ from scripted_llm import Reply, drive, sync_runner
 from test_nodes import DIMS, FakeEmbedder, axis_vector, make_ports, mix, result_of, scene
 from twisted.internet import defer, task
 
-from ai_assistant.agent.llm import LLMClient
-from ai_assistant.conf import DEFAULTS, Settings, deep_merge
 from ai_assistant.memory import nodes, patrol
 from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 from ai_assistant.tools.nodes import search_nodes
 
 

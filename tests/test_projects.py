@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from ai_assistant.conf import DEFAULTS, Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools.registry import ToolCache, execute_tool, load_all_tools
 from ai_assistant.workspace import projects
 from ai_assistant.workspace.projects import (

@@ -13,9 +13,9 @@ from scripted_llm import FakeWorld, Reply, drive, sync_runner
 from twisted.internet import task
 
 from ai_assistant.agent import context, react
-from ai_assistant.agent.llm import LLMClient
-from ai_assistant.conf import DEFAULTS, Settings, deep_merge
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 from ai_assistant.tools import world as world_tools
 from ai_assistant.tools.registry import SLEEP_MODE_TOOLS, Tool, ToolCategory, ToolRegistry
 

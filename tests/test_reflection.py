@@ -4,9 +4,9 @@ import json
 
 from twisted.internet import defer
 
-from ai_assistant.conf import Settings
 from ai_assistant.memory import importance, journal, reflection
-from ai_assistant.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing.settings import Settings
 
 QUESTIONS = json.dumps(
     {"questions": ["How does Alice treat strangers?", "What threatens the town?"]}

@@ -1,9 +1,10 @@
 """The tool registry and execute_tool, and the settings lookup."""
 
+import pytest
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS, Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools.registry import (
     SLEEP_MODE_TOOLS,
     Tool,
@@ -150,6 +151,7 @@ def test_settings_overrides_and_known_keys():
     assert settings.get("journal.max_entries") == 7
     assert settings.get("journal")["max_entries"] == 7
     assert settings.get("llm.extra") == {"top_p": 1}
-    assert settings.get("no.such", "x") == "x"
+    with pytest.raises(KeyError):
+        settings.get("no.such")
     assert settings.known_key("ticks.awake") and settings.known_key("llm.extra.seed")
     assert not settings.known_key("ticks") and not settings.known_key("nope.nope")

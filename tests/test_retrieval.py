@@ -13,7 +13,7 @@ from ai_assistant.memory.retrieval import (
     search_entries,
     tokenize,
 )
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 NOW = datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
 
@@ -227,8 +227,8 @@ def test_rerank_pool_limits_the_hybrid_to_the_most_relevant():
 
 
 def test_the_synchronous_search_never_embeds(monkeypatch):
-    from ai_assistant.conf import Settings
-    from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+    from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+    from ai_assistant.plumbing.settings import Settings
 
     def forbidden(*args, **kwargs):
         raise AssertionError("embedding computed in the synchronous search")
@@ -348,7 +348,7 @@ def test_a_question_about_a_time_alone_lists_that_time():
 
 
 def test_time_boost_is_a_setting():
-    from ai_assistant.conf import Settings
+    from ai_assistant.plumbing.settings import Settings
 
     assert retrieval.search_settings(Settings())["time_boost"] == 1.0
     options = retrieval.search_settings(Settings(overrides={"journal.time_boost": 0}))

@@ -10,7 +10,6 @@ import os
 import pytest
 from support import result_of, sync_runner
 
-from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory import semantic
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
 from ai_assistant.memory.semantic import (
@@ -18,6 +17,7 @@ from ai_assistant.memory.semantic import (
     default_mem0_config,
     make_semantic_store,
 )
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ import copy
 
 import pytest
 
-from ai_assistant.conf import DEFAULTS, Settings
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR, SELF_REFERENCE_SUGGESTION
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools.registry import execute_tool, load_all_tools
 from ai_assistant.workspace.session_memory import (
     format_session_memory,

@@ -27,12 +27,12 @@ from twisted.internet import task
 from twisted.python.failure import Failure
 
 from ai_assistant.agent import awake, compaction, perception
-from ai_assistant.agent.llm import LLMClient
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.conf import DEFAULTS, Settings, deep_merge
 from ai_assistant.memory import consolidation, entities, importance, journal, reflection
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState, iso, parse_iso
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso, parse_iso
+from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 from ai_assistant.sleep import cycle, modes
 
 KEY = "ada"

@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 import pytest
 from twisted.internet import defer
 
-from ai_assistant.conf import Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import Settings
 from ai_assistant.sleep import cycle, modes
 
 

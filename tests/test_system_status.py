@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ai_assistant.conf import DEFAULTS, Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools.registry import REGISTRY, execute_tool, load_all_tools
 from ai_assistant.workspace.status import count_history_tokens, token_advisory
 
@@ -160,7 +160,7 @@ HISTORY = [
 
 
 def test_without_a_recorded_prompt_size_the_history_is_counted():
-    from ai_assistant.agent.tokens import count_message_tokens
+    from ai_assistant.plumbing.tokens import count_message_tokens
 
     # the loop's fresh document says 0: nothing measured yet
     loop_state = {"iteration": 1, "last_context_tokens": 0}
@@ -173,7 +173,7 @@ def test_without_a_recorded_prompt_size_the_history_is_counted():
 
 
 def test_token_count_falls_back_to_chars_over_four_without_the_tokenizer(monkeypatch):
-    monkeypatch.setitem(sys.modules, "ai_assistant.agent.tokens", None)  # import fails
+    monkeypatch.setitem(sys.modules, "ai_assistant.plumbing.tokens", None)  # import fails
     chars = sum(len(m["role"]) + len(m["content"]) for m in HISTORY)
     assert count_history_tokens(HISTORY) == chars // 4
     ports = make_ports({"conversation_history": HISTORY})

@@ -3,8 +3,8 @@
 import pytest
 from scripted_llm import FakeWorld, drive
 
-from ai_assistant.conf import Settings
-from ai_assistant.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.settings import Settings
 from ai_assistant.tools import world as world_tools
 from ai_assistant.tools.registry import REGISTRY, ToolCache, ToolCategory, execute_tool
 

@@ -110,7 +110,7 @@ def journal_heard_events(ports, events):
     """
     from ai_assistant.memory import journal
 
-    if not ports.settings.get("journal.record_heard", True):
+    if not ports.settings.get("journal.record_heard"):
         return
     for event in events:
         if event["kind"] not in SPEECH_KINDS or not str(event.get("text", "")).strip():
@@ -124,7 +124,7 @@ def journal_heard_events(ports, events):
         try:
             journal.add_entry(
                 ports,
-                content[: ports.settings.get("journal.max_content_chars", 4000)],
+                content[: ports.settings.get("journal.max_content_chars")],
                 source_type=source_type,
                 source_entity=event["sender"],
                 tags=["heard", event["classification"]],
@@ -216,7 +216,7 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
             "present": ports.world.present() if ports.world else [],
         }
         thinking = None
-        delay = ports.settings.get("react.thinking_delay", 2.0)
+        delay = ports.settings.get("react.thinking_delay")
         if call_later is not None and world is not None and delay and delay > 0:
             thinking = call_later(delay, ports.world.emote, "pauses, thinking.")
         try:

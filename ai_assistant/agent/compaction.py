@@ -45,11 +45,11 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.agent import context
-from ai_assistant.agent.llm import complete_text
-from ai_assistant.agent.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
 from ai_assistant.memory import journal
-from ai_assistant.ports import LLMBadResponse, LLMError, iso
+from ai_assistant.plumbing.llm import complete_text
+from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso
+from ai_assistant.plumbing.quoting import quote_untrusted
+from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
 
 HISTORY_DOC = "conversation_history"
 STATE_DOC = "compaction_state"
@@ -129,7 +129,7 @@ def usage(ports, history=None):
         float: History tokens over `llm.context_limit` (0.0-1.0 and beyond).
     """
     history = get_history(ports) if history is None else history
-    limit = max(1, int(ports.settings.get("llm.context_limit", 128000) or 1))
+    limit = max(1, int(ports.settings.get("llm.context_limit") or 1))
     return history_tokens(history) / limit
 
 
@@ -161,7 +161,7 @@ def append_history(ports, role, name, content):
     ports.state.set(HISTORY_DOC, history)
     if (ports.state.get("operating_mode") or "awake") != "awake":
         return False
-    return usage(ports, history) >= ports.settings.get("compaction.emergency_threshold", 0.80)
+    return usage(ports, history) >= ports.settings.get("compaction.emergency_threshold")
 
 
 def latest_summary(ports):
@@ -184,7 +184,7 @@ def is_due(ports, threshold=None):
         bool: True if the history is at or over `threshold` and has something to compact.
     """
     if threshold is None:
-        threshold = ports.settings.get("compaction.sleep_threshold", 0.70)
+        threshold = ports.settings.get("compaction.sleep_threshold")
     history = get_history(ports)
     return bool(split_history(ports, history)[0]) and usage(ports, history) >= threshold
 
@@ -201,13 +201,13 @@ def split_history(ports, history):
         tuple: `(to_compact, to_preserve)`; `to_compact` is empty when a compaction would only
         re-summarise the previous summary.
     """
-    preserve = max(0, int(ports.settings.get("compaction.preserve_messages", 10)))
+    preserve = max(0, int(ports.settings.get("compaction.preserve_messages")))
     cut = max(0, len(history) - preserve)
     old = history[:cut]
     if not old or (len(old) == 1 and old[0].get("summary")):
         return [], list(history)
-    limit = int(ports.settings.get("llm.context_limit", 128000) or 1)
-    budget = limit * float(ports.settings.get("compaction.summary_input_share", 0.5))
+    limit = int(ports.settings.get("llm.context_limit") or 1)
+    budget = limit * float(ports.settings.get("compaction.summary_input_share"))
     taken, spent = 0, TOKENS_REPLY_PRIMER
     for message in old:
         cost = _cached_tokens(message)
@@ -250,7 +250,7 @@ def transcript(messages, assistant_name):
 
 def _journal_summary(ports, summary):
     """Store the summary as a synthesis entry; returns its id."""
-    limit = int(ports.settings.get("journal.max_content_chars", 4000))
+    limit = int(ports.settings.get("journal.max_content_chars"))
     text = f"{SYNTHESIS_LABEL} {summary}"
     if len(text) > limit:
         text = text[: limit - 3] + "..."
@@ -259,7 +259,7 @@ def _journal_summary(ports, summary):
         text,
         tags=list(SUMMARY_TAGS),
         source_type="observation",
-        importance=int(ports.settings.get("compaction.summary_importance", 6)),
+        importance=int(ports.settings.get("compaction.summary_importance")),
         count_for_reflection=False,
     )
     return entry["id"]
@@ -315,7 +315,7 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         the history is then unchanged.
     """
     if threshold is None:
-        threshold = ports.settings.get("compaction.sleep_threshold", 0.70)
+        threshold = ports.settings.get("compaction.sleep_threshold")
     history = get_history(ports)
     ratio = usage(ports, history)
     report = {"compacted": False, "usage": round(ratio, 4)}
@@ -350,10 +350,10 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         summary = yield complete_text(
             ports.llm,
             "Conversation to summarise, oldest first:\n"
-            + context.quote_untrusted(transcript(old, ports.name), "CONVERSATION"),
+            + quote_untrusted(transcript(old, ports.name), "CONVERSATION"),
             system=SUMMARY_SYSTEM,
             purpose="compaction",
-            max_tokens=int(ports.settings.get("compaction.summary_max_tokens", 400)),
+            max_tokens=int(ports.settings.get("compaction.summary_max_tokens")),
         )
     except LLMError as err:
         ports.log(f"{ports.name}: context compaction failed, history kept: {err}")
@@ -399,7 +399,7 @@ def _archive_without_llm(ports, old, report, tokens_before):
     are not written twice; the others go into the journal word for word as transcript entries.
     The marker that replaces the stretch keeps the text of the summary it started with.
     """
-    heard_is_journaled = ports.settings.get("journal.record_heard", True)
+    heard_is_journaled = ports.settings.get("journal.record_heard")
     to_archive = [
         message for message in old
         if not message.get("summary")
@@ -428,7 +428,7 @@ def _archive_without_llm(ports, old, report, tokens_before):
 
 def _chunks(text, ports):
     """`text` in pieces that fit a journal entry after the transcript label, split at lines."""
-    limit = int(ports.settings.get("journal.max_content_chars", 4000)) - len(TRANSCRIPT_LABEL) - 1
+    limit = int(ports.settings.get("journal.max_content_chars")) - len(TRANSCRIPT_LABEL) - 1
     limit = max(limit, 40)  # a journal configured absurdly small must not stall this
     pieces, current = [], ""
     for line in text.splitlines():
@@ -467,7 +467,7 @@ def review_block(ports, situation):
     messages = situation.get("compaction_review") or []
     if situation.get("purpose") != "pre_compaction" or not messages:
         return None
-    return context.quote_untrusted(transcript(messages, ports.name), "CONVERSATION TO REVIEW")
+    return quote_untrusted(transcript(messages, ports.name), "CONVERSATION TO REVIEW")
 
 
 def summary_block(ports, situation):
@@ -475,7 +475,7 @@ def summary_block(ports, situation):
     summary = latest_summary(ports)
     if not summary:
         return None
-    return context.quote_untrusted(summary, "SUMMARY OF EARLIER CONVERSATION")
+    return quote_untrusted(summary, "SUMMARY OF EARLIER CONVERSATION")
 
 
 @defer.inlineCallbacks
@@ -519,7 +519,7 @@ def run_pre_compaction_extraction(ports, *, threshold=None, mode=None, run_cycle
         situation,
         only_tools=EXTRACTION_TOOLS,
         mode=mode,
-        max_iterations=int(ports.settings.get("compaction.extraction_max_iterations", 3)),
+        max_iterations=int(ports.settings.get("compaction.extraction_max_iterations")),
     )
     stopped = str(result.get("stopped") or "")
     if stopped.startswith("llm_error") and not result.get("tools"):
@@ -540,7 +540,7 @@ def compact_if_emergency(ports, *, run_cycle=None):
         Deferred[dict]: `{"compacted": bool, "extraction": {...}, ...}`; never errbacks on LLM
         failures.
     """
-    threshold = ports.settings.get("compaction.emergency_threshold", 0.80)
+    threshold = ports.settings.get("compaction.emergency_threshold")
     if not is_due(ports, threshold):
         return {"compacted": False, "reason": "below emergency threshold"}
     if ports.key in _in_progress or ports.key in _emergency_running:

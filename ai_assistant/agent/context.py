@@ -21,14 +21,13 @@ rewrite itself (seed 003, update_system_prompt), and "user_system_prompt", set b
 the assistant cannot change and which is placed last in the system message so it wins.
 """
 
-import re
 from dataclasses import dataclass
+
+from ai_assistant.plumbing.quoting import defuse, quote_untrusted, safe_name
 
 USER_PROMPT_DOC = "user_system_prompt"
 ASSISTANT_PROMPT_DOC = "assistant_system_prompt"
 
-MAX_QUOTED_CHARS = 4000
-MAX_NAME_CHARS = 60
 MAX_HISTORY_MESSAGES = 20
 
 SECTIONS = ("system", "context")
@@ -55,8 +54,6 @@ DEFAULT_TURN_INSTRUCTION = (
     "Decide what to do now. Use the tools to look things up if you need to, then act. "
     "If someone spoke to you, answer them."
 )
-
-_DELIMITER = re.compile(r"<<<|>>>")
 
 
 @dataclass
@@ -99,42 +96,6 @@ def context_providers(section=None):
     """The registered providers, in order (optionally of one section)."""
     providers = sorted(_PROVIDERS.values(), key=lambda p: (SECTIONS.index(p.section), p.order))
     return [p for p in providers if section is None or p.section == section]
-
-
-# ----------------------------------------------------------------------------------------------
-# Quoting untrusted text
-
-
-def defuse(text, limit=MAX_QUOTED_CHARS):
-    """
-    Make untrusted text safe to place inside a delimited block: delimiter look-alikes are
-    replaced so a player cannot close the block early, and the length is capped.
-    """
-    text = str(text if text is not None else "")
-    text = _DELIMITER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text)
-    if len(text) > limit:
-        text = text[:limit] + " [...cut]"
-    return text
-
-
-def safe_name(name):
-    """A player-chosen name as a single short line, delimiter-free."""
-    name = " ".join(str(name or "someone").split())
-    return defuse(name, MAX_NAME_CHARS)
-
-
-def quote_untrusted(text, label="PLAYER TEXT"):
-    """
-    Wrap untrusted text in a delimited data block.
-
-    Args:
-        text (str): What a player (or any game character) wrote.
-        label (str): What the block holds (shown in both markers).
-
-    Returns:
-        str: The block.
-    """
-    return f"<<<BEGIN {label}>>>\n{defuse(text)}\n<<<END {label}>>>"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -319,7 +280,7 @@ def journal_block(ports, situation):
     query = " ".join(str(event.get("text", "")) for event in situation.get("events") or [])
     if not query.strip():
         return None
-    hits = search_journal(ports, query, limit=ports.settings.get("journal.prompt_entries", 5))
+    hits = search_journal(ports, query, limit=ports.settings.get("journal.prompt_entries"))
     lines = [format_entry(entry) for _, entry in hits]
     return quote_untrusted("\n".join(lines), "JOURNAL") if lines else None
 

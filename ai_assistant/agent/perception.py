@@ -123,7 +123,7 @@ def enqueue(ports, event):
     queue = list(ports.state.get("pending_events", []) or [])
     queue.append(event)
     dropped = None
-    limit = max(1, int(ports.settings.get("perception.queue_size", 50)))
+    limit = max(1, int(ports.settings.get("perception.queue_size")))
     if len(queue) > limit:
         # the lowest priority loses; among equals, the oldest
         victim = min(range(len(queue)), key=lambda i: (queue[i]["priority"], i))

@@ -31,9 +31,10 @@ import json
 from twisted.internet import defer
 
 from ai_assistant.agent import context
-from ai_assistant.agent.llm import LLMRequestError, parse_json_reply
-from ai_assistant.agent.tokens import count_message_tokens
-from ai_assistant.ports import LLMBadResponse, LLMError, ToolCall, iso
+from ai_assistant.plumbing.llm import LLMRequestError
+from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, ToolCall, iso
+from ai_assistant.plumbing.replies import parse_json_reply
+from ai_assistant.plumbing.tokens import count_message_tokens
 from ai_assistant.tools.registry import (
     REGISTRY,
     ToolCache,
@@ -227,9 +228,9 @@ def run_react_cycle(
     """
     settings = ports.settings
     if max_iterations is None:
-        max_iterations = int(settings.get("react.max_iterations_per_tick", 5))
-    max_errors = int(settings.get("react.max_errors_per_tick", 3))
-    dangerous_enabled = bool(settings.get("react.dangerous_tools_enabled", False))
+        max_iterations = int(settings.get("react.max_iterations_per_tick"))
+    max_errors = int(settings.get("react.max_errors_per_tick"))
+    dangerous_enabled = bool(settings.get("react.dangerous_tools_enabled"))
     cycle = _Cycle(ports, max_iterations)
     summary = cycle.summary
 
@@ -249,7 +250,7 @@ def run_react_cycle(
     if not offered:
         summary["stopped"] = "no_tools"
         return summary
-    native = bool(settings.get("llm.native_tools", True)) and ports.key not in _native_rejected
+    native = bool(settings.get("llm.native_tools")) and ports.key not in _native_rejected
     cache = cache if cache is not None else ToolCache()
     situation = {**(situation or {}), "mode": mode}
     purpose = situation.get("purpose") or "react"

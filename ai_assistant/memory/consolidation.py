@@ -45,10 +45,10 @@ calibrated threshold, then `metadata.source_trust >= memory.min_source_trust`.
 
 from twisted.internet import defer
 
-from ai_assistant.conf import DEFAULTS
 from ai_assistant.memory import importance
 from ai_assistant.memory import journal as journal_module
-from ai_assistant.ports import LLMUnavailable, iso
+from ai_assistant.plumbing.ports import LLMUnavailable, iso
+from ai_assistant.plumbing.settings import DEFAULTS
 
 LINKS_DOC = "memory_links"
 PROGRESS_DOC = "memory_consolidation"
@@ -75,7 +75,7 @@ def calibrated_threshold(ports, name):
     Returns:
         float: The threshold to compare `score` (cosine) against.
     """
-    configured = ports.settings.get(f"memory.{name}", DEFAULTS["memory"][name])
+    configured = ports.settings.get(f"memory.{name}")
     calibrated = getattr(ports.semantic, name, None)
     if calibrated is not None and configured == DEFAULTS["memory"][name]:
         return float(calibrated)
@@ -143,7 +143,7 @@ def pending_entries(ports):
     Returns:
         list: Unconsolidated, non-synthesis entries with importance >= memory.min_importance.
     """
-    min_importance = ports.settings.get("memory.min_importance", 3)
+    min_importance = ports.settings.get("memory.min_importance")
     return [
         entry for entry in journal_module.unconsolidated_entries(ports)
         if not _is_synthesis(entry) and (entry.get("importance") or 0) >= min_importance
@@ -279,10 +279,10 @@ def run_sleep_consolidation(ports, max_entries=None):
     result = {"success": True, "completed": False, "consolidated": [], "stored": 0,
               "reused": 0, "extracted": [], "remaining": 0, "waiting_for_scoring": 0}
     store = ports.semantic
-    if store is None or not ports.settings.get("memory.enabled", True):
+    if store is None or not ports.settings.get("memory.enabled"):
         result.update(completed=True, skipped="semantic memory is off")
         return result
-    limit = max_entries or ports.settings.get("memory.consolidation_per_tick", 5)
+    limit = max_entries or ports.settings.get("memory.consolidation_per_tick")
     waiting = {entry["id"] for entry in entries_awaiting_scoring(ports)}
     batch = [entry for entry in pending_entries(ports)
              if entry["id"] not in waiting][: max(1, int(limit))]  # fmt: skip
@@ -342,7 +342,7 @@ def _consolidate_batch(ports, store, batch, result):
                 _count_extraction_failure(ports, reset=True)
             except Exception as err:  # noqa: BLE001 - nothing is stored or marked: retry
                 failures = _count_extraction_failure(ports)
-                limit = ports.settings.get("memory.extraction_max_attempts", 3)
+                limit = ports.settings.get("memory.extraction_max_attempts")
                 if not isinstance(err, LLMUnavailable) and failures < limit:
                     _fail(ports, result, f"fact extraction for consolidation failed, will "
                                          f"retry ({type(err).__name__}: {err})")  # fmt: skip
@@ -444,9 +444,9 @@ def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, li
     text = build_query(query, events, goals)
     if store is None or not text:
         return []
-    limit = int(limit or ports.settings.get("memory.recall_limit", 5))
+    limit = int(limit or ports.settings.get("memory.recall_limit"))
     if min_source_trust is None:
-        min_source_trust = ports.settings.get("memory.min_source_trust", 0.5)
+        min_source_trust = ports.settings.get("memory.min_source_trust")
     if threshold is None:
         threshold = calibrated_threshold(ports, "relevance_threshold")
     # Over-fetch: the trust stage may drop some of the relevant ones.

@@ -15,8 +15,8 @@ its own calibrated equivalents (`relevance_threshold`, `link_similarity`,
 `duplicate_similarity`), and the semantic store uses them whenever the
 game leaves the seed defaults in place.
 
-`Mem0Embedder` adapts any `LocalEmbedder` to mem0's `EmbeddingBase`, so mem0 stores and
-searches with our vectors.
+`memory.mem0_embedding.Mem0Embedder` adapts any `LocalEmbedder` to mem0's `EmbeddingBase`, so
+mem0 stores and searches with our vectors.
 """
 
 import functools
@@ -24,13 +24,6 @@ import threading
 from pathlib import Path
 
 import numpy as np
-
-from ai_assistant.memory.semantic import configure_mem0_environment
-
-# mem0 reads its telemetry flag and home folder when first imported: set them first.
-configure_mem0_environment()
-
-from mem0.embeddings.base import EmbeddingBase  # noqa: E402
 
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
@@ -159,27 +152,3 @@ def get_embedder(name="wordllama"):
         known = ", ".join(sorted(EMBEDDERS))
         raise EmbedderUnavailable(f"unknown local embedder {name!r} (known: {known})") from None
     return embedder_class()
-
-
-class Mem0Embedder(EmbeddingBase):
-    """
-    mem0's embedding interface over a `LocalEmbedder`.
-
-    Assign an instance to `memory.embedding_model` of a `mem0.Memory`.
-
-    Args:
-        embedder (LocalEmbedder): The model that does the work.
-    """
-
-    def __init__(self, embedder):
-        super().__init__(None)
-        self.embedder = embedder
-        self.config.embedding_dims = embedder.dims
-
-    def embed(self, text, memory_action=None):
-        """One text -> one vector (list of floats), as mem0 expects."""
-        return self.embedder.embed(str(text)).tolist()
-
-    def embed_batch(self, texts, memory_action="add"):
-        """Many texts in one model call."""
-        return self.embedder.embed([str(text) for text in texts]).tolist()

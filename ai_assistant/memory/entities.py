@@ -48,9 +48,10 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.agent.context import quote_untrusted, safe_name
-from ai_assistant.agent.llm import complete_text, parse_json_reply
-from ai_assistant.ports import LLMError, iso, parse_iso
+from ai_assistant.plumbing.llm import complete_text
+from ai_assistant.plumbing.ports import LLMError, iso, parse_iso
+from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
+from ai_assistant.plumbing.replies import parse_json_reply
 
 PROFILES_DOC = "entity_profiles"
 ENTITY_TYPES = ("player", "npc", "assistant", "object")
@@ -102,11 +103,11 @@ def relationship_state(favorability, settings):
         str: "stranger", "acquaintance", "friend" or "ally" (a threshold belongs to the band
         above it: exactly 0.25 is an acquaintance).
     """
-    if favorability >= settings.get("entities.ally_threshold", 0.75):
+    if favorability >= settings.get("entities.ally_threshold"):
         return "ally"
-    if favorability >= settings.get("entities.friend_threshold", 0.50):
+    if favorability >= settings.get("entities.friend_threshold"):
         return "friend"
-    if favorability >= settings.get("entities.acquaintance_threshold", 0.25):
+    if favorability >= settings.get("entities.acquaintance_threshold"):
         return "acquaintance"
     return "stranger"
 
@@ -137,8 +138,8 @@ def decayed_favorability(relationship, now, settings):
         float: The effective favorability.
     """
     stored = float(relationship.get("favorability", 0.0))
-    neutral = float(settings.get("entities.initial_favorability", 0.1))
-    half_life = float(settings.get("entities.decay_half_life_days", 30) or 0)
+    neutral = float(settings.get("entities.initial_favorability"))
+    half_life = float(settings.get("entities.decay_half_life_days") or 0)
     since = parse_iso(relationship.get("updated_at"))
     if half_life <= 0 or since is None:
         return stored
@@ -177,12 +178,12 @@ def apply_interaction(relationship, text, now, settings):
         dict: The same relationship.
     """
     favorability = decayed_favorability(relationship, now, settings)
-    favorability += settings.get("entities.interaction_gain", 0.02) * (1.0 - favorability)
+    favorability += settings.get("entities.interaction_gain") * (1.0 - favorability)
     mood = sentiment(text)
     if mood > 0:
-        favorability += settings.get("entities.positive_gain", 0.03) * (1.0 - favorability)
+        favorability += settings.get("entities.positive_gain") * (1.0 - favorability)
     elif mood < 0:
-        favorability -= settings.get("entities.negative_penalty", 0.08)
+        favorability -= settings.get("entities.negative_penalty")
     favorability = min(1.0, max(0.0, favorability))
     relationship["favorability"] = round(favorability, 6)
     relationship["state"] = relationship_state(favorability, settings)
@@ -197,7 +198,7 @@ def apply_interaction(relationship, text, now, settings):
 
 def new_profile(entity_id, name, entity_type, now, settings):
     """A fresh profile for a character met for the first time."""
-    favorability = float(settings.get("entities.initial_favorability", 0.1))
+    favorability = float(settings.get("entities.initial_favorability"))
     stamp = iso(now)
     return {
         "entity_id": entity_id,
@@ -265,14 +266,14 @@ def find_profile(ports, name_or_id):
 
 
 def _add_observation(profile, text, source, now, settings):
-    limit = int(settings.get("entities.max_observation_chars", 500))
+    limit = int(settings.get("entities.max_observation_chars"))
     text = " ".join(str(text or "").split())
     if len(text) > limit:
         text = text[:limit] + "..."
     number = int(profile.get("observation_count", 0)) + 1
     profile["observation_count"] = number
     profile["observations"].append({"id": number, "text": text, "time": iso(now), "source": source})
-    bound = max(1, int(settings.get("entities.max_observations", 50)))
+    bound = max(1, int(settings.get("entities.max_observations")))
     del profile["observations"][:-bound]
 
 
@@ -369,7 +370,7 @@ def pending_consolidation(ports):
         `entities.consolidation_min_observations` observations, some not yet reviewed - the
         ones with the most observations first.
     """
-    minimum = max(1, int(ports.settings.get("entities.consolidation_min_observations", 5)))
+    minimum = max(1, int(ports.settings.get("entities.consolidation_min_observations")))
     due = []
     for entity_id, profile in get_profiles(ports).items():
         observations = profile.get("observations") or []
@@ -405,7 +406,7 @@ def parse_attributes(text, max_attributes=20):
     Raises:
         LLMBadResponse: If the reply holds no `{"attributes": {...}}` object.
     """
-    from ai_assistant.ports import LLMBadResponse
+    from ai_assistant.plumbing.ports import LLMBadResponse
 
     data = parse_json_reply(text, expect=dict)
     attributes = data.get("attributes")
@@ -441,7 +442,7 @@ def consolidate_entity(ports, entity_id):
     if profile is None:
         return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
     consumed = {o.get("id") for o in profile.get("observations") or []}
-    max_attributes = int(ports.settings.get("entities.max_attributes", 20))
+    max_attributes = int(ports.settings.get("entities.max_attributes"))
     text = yield complete_text(
         ports.llm,
         consolidation_prompt(profile),
@@ -496,7 +497,7 @@ def run_entity_consolidation_batch(ports, max_entities=None):
             ports.log(f"{ports.name}: entity consolidation skipped (mechanical mode, no LLM)")
         return {"skipped": "mechanical mode", "pending": len(due)}
     if max_entities is None:
-        max_entities = int(ports.settings.get("entities.consolidation_max_per_tick", 3))
+        max_entities = int(ports.settings.get("entities.consolidation_max_per_tick"))
     report = {"consolidated": [], "failed": {}, "attributes": 0, "pruned": 0}
     for entity_id in due[: max(0, max_entities)]:
         try:
@@ -568,8 +569,8 @@ def entity_context_block(ports, situation):
         str or None: The block, or None when it knows nobody here.
     """
     profiles = get_profiles(ports)
-    limit = int(ports.settings.get("entities.context_max_profiles", 5))
-    recent = int(ports.settings.get("entities.context_observations", 3))
+    limit = int(ports.settings.get("entities.context_max_profiles"))
+    recent = int(ports.settings.get("entities.context_observations"))
     now = ports.clock.now()
     blocks = []
     for entity_id in _people_in(situation or {}):

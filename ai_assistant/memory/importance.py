@@ -48,9 +48,9 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.agent.llm import find_json
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT, is_self_referential
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
+from ai_assistant.plumbing.replies import find_json
 
 REFLECTION_DOC = "reflection_state"
 SCORING_DOC = "importance_scoring"
@@ -371,7 +371,7 @@ def store_facts(ports, entry, raw_facts):
     Returns:
         list: The self-referential facts that were rejected.
     """
-    max_facts = ports.settings.get("memory.max_facts_per_entry", 10)
+    max_facts = ports.settings.get("memory.max_facts_per_entry")
     kept, rejected = clean_facts(raw_facts, max_facts)
     entry["facts"] = kept
     entry["facts_method"] = "llm"
@@ -407,8 +407,8 @@ def llm_scoring_enabled(ports):
     """True when the compacting phase upgrades heuristic scores (an LLM and a batch > 0)."""
     settings = ports.settings
     return (not ports.mechanical
-            and int(settings.get("journal.scoring_max_per_tick", 3)) > 0
-            and int(settings.get("journal.scoring_batch_size", 10)) > 0)  # fmt: skip
+            and int(settings.get("journal.scoring_max_per_tick")) > 0
+            and int(settings.get("journal.scoring_batch_size")) > 0)  # fmt: skip
 
 
 def awaiting_llm_score(ports, entry, attempts=None):
@@ -432,7 +432,7 @@ def awaiting_llm_score(ports, entry, attempts=None):
         return False
     if attempts is None:
         attempts = get_scoring_attempts(ports)
-    max_attempts = int(ports.settings.get("journal.scoring_max_attempts", 3))
+    max_attempts = int(ports.settings.get("journal.scoring_max_attempts"))
     return attempts.get(entry.get("id"), 0) < max_attempts
 
 
@@ -464,8 +464,8 @@ def score_pending_entries(ports, max_per_tick=None):
 
     settings = ports.settings
     if max_per_tick is None:
-        max_per_tick = settings.get("journal.scoring_max_per_tick", 3)
-    batch_size = max(0, min(int(max_per_tick), int(settings.get("journal.scoring_batch_size", 10))))
+        max_per_tick = settings.get("journal.scoring_max_per_tick")
+    batch_size = max(0, min(int(max_per_tick), int(settings.get("journal.scoring_batch_size"))))
     journal = journal_module.get_journal(ports)
     pending = [entry for entry in journal["entries"]
                if entry.get("importance_method") == "heuristic"]  # fmt: skip
@@ -574,7 +574,7 @@ def get_reflection_state(ports):
         dict: The "reflection_state" document, missing keys filled in and `threshold` taken
         from the `reflection.threshold` setting. Call `save_reflection_state` after changing it.
     """
-    threshold = ports.settings.get("reflection.threshold", 150)
+    threshold = ports.settings.get("reflection.threshold")
     state = ports.state.get(REFLECTION_DOC, None)
     if not isinstance(state, dict):
         state = new_reflection_state(threshold)

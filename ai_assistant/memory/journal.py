@@ -44,7 +44,7 @@ from ai_assistant.memory.importance import (
     score_importance_heuristic,
     update_reflection_state,
 )
-from ai_assistant.ports import iso, parse_iso
+from ai_assistant.plumbing.ports import iso, parse_iso
 
 JOURNAL_DOC = "journal"
 SYNTHESIS_PREFIX = "[SYNTHESIS]"
@@ -87,7 +87,7 @@ def get_journal(ports):
     Returns:
         dict: The journal document with missing keys filled in. Change it, then `save_journal`.
     """
-    max_entries = ports.settings.get("journal.max_entries", 100)
+    max_entries = ports.settings.get("journal.max_entries")
     journal = ports.state.get(JOURNAL_DOC, None)
     if not isinstance(journal, dict):
         journal = new_journal(max_entries)
@@ -173,7 +173,7 @@ def validate_entry_fields(
     if not isinstance(content, str) or not content.strip():
         raise JournalError("content is required: a non-empty text")
     content = content.strip()
-    max_chars = settings.get("journal.max_content_chars", 4000)
+    max_chars = settings.get("journal.max_content_chars")
     if len(content) > max_chars:
         raise JournalError(
             f"content is too long ({len(content)} characters; the limit is {max_chars})"
@@ -407,11 +407,11 @@ def prune_low_importance_entries(ports, *, max_importance=None, max_age_days=Non
     """
     settings = ports.settings
     if max_importance is None:
-        max_importance = settings.get("journal.prune_importance", 3)
+        max_importance = settings.get("journal.prune_importance")
     if max_age_days is None:
-        max_age_days = settings.get("journal.prune_age_days", 30)
+        max_age_days = settings.get("journal.prune_age_days")
     if limit is None:
-        limit = settings.get("journal.prune_batch", 10)
+        limit = settings.get("journal.prune_batch")
     cutoff = ports.clock.now() - timedelta(days=max_age_days)
 
     journal = get_journal(ports)

@@ -19,7 +19,7 @@ from ai_assistant.memory.consolidation import (
     get_links,
     link_record,
 )
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 # How many memories one dreaming tick may look at when choosing what to process.
 SCAN_LIMIT = 500
@@ -60,9 +60,9 @@ def run_dreaming_tick(ports, batch_size=None):
         result["skipped"] = "semantic memory is off"
         return result
     settings = ports.settings
-    batch_size = int(batch_size or settings.get("memory.link_batch", 5))
-    min_importance = settings.get("memory.link_min_importance", 5)
-    max_links = int(settings.get("memory.link_max_per_memory", 5))
+    batch_size = int(batch_size or settings.get("memory.link_batch"))
+    min_importance = settings.get("memory.link_min_importance")
+    max_links = int(settings.get("memory.link_max_per_memory"))
     threshold = calibrated_threshold(ports, "link_similarity")
 
     try:

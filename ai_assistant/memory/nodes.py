@@ -33,7 +33,7 @@ import uuid
 
 import numpy as np
 
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 SCENE_NOTES_DOC = "scene_notes"
 NODES_DOC = "memory_nodes"
@@ -73,9 +73,9 @@ class SceneError(ValueError):
 # Settings
 
 
-def setting(ports, name, default=None):
+def setting(ports, name):
     """A `nodes.<name>` setting."""
-    return ports.settings.get(f"nodes.{name}", default)
+    return ports.settings.get(f"nodes.{name}")
 
 
 def threshold(ports, name, embedder=None):
@@ -91,7 +91,7 @@ def threshold(ports, name, embedder=None):
         float: The configured value; the embedder's calibrated equivalent when the game left
         the seed's default in place.
     """
-    value = float(setting(ports, name, SEED_DEFAULTS.get(name, 0.0)))
+    value = float(setting(ports, name))
     calibrated = CALIBRATED_THRESHOLDS.get(getattr(embedder, "name", None), {})
     if name in calibrated and math.isclose(value, SEED_DEFAULTS.get(name, -1.0)):
         return calibrated[name]
@@ -293,7 +293,7 @@ def add_scene_note(ports, scene_input):
         dict: The stored note.
     """
     text = scene_input if isinstance(scene_input, str) else json.dumps(scene_input)
-    limit = int(setting(ports, "max_note_chars", 4000))
+    limit = int(setting(ports, "max_note_chars"))
     note = {
         "id": uuid.uuid4().hex,
         "type": "scene",
@@ -627,7 +627,7 @@ def get_node_embedder(ports, embedder=None):
         return _EMBEDDING["embedder"]
     from ai_assistant.memory.embedder import get_embedder  # heavy (mem0): imported on use
 
-    return get_embedder(setting(ports, "embedder", "wordllama"))
+    return get_embedder(setting(ports, "embedder"))
 
 
 def embed_texts(ports, texts, *, embedder=None, runner=None):
@@ -645,5 +645,5 @@ def embed_texts(ports, texts, *, embedder=None, runner=None):
         return defer.fail(err)
     runner = runner or _EMBEDDING["runner"]
     if runner is None:
-        from ai_assistant.threads import run_cpu_bound as runner
+        from ai_assistant.plumbing.threads import run_cpu_bound as runner
     return runner(model.embed, list(texts))

@@ -40,8 +40,7 @@ from datetime import timedelta
 
 from twisted.internet import defer
 
-from ai_assistant.agent.context import defuse, register_context_provider, safe_name
-from ai_assistant.agent.llm import complete_text, parse_json_reply
+from ai_assistant.agent.context import register_context_provider
 from ai_assistant.memory import nodes as nodes_model
 from ai_assistant.memory.nodes import (
     ACTIVE,
@@ -64,7 +63,10 @@ from ai_assistant.memory.nodes import (
     setting,
     threshold,
 )
-from ai_assistant.ports import LLMError, iso, parse_iso
+from ai_assistant.plumbing.llm import complete_text
+from ai_assistant.plumbing.ports import LLMError, iso, parse_iso
+from ai_assistant.plumbing.quoting import defuse, safe_name
+from ai_assistant.plumbing.replies import parse_json_reply
 
 PATROL_STATE_DOC = "patrol_state"
 DIARY_DOC = "diary"
@@ -197,7 +199,7 @@ def repair_failed_notes(ports):
     repaired = {}
     if ports.mechanical:
         return repaired
-    limit = int(setting(ports, "repair_max_per_patrol", 5))
+    limit = int(setting(ports, "repair_max_per_patrol"))
     candidates = []
     for note in scene_notes(ports):
         if note.get("type", "scene") != "scene" or note.get("status") != PARSE_FAILED:
@@ -258,7 +260,7 @@ def convert_scene_notes(ports, *, embedder=None, runner=None):
         Deferred[dict]: Counts: converted, parse_failed, repaired, matched, classified.
     """
     repaired = yield repair_failed_notes(ports)
-    default_importance = float(setting(ports, "default_importance", 0.5))
+    default_importance = float(setting(ports, "default_importance"))
     prepared, failed = [], {}
     for note in scene_notes(ports):
         if note.get("type", "scene") != "scene":
@@ -352,8 +354,8 @@ def increment_session_counts(ports):
 
 def flag_dying_nodes(ports):
     """❸ Active, unpinned nodes whose eff_imp is at or below the threshold start dying."""
-    cut = float(setting(ports, "dying_threshold", 0.05))
-    decay = float(setting(ports, "decay_sessions", 30))
+    cut = float(setting(ports, "dying_threshold"))
+    decay = float(setting(ports, "decay_sessions"))
     nodes = load_nodes(ports)
     dying = [
         node for node in nodes.values()
@@ -375,8 +377,8 @@ def revive_nodes(ports):
     ❺ Dead nodes whose eff_imp rose above the threshold (their reactivation count grew since
     they died) and dying nodes whose eff_imp is above it again become active.
     """
-    cut = float(setting(ports, "dying_threshold", 0.05))
-    decay = float(setting(ports, "decay_sessions", 30))
+    cut = float(setting(ports, "dying_threshold"))
+    decay = float(setting(ports, "decay_sessions"))
     nodes = load_nodes(ports)
     revived = []
     for node in nodes.values():
@@ -517,8 +519,8 @@ def consolidate_clusters(ports, *, embedder=None, runner=None):
     """
     if ports.mechanical:
         return {"skipped": "mechanical mode"}
-    max_clusters = int(setting(ports, "consolidation_max_clusters", 20))
-    max_nodes = int(setting(ports, "consolidation_max_nodes", 60))
+    max_clusters = int(setting(ports, "consolidation_max_clusters"))
+    max_nodes = int(setting(ports, "consolidation_max_nodes"))
     nodes, clusters = load_nodes(ports), load_clusters(ports)
     targets = [
         cluster for cluster in sorted(clusters.values(), key=lambda c: c.get("created_at") or "")
@@ -542,7 +544,7 @@ def consolidate_clusters(ports, *, embedder=None, runner=None):
             continue
         plans.append((cluster["id"], labels, reply, [n["id"] for n in members]))
     nodes, vectors = load_nodes(ports), load_vectors(ports)
-    bonus = float(setting(ports, "merge_importance_bonus", 0.05))
+    bonus = float(setting(ports, "merge_importance_bonus"))
     report = {"clusters": len(plans), "merged": 0, "absorbed": 0, "made_dead": 0}
     for cluster_id, labels, reply, shown in plans:
         outcome = apply_consolidation(nodes, cluster_id, labels, reply, shown, bonus)
@@ -614,13 +616,13 @@ def split_large_clusters(ports):
     """
     if ports.mechanical:
         return {"skipped": "mechanical mode"}
-    limit = int(setting(ports, "split_min_active", 10))
-    min_part = int(setting(ports, "split_min_part", 2))
-    min_remaining = int(setting(ports, "split_min_remaining", 2))
+    limit = int(setting(ports, "split_min_active"))
+    min_part = int(setting(ports, "split_min_part"))
+    min_remaining = int(setting(ports, "split_min_remaining"))
     nodes, clusters = load_nodes(ports), load_clusters(ports)
     sizes = {cid: len(cluster_members(nodes, cid, (ACTIVE,))) for cid in clusters}
     targets = sorted((cid for cid, size in sizes.items() if size > limit),
-                     key=lambda cid: -sizes[cid])[: int(setting(ports, "split_max_clusters", 5))]
+                     key=lambda cid: -sizes[cid])[: int(setting(ports, "split_max_clusters"))]
     plans, errors = [], []
     for cluster_id in targets:
         members = sorted(cluster_members(nodes, cluster_id, (ACTIVE,)),
@@ -668,7 +670,7 @@ def merge_small_clusters(ports, *, embedder=None):
     Returns:
         dict: `{"deleted": n, "merged_into_sibling": n, "merged_into_root": n}`.
     """
-    small = int(setting(ports, "small_cluster_max", 2))
+    small = int(setting(ports, "small_cluster_max"))
     cut = threshold(ports, "cluster_threshold", _embedder(ports, embedder))
     nodes, clusters, vectors = load_nodes(ports), load_clusters(ports), load_vectors(ports)
     report = {"deleted": 0, "merged_into_sibling": 0, "merged_into_root": 0}
@@ -761,7 +763,7 @@ def write_diary_and_think(ports):
     if isinstance(think, str):
         think = _diary_lines(think)
     bullets = [" ".join(str(b).lstrip("-•* ").split()) for b in (think or [])]
-    bullets = [b for b in bullets if b][: int(setting(ports, "think_max_bullets", 7))]
+    bullets = [b for b in bullets if b][: int(setting(ports, "think_max_bullets"))]
     if not diary_lines and not bullets:
         return {"error": "the diary reply had neither a diary nor think notes"}
     now = _now(ports)
@@ -877,7 +879,7 @@ def relationships_text(ports):
     else:
         items = []
     lines = []
-    for key, profile in items[: int(setting(ports, "relationships_max", 10))]:
+    for key, profile in items[: int(setting(ports, "relationships_max"))]:
         profile = profile if isinstance(profile, dict) else {}
         name = safe_name(profile.get("name") or profile.get("entity_name") or key)
         relationship = profile.get("relationship")
@@ -916,7 +918,7 @@ def snapshot_block(ports, situation):
         parts.append("Unread notes:\n" + "\n".join(
             f"- [{safe_name(n.get('type'))}] {defuse(n.get('text'), 300)}" for n in unread[:10]
         ))
-    days = int(setting(ports, "diary_days", 7))
+    days = int(setting(ports, "diary_days"))
     cutoff = (ports.clock.now() - timedelta(days=days)).strftime("%Y-%m-%d")
     diary = ports.state.get(DIARY_DOC, None) or {}
     recent = sorted((d for d in diary if d > cutoff), reverse=True)
@@ -929,7 +931,7 @@ def snapshot_block(ports, situation):
 
 def recent_nodes_block(ports, situation):
     """Block 2-B: the most recently activated nodes that have an action."""
-    limit = int(setting(ports, "recent_nodes", 5))
+    limit = int(setting(ports, "recent_nodes"))
     nodes = ports.state.get(NODES_DOC, None) or {}
     activated = [
         n for n in nodes.values()

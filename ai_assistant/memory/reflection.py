@@ -24,7 +24,6 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.agent.llm import find_json
 from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.importance import (
     check_reflection_trigger,
@@ -33,7 +32,8 @@ from ai_assistant.memory.importance import (
 )
 from ai_assistant.memory.persona import filter_insights
 from ai_assistant.memory.retrieval import search_entries, search_settings
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
+from ai_assistant.plumbing.replies import find_json
 
 __all__ = [
     "check_reflection_trigger",
@@ -137,7 +137,7 @@ def _window_entries(ports, journal, state):
     entries = [e for e in journal["entries"] if e["id"] in wanted]
     if not entries:
         entries = list(journal["entries"])
-    limit = ports.settings.get("reflection.max_prompt_entries", 50)
+    limit = ports.settings.get("reflection.max_prompt_entries")
     return entries[-limit:]
 
 
@@ -214,7 +214,7 @@ def gather_evidence(ports, question, limit=None):
         Deferred[list[dict]]: Best first.
     """
     if limit is None:
-        limit = ports.settings.get("reflection.evidence_per_question", 10)
+        limit = ports.settings.get("reflection.evidence_per_question")
     if ports.semantic is not None:
         try:
             hits = yield ports.semantic.search(question, limit=limit)
@@ -264,7 +264,7 @@ def run_reflection(ports):
     # What this reflection covers; entries written while it runs stay for the next one.
     covered_ids = list(state["entries_since_reflection"])
     covered_importance = state["cumulative_importance"]
-    count = ports.settings.get("reflection.questions", 3)
+    count = ports.settings.get("reflection.questions")
 
     try:
         reply = yield ports.llm.complete(
@@ -310,7 +310,7 @@ def run_reflection(ports):
             refs = ", ".join(f"#{i}" if isinstance(i, int) else str(i) for i in ids)
             lines.append(f"{item['insight']} (evidence: {refs})" if refs else item["insight"])
         content = f"{journal_module.SYNTHESIS_PREFIX} " + " | ".join(lines)
-        max_chars = ports.settings.get("journal.max_content_chars", 4000)
+        max_chars = ports.settings.get("journal.max_content_chars")
         entry = journal_module.add_entry(
             ports,
             content[:max_chars],

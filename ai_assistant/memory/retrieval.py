@@ -50,7 +50,7 @@ from lemminflect import getAllLemmas
 
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.time_references import find_time_references, strip_spans, window_mask
-from ai_assistant.ports import parse_iso
+from ai_assistant.plumbing.ports import parse_iso
 
 # ----------------------------------------------------------------------------------------------
 # Text normalisation
@@ -827,9 +827,9 @@ def default_embed(settings):
     Args:
         settings (conf.Settings): The assistant's settings.
     """
-    if not settings.get("journal.embedding_weight", 0):
+    if not settings.get("journal.embedding_weight"):
         return None
-    if "embedder" in (settings.get("memory.mem0", {}) or {}):
+    if "embedder" in (settings.get("memory.mem0") or {}):
         return None
     try:
         from ai_assistant.memory.embedder import EmbedderUnavailable, get_embedder
@@ -856,20 +856,20 @@ def search_settings(settings):
         dict: Keyword arguments for `search_entries`.
     """
     return {
-        "alpha_recency": settings.get("journal.alpha_recency", 1.0),
-        "alpha_importance": settings.get("journal.alpha_importance", 1.0),
-        "alpha_relevance": settings.get("journal.alpha_relevance", 1.0),
-        "recency_decay": settings.get("journal.recency_decay", 0.99),
-        "speaker_boost": settings.get("journal.speaker_boost", 0.6),
-        "context_weight": settings.get("journal.context_weight", 0.5),
-        "fusion": settings.get("journal.fusion", "score"),
-        "embedding_weight": settings.get("journal.embedding_weight", 0.15),
-        "relevance_gate": settings.get("journal.relevance_gate", 0.5),
-        "rerank_pool": settings.get("journal.rerank_pool", 10),
-        "feedback_docs": settings.get("journal.feedback_docs", 3),
-        "feedback_terms": settings.get("journal.feedback_terms", 5),
-        "feedback_weight": settings.get("journal.feedback_weight", 0.2),
-        "time_boost": settings.get("journal.time_boost", 1.0),
+        "alpha_recency": settings.get("journal.alpha_recency"),
+        "alpha_importance": settings.get("journal.alpha_importance"),
+        "alpha_relevance": settings.get("journal.alpha_relevance"),
+        "recency_decay": settings.get("journal.recency_decay"),
+        "speaker_boost": settings.get("journal.speaker_boost"),
+        "context_weight": settings.get("journal.context_weight"),
+        "fusion": settings.get("journal.fusion"),
+        "embedding_weight": settings.get("journal.embedding_weight"),
+        "relevance_gate": settings.get("journal.relevance_gate"),
+        "rerank_pool": settings.get("journal.rerank_pool"),
+        "feedback_docs": settings.get("journal.feedback_docs"),
+        "feedback_terms": settings.get("journal.feedback_terms"),
+        "feedback_weight": settings.get("journal.feedback_weight"),
+        "time_boost": settings.get("journal.time_boost"),
     }
 
 
@@ -887,7 +887,7 @@ def search_journal(ports, query, *, limit=None, **filters):
         list: `(score, entry)` pairs, best first.
     """
     if limit is None:
-        limit = ports.settings.get("journal.search_limit", 10)
+        limit = ports.settings.get("journal.search_limit")
     options = search_settings(ports.settings)
     options.update(filters)
     entries = get_journal(ports)["entries"]

@@ -33,8 +33,8 @@ import os
 import sys
 import threading
 
-from ai_assistant.conf import deep_merge
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
+from ai_assistant.plumbing.settings import deep_merge
 
 DATA_FOLDER = "ai_assistant_data"
 COLLECTION = "ai_assistant"
@@ -46,35 +46,16 @@ _stores = {}
 _stores_lock = threading.Lock()
 
 
-def default_data_dir():
-    """
-    The game's data folder for the semantic tier: `<game>/server/ai_assistant_data`.
-
-    Uses Django's `GAME_DIR` when settings are configured, else the current folder (Evennia
-    runs from the game folder).
-    """
-    game_dir = None
-    try:
-        from django.conf import settings as django_settings
-
-        if django_settings.configured:
-            game_dir = getattr(django_settings, "GAME_DIR", None)
-    except ImportError:
-        pass
-    return os.path.join(game_dir or os.getcwd(), "server", DATA_FOLDER)
-
-
-def configure_mem0_environment(data_dir=None):
+def configure_mem0_environment(data_dir):
     """
     Turn mem0's telemetry off and keep its files under `data_dir`, before mem0 is imported.
 
     Args:
-        data_dir (str, optional): The semantic tier's folder (default `default_data_dir()`).
+        data_dir (str): The semantic tier's folder.
 
     Returns:
         str: The folder mem0 uses for its own files (`<data_dir>/mem0`).
     """
-    data_dir = data_dir or default_data_dir()
     # mem0 logs every insert at INFO, and warns on every start that spaCy and fastembed (which
     # we leave out on purpose: both fetch models from the network) are missing.
     logging.getLogger("mem0").setLevel(logging.WARNING)
@@ -108,9 +89,9 @@ def default_mem0_config(settings, data_dir, embedder=None):
     Returns:
         tuple: `(config dict for mem0.Memory.from_config, uses_local_embedder bool)`.
     """
-    override = copy.deepcopy(settings.get("memory.mem0", {}) or {})
+    override = copy.deepcopy(settings.get("memory.mem0") or {})
     dims = embedder.dims if embedder is not None else 256
-    llm = settings.get("llm", {}) or {}
+    llm = settings.get("llm") or {}
     llm_config = {"model": llm.get("model") or "gpt-4o-mini", "api_key": _UNUSED_KEY}
     if llm.get("api_key"):
         llm_config["api_key"] = llm["api_key"]
@@ -156,7 +137,7 @@ class _SharedStore:
 def _open_shared(config, uses_local_embedder, embedder, path):
     from mem0 import Memory
 
-    from ai_assistant.memory.embedder import Mem0Embedder
+    from ai_assistant.memory.mem0_embedding import Mem0Embedder
 
     memory = Memory.from_config(config)
     if uses_local_embedder:
@@ -178,7 +159,7 @@ def _close_memory(memory):
 
 
 def _default_runner(func, *args, **kwargs):
-    from ai_assistant.threads import run_cpu_bound
+    from ai_assistant.plumbing.threads import run_cpu_bound
 
     return run_cpu_bound(func, *args, **kwargs)
 
@@ -351,7 +332,7 @@ class SemanticMemory:
 Mem0Store = SemanticMemory
 
 
-def make_semantic_store(settings, data_dir=None, key="assistant", *, runner=None, log=None):
+def make_semantic_store(settings, data_dir, key="assistant", *, runner=None, log=None):
     """
     Open (or join) the semantic store for one assistant.
 
@@ -359,7 +340,7 @@ def make_semantic_store(settings, data_dir=None, key="assistant", *, runner=None
 
     Args:
         settings (conf.Settings): The assistant's settings (`memory.mem0`, `llm`).
-        data_dir (str, optional): The data folder (default `server/ai_assistant_data`).
+        data_dir (str): The data folder (the game's is `server/ai_assistant_data`).
         key (str): The assistant's key (scopes its memories).
         runner (callable, optional): Runs blocking calls, returns Deferreds.
         log (callable, optional): `log(message)`.
@@ -367,11 +348,11 @@ def make_semantic_store(settings, data_dir=None, key="assistant", *, runner=None
     Returns:
         SemanticMemory or None: None when `memory.enabled` is False.
     """
-    if not settings.get("memory.enabled", True):
+    if not settings.get("memory.enabled"):
         return None
-    data_dir = os.path.abspath(data_dir or default_data_dir())
+    data_dir = os.path.abspath(data_dir)
     configure_mem0_environment(data_dir)
-    override = settings.get("memory.mem0", {}) or {}
+    override = settings.get("memory.mem0") or {}
     embedder = None
     if "embedder" not in override:
         from ai_assistant.memory.embedder import get_embedder

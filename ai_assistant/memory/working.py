@@ -16,7 +16,7 @@ Messages are bounded (`working_memory.max_messages`, oldest dropped first); conv
 for longer than `working_memory.stale_seconds` are cleared during sleep.
 """
 
-from ai_assistant.ports import iso, parse_iso
+from ai_assistant.plumbing.ports import iso, parse_iso
 
 
 def _conversation(memory, entity_id, name, now):
@@ -57,7 +57,7 @@ def record_message(ports, entity_id, name, role, content):
     conversation["messages"].append(
         {"role": role, "name": speaker, "content": content, "time": now}
     )
-    limit = max(2, int(ports.settings.get("working_memory.max_messages", 40)))
+    limit = max(2, int(ports.settings.get("working_memory.max_messages")))
     del conversation["messages"][:-limit]
     ports.state.set("working_memory", memory)
     return conversation
@@ -80,7 +80,7 @@ def clear_stale_conversations(ports, max_age_seconds=None):
         list[str]: The ids of the cleared conversations.
     """
     if max_age_seconds is None:
-        max_age_seconds = ports.settings.get("working_memory.stale_seconds", 3600)
+        max_age_seconds = ports.settings.get("working_memory.stale_seconds")
     now = ports.clock.now()
     memory = dict(ports.state.get("working_memory", {}) or {})
     stale = []

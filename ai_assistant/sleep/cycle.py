@@ -17,7 +17,7 @@ import importlib
 
 from twisted.internet import defer
 
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import modes
 
 # (report name, "module:function") - looked up at run time so each step lives in the module

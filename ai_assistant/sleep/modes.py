@@ -13,7 +13,7 @@ State docs used: "operating_mode", "sleep_phase" ("compacting" | "dreaming" | No
 
 from datetime import timedelta
 
-from ai_assistant.ports import iso, parse_iso
+from ai_assistant.plumbing.ports import iso, parse_iso
 
 COMPACTING = "compacting"
 DREAMING = "dreaming"
@@ -94,7 +94,7 @@ def perform_wake_transition(ports, reason, transition):
     The canonical wake (seed 001): cooldown before auto-sleep, activity counter reset, sleep
     state cleared, emergency stop cleared, then the switch to awake.
     """
-    cooldown = ports.settings.get("sleep.wake_cooldown_minutes", 60)
+    cooldown = ports.settings.get("sleep.wake_cooldown_minutes")
     blocked_until = ports.clock.now() + timedelta(minutes=cooldown)
     ports.state.set(
         "awake_state", {"awake_ticks": 0, "auto_sleep_blocked_until": iso(blocked_until)}
@@ -142,11 +142,12 @@ def in_sleep_window(hour, start_hour, duration_hours):
 def schedule(ports):
     """The sleep schedule: the settings' defaults overlaid with the NPC's `sleep_schedule`."""
     merged = {
-        "enabled": ports.settings.get("sleep.enabled", False),
-        "sleep_start_hour": ports.settings.get("sleep.sleep_start_hour", 2),
-        "sleep_duration_hours": ports.settings.get("sleep.sleep_duration_hours", 4),
-        "tick_rate_sleep": ports.settings.get("sleep.tick_rate_sleep", 60),
-        "min_awake_ticks": ports.settings.get("sleep.min_awake_ticks", 10),
+        "enabled": ports.settings.get("sleep.enabled"),
+        "sleep_start_hour": ports.settings.get("sleep.sleep_start_hour"),
+        "sleep_duration_hours": ports.settings.get("sleep.sleep_duration_hours"),
+        # the seed's schedule shape names the sleep tick rate; its one setting is ticks.sleep
+        "tick_rate_sleep": ports.settings.get("ticks.sleep"),
+        "min_awake_ticks": ports.settings.get("sleep.min_awake_ticks"),
     }
     merged.update(ports.state.get("sleep_schedule") or {})
     return merged

@@ -20,8 +20,8 @@ from ai_assistant.memory.retrieval import (
     search_entries,
     search_settings,
 )
-from ai_assistant.ports import parse_iso
-from ai_assistant.threads import run_cpu_bound
+from ai_assistant.plumbing.ports import parse_iso
+from ai_assistant.plumbing.threads import run_cpu_bound
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
 
 RESULT_CONTENT_CHARS = 500

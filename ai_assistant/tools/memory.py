@@ -129,7 +129,7 @@ class RecallMemories(Tool):
             return error_result(_NO_STORE)
         if not isinstance(query, str) or not query.strip():
             return error_result("query is required: a non-empty text")
-        max_chars = ports.settings.get("journal.max_content_chars", 4000)
+        max_chars = ports.settings.get("journal.max_content_chars")
         if len(query) > max_chars:
             return error_result(f"query is too long ({len(query)} > {max_chars} characters)")
         deferred = defer.maybeDeferred(

@@ -101,7 +101,7 @@ def recall_nodes(ports, query, *, rng=None, embedder=None, runner=None):
     model = nodes_model.get_node_embedder(ports, embedder)
     matrix = yield nodes_model.embed_texts(ports, [query], embedder=model, runner=runner)
     cut = nodes_model.threshold(ports, "recall_threshold", model)
-    limit = int(setting(ports, "recall_top_k", 3))
+    limit = int(setting(ports, "recall_top_k"))
     index = nodes_model.vector_index(ports)  # re-read: a patrol may have written meanwhile
     current = ports.state.get(NODES_DOC, None) or {}
     hits = index.search(
@@ -140,7 +140,7 @@ def search_nodes(ports, query, mode="or", limit=None):
         list[dict]: The matching nodes after reactivation, most important first.
     """
     terms = [term for term in str(query).split() if term]
-    limit = int(limit or setting(ports, "search_limit", 10))
+    limit = int(limit or setting(ports, "search_limit"))
     combine = all if mode == "and" else any
     nodes = ports.state.get(NODES_DOC, None) or {}
     hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)]
@@ -200,7 +200,7 @@ class NoteScene(Tool):
     family = "nodes"
 
     def run(self, ports, **scene):
-        limit = int(setting(ports, "max_note_chars", 4000))
+        limit = int(setting(ports, "max_note_chars"))
         if len(json.dumps(scene)) > limit:
             return error_result(f"the scene is too long (at most {limit} characters)")
         try:

@@ -32,8 +32,8 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.agent.llm import find_json
-from ai_assistant.ports import LLMError, iso
+from ai_assistant.plumbing.ports import LLMError, iso
+from ai_assistant.plumbing.replies import find_json
 
 STATE_KEY = "current_goals"
 TICK_KEY = "tick_count"
@@ -128,7 +128,7 @@ def _clean_description(ports, description):
     if not isinstance(description, str) or not description.strip():
         raise GoalError("a goal needs a description")
     description = " ".join(description.split())
-    limit = ports.settings.get("workspace.goals.max_description_chars", 500)
+    limit = ports.settings.get("workspace.goals.max_description_chars")
     if len(description) > limit:
         raise GoalError(f"the description is too long ({len(description)} chars; limit {limit})")
     return description
@@ -257,7 +257,7 @@ def add_goal(ports, description, priority="medium", parent_id=None):
                 f"goal '{parent_id}' is {parent.get('status')}; set it active again with "
                 "update_goal before adding subtasks"
             )
-    limit = ports.settings.get("workspace.goals.max_goals", 200)
+    limit = ports.settings.get("workspace.goals.max_goals")
     if len(goals) >= limit:
         raise GoalError(f"there are already {len(goals)} goals (the limit is {limit})")
     goal = new_goal(
@@ -434,9 +434,9 @@ def decompose_goal(ports, goal_id):
             "decompose_goal needs an LLM and none is configured (mechanical mode); "
             "add subtasks one by one with add_goal(parent_id=...)"
         )
-    minimum = ports.settings.get("workspace.goals.min_subtasks", 3)
-    maximum = ports.settings.get("workspace.goals.max_subtasks", 7)
-    max_chars = ports.settings.get("workspace.goals.max_description_chars", 500)
+    minimum = ports.settings.get("workspace.goals.min_subtasks")
+    maximum = ports.settings.get("workspace.goals.max_subtasks")
+    max_chars = ports.settings.get("workspace.goals.max_description_chars")
     goals = load_goals(ports)
     goal = _check_decomposable(goals, goal_id)
     messages = decomposition_messages(goal, goals, minimum, maximum)
@@ -451,7 +451,7 @@ def decompose_goal(ports, goal_id):
     # fresh read after the yield: the goal may have changed while the model was thinking
     goals = load_goals(ports)
     goal = _check_decomposable(goals, goal_id)
-    limit = ports.settings.get("workspace.goals.max_goals", 200)
+    limit = ports.settings.get("workspace.goals.max_goals")
     if len(goals) + len(subtasks) > limit:
         raise GoalError(f"adding {len(subtasks)} subtasks would pass the limit of {limit} goals")
     tick, created, new = current_tick(ports), iso(ports.clock.now()), []
@@ -569,7 +569,7 @@ def goals_context_block(ports, situation=None):
         return None
     rank = {priority: index for index, priority in enumerate(PRIORITIES)}
     active.sort(key=lambda goal: rank.get(goal.get("priority"), len(rank)))  # stable
-    limit = ports.settings.get("workspace.goals.context_max_goals", 15)
+    limit = ports.settings.get("workspace.goals.context_max_goals")
     shown, hidden = active[:limit], len(active) - limit
     tree = format_goal_tree(shown).split("\n", 1)[1]
     lines = [tree, "(Mark progress with update_goal as you go.)"]

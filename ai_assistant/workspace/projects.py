@@ -28,7 +28,7 @@ nothing was changed.
 
 import re
 
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 STATE_KEY = "projects"
 STATUSES = ("active", "paused", "completed")
@@ -100,7 +100,7 @@ def normalize_key(key):
     return normalized
 
 
-def _clean_text(ports, text, what, setting, default, required=False):
+def _clean_text(ports, text, what, setting, required=False):
     if text is None:
         text = ""
     if not isinstance(text, str):
@@ -108,7 +108,7 @@ def _clean_text(ports, text, what, setting, default, required=False):
     text = text.strip()
     if required and not text:
         raise ProjectError(f"{what} must not be empty")
-    limit = ports.settings.get(setting, default)
+    limit = ports.settings.get(setting)
     if len(text) > limit:
         raise ProjectError(f"{what} is too long ({len(text)} chars; the limit is {limit})")
     return text
@@ -116,12 +116,12 @@ def _clean_text(ports, text, what, setting, default, required=False):
 
 def _clean_summary(ports, summary):
     return _clean_text(
-        ports, summary, "the summary", "workspace.projects.max_summary_chars", 500, required=True
+        ports, summary, "the summary", "workspace.projects.max_summary_chars", required=True
     )
 
 
 def _clean_context(ports, context, what="the context"):
-    return _clean_text(ports, context, what, "workspace.projects.max_context_chars", 8000)
+    return _clean_text(ports, context, what, "workspace.projects.max_context_chars")
 
 
 def _require_slot(doc, key):
@@ -159,7 +159,7 @@ def create_project(ports, key, summary, context=""):
     doc = load_projects(ports)
     if key in doc["slots"]:
         raise ProjectError(f"a project '{key}' already exists; use update_project or swap_project")
-    limit = ports.settings.get("workspace.projects.max_projects", 20)
+    limit = ports.settings.get("workspace.projects.max_projects")
     if len(doc["slots"]) >= limit:
         raise ProjectError(
             f"there are already {len(doc['slots'])} projects (the limit is {limit}); "

@@ -25,7 +25,7 @@ from ai_assistant.memory.persona import (
     SELF_REFERENCE_SUGGESTION,
     is_self_referential,
 )
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 STATE_KEY = "session_memory"
 # memory_type -> the list it is stored in
@@ -138,7 +138,7 @@ def add_session_memory(ports, content, memory_type="fact"):
     if not isinstance(content, str) or not content.strip():
         raise SessionMemoryError("content must not be empty")
     content = " ".join(content.split())
-    limit = ports.settings.get("workspace.session_memory.max_content_chars", 1000)
+    limit = ports.settings.get("workspace.session_memory.max_content_chars")
     if len(content) > limit:
         raise SessionMemoryError(f"content is too long ({len(content)} chars; limit {limit})")
     if is_self_referential(content):
@@ -149,7 +149,7 @@ def add_session_memory(ports, content, memory_type="fact"):
     normalized = normalize_text(content)
     if any(normalize_text(_entry_text(e) or "") == normalized for e in entries):
         return {"memory_type": memory_type, "content": content, "added": False}
-    max_items = ports.settings.get("workspace.session_memory.max_items", 100)
+    max_items = ports.settings.get("workspace.session_memory.max_items")
     if len(entries) >= max_items:
         raise SessionMemoryError(
             f"session memory already holds {len(entries)} {MEMORY_TYPES[memory_type]} "
@@ -206,7 +206,7 @@ def compact_session_memory(ports):
         dict: `{"removed": {list name: [entries removed]}, "removed_count",
         "counts": {list name: entries left}, "last_compacted"}`.
     """
-    threshold = ports.settings.get("workspace.session_memory.near_duplicate", 0.8)
+    threshold = ports.settings.get("workspace.session_memory.near_duplicate")
     doc = load_session_memory(ports)
     removed, counts = {}, {}
     for name in MEMORY_TYPES.values():

@@ -18,7 +18,7 @@ loop writes:
 written by anything here: it always takes precedence and the assistant cannot change it.
 """
 
-from ai_assistant.ports import iso
+from ai_assistant.plumbing.ports import iso
 
 LOOP_STATE_KEY = "loop_state"
 SESSION_METRICS_KEY = "session_metrics"
@@ -68,7 +68,7 @@ def count_history_tokens(history):
     messages = [m for m in history or [] if isinstance(m, dict)]
     try:
         # imported lazily: the tokenizer is optional for this module and loads an encoding
-        from ai_assistant.agent.tokens import count_message_tokens
+        from ai_assistant.plumbing.tokens import count_message_tokens
     except ImportError:
         count_message_tokens = None
     if count_message_tokens is not None:
@@ -111,7 +111,7 @@ def token_usage(ports):
     if not used:  # 0 is the loop's "not measured yet": no real prompt is empty
         history = ports.state.get(HISTORY_KEY, [])
         used = count_history_tokens(history if isinstance(history, list) else [])
-    limit = _count(ports.settings.get("llm.context_limit", 128000)) or 1
+    limit = _count(ports.settings.get("llm.context_limit")) or 1
     return {
         "estimated_used": used,
         "model_limit": limit,
@@ -139,13 +139,13 @@ def system_status(ports):
     usage = token_usage(ports)
     advisory = token_advisory(
         usage["usage_percentage"],
-        warning=ports.settings.get("workspace.status.warning_percent", 60),
-        critical=ports.settings.get("workspace.status.critical_percent", 80),
+        warning=ports.settings.get("workspace.status.warning_percent"),
+        critical=ports.settings.get("workspace.status.critical_percent"),
     )
     tools = _names(loop_state.get("tools_this_cycle"))
     max_iterations = _count(
         loop_state.get("max_iterations"),
-        default=ports.settings.get("react.max_iterations_per_tick", 5),
+        default=ports.settings.get("react.max_iterations_per_tick"),
     )
     return {
         "success": True,
@@ -197,7 +197,7 @@ def update_system_prompt(ports, new_prompt, reasoning):
     if not isinstance(new_prompt, str) or not new_prompt.strip():
         raise SystemPromptError("new_prompt must not be empty")
     new_prompt = new_prompt.strip()
-    limit = ports.settings.get("workspace.system_prompt.max_chars", 4000)
+    limit = ports.settings.get("workspace.system_prompt.max_chars")
     if len(new_prompt) > limit:
         raise SystemPromptError(f"new_prompt is too long ({len(new_prompt)} chars; limit {limit})")
     if not isinstance(reasoning, str) or not reasoning.strip():
@@ -219,7 +219,7 @@ def update_system_prompt(ports, new_prompt, reasoning):
             "new_len": len(new_prompt),
         }
     )
-    keep = max(ports.settings.get("workspace.system_prompt.history_max", 20), 1)
+    keep = max(ports.settings.get("workspace.system_prompt.history_max"), 1)
     ports.state.set(ASSISTANT_PROMPT_KEY, new_prompt)
     ports.state.set(PROMPT_HISTORY_KEY, history[-keep:])
     ports.log(

@@ -11,9 +11,11 @@ Twisted's default pool is shared with Evennia's logger, so a burst of slow LLM c
 stall logging; these pools are ours alone. Work submitted here must not touch `db` attributes:
 it returns values, and callbacks on the reactor thread write.
 
-When the pools start, the interpreter's switch interval is lowered to `threads.switch_interval`
-(default 1 ms, Python's is 5 ms) so that a computing thread hands the lock back to the reactor
-sooner. Their threads are daemon threads and shutdown does not wait for them: an LLM call can
+A game may lower the interpreter's switch interval with `threads.switch_interval` (the demo
+uses 1 ms; Python's is 5 ms) so that a computing thread hands the lock back to the reactor
+sooner; it is off by default because it changes the whole process.
+
+The pools' threads are daemon threads and shutdown does not wait for them: an LLM call can
 take a minute, and a Server that lingers after `evennia reload` collides with its own restart.
 Work cut off that way loses nothing - state only changes in reactor callbacks, which never ran,
 and the work is retried idempotently after the restart.
@@ -26,7 +28,11 @@ from twisted.internet import reactor
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
+from ai_assistant.plumbing.settings import DEFAULTS
+
+# Process-wide by nature: one pool of each kind serves every assistant of the server.
 _pools = {}
+_sizes = {"io": DEFAULTS["threads"]["max"], "cpu": DEFAULTS["threads"]["cpu"]}
 _lock = threading.Lock()
 
 
@@ -36,15 +42,22 @@ def _daemon_thread(*args, **kwargs):
     return thread
 
 
-def _settings():
-    try:
-        from ai_assistant.conf import Settings
+def configure(settings):
+    """
+    Size the pools from the game's settings (the shell calls this before any work starts).
 
-        return Settings()
-    except Exception:  # settings unavailable (no Django): the defaults
-        from ai_assistant.conf import DEFAULTS, Settings
+    Pools already started keep their size. `threads.switch_interval`, when set, lowers the
+    interpreter's switch interval for the whole process: opt-in, since it is process-wide.
 
-        return Settings(DEFAULTS)
+    Args:
+        settings (Settings): The game-wide settings.
+    """
+    with _lock:
+        _sizes["io"] = max(1, int(settings.get("threads.max")))
+        _sizes["cpu"] = max(1, int(settings.get("threads.cpu")))
+    interval = settings.get("threads.switch_interval")
+    if interval and interval < sys.getswitchinterval():
+        sys.setswitchinterval(interval)
 
 
 def get_pool(kind="io"):
@@ -60,12 +73,7 @@ def get_pool(kind="io"):
     with _lock:
         pool = _pools.get(kind)
         if pool is None:
-            settings = _settings()
-            size = settings.get("threads.max", 8) if kind == "io" else settings.get(
-                "threads.cpu", 1)
-            interval = settings.get("threads.switch_interval", 0.001)
-            if interval and interval < sys.getswitchinterval():
-                sys.setswitchinterval(interval)
+            size = _sizes[kind]
             pool = ThreadPool(minthreads=min(1, size), maxthreads=max(1, size),
                               name=f"ai_assistant-{kind}")
             pool.threadFactory = _daemon_thread

@@ -2,7 +2,7 @@
 The LLM client: any OpenAI-compatible chat-completions endpoint through the `openai` SDK.
 
 `LLMClient.complete(...)` returns a Deferred and never blocks the reactor: the SDK call runs in
-the shared thread pool (`ai_assistant.threads.run_blocking`), and everything around it -
+the shared thread pool (`ai_assistant.plumbing.threads.run_blocking`), and everything around it -
 retries, backoff, the circuit breaker, the emergency stop, concurrency caps and token
 accounting - happens in Twisted on the reactor thread, so no thread ever sleeps and every state
 write happens in a callback on the reactor.
@@ -24,14 +24,13 @@ Failure handling, from the inside out:
 
 import json
 import random
-import re
 import threading
 import time
 
 from twisted.internet import defer, task
 
-from ai_assistant.agent import tokens
-from ai_assistant.ports import (
+from ai_assistant.plumbing import tokens
+from ai_assistant.plumbing.ports import (
     LLMBadResponse,
     LLMError,
     LLMReply,
@@ -376,7 +375,7 @@ class LLMClient:
     def _run(self, func, *args):
         if self._runner is not None:
             return self._runner(func, *args)
-        from ai_assistant.threads import run_blocking
+        from ai_assistant.plumbing.threads import run_blocking
 
         return run_blocking(func, *args)
 
@@ -679,59 +678,3 @@ def complete_text(llm, prompt, *, system=None, purpose="text", **params):
         return text
 
     return llm.complete(messages, purpose=purpose, **params).addCallback(_text)
-
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-
-
-def find_json(text, *, expect=None):
-    """
-    Like `parse_json_reply`, for callers that treat "no JSON" as an ordinary answer.
-
-    Returns:
-        dict or list or None: The first JSON value found, or None.
-    """
-    try:
-        return parse_json_reply(text, expect=expect)
-    except LLMBadResponse:
-        return None
-
-
-def parse_json_reply(text, *, expect=None):
-    """
-    Pull a JSON object or array out of a model's reply: bare JSON, JSON in a code fence, or
-    JSON with prose around it.
-
-    Args:
-        text (str): The reply.
-        expect (type, optional): `dict` or `list` to accept only that kind.
-
-    Returns:
-        dict or list: The first JSON value found.
-
-    Raises:
-        LLMBadResponse: When there is none.
-    """
-    if not text or not str(text).strip():
-        raise LLMBadResponse("empty reply where JSON was expected")
-    text = str(text).strip()
-    kinds = (expect,) if expect else (dict, list)
-    candidates = [text] + [match.group(1).strip() for match in _FENCE.finditer(text)]
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, kinds):
-            return value
-    decoder = json.JSONDecoder()
-    for index, char in enumerate(text):
-        if char not in "{[":
-            continue
-        try:
-            value, _ = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, kinds):
-            return value
-    raise LLMBadResponse(f"no JSON {'/'.join(k.__name__ for k in kinds)} in reply: {text[:80]!r}")

@@ -12,8 +12,8 @@ in its `server/conf/settings.py`::
 and an admin can override a key per NPC with `@assistant/config Ada = llm.model gpt-4o-mini`.
 Lookups use dotted keys: `settings.get("journal.max_entries")`.
 
-This module is imported by the core; it reads Django settings only when Django is configured,
-so the core stays usable (and testable) without Evennia.
+This module knows nothing of Django: the shell reads the game's `AI_ASSISTANT` setting and hands
+it to `settings_tree`.
 """
 
 import copy
@@ -45,8 +45,9 @@ DEFAULTS = {
         "per_npc_concurrency": 1,
     },
     # max: threads for LLM requests; cpu: threads for embeddings and the vector store;
-    # switch_interval: the interpreter's lock hand-over interval (seconds) once they start
-    "threads": {"max": 8, "cpu": 1, "switch_interval": 0.001},
+    # switch_interval: the interpreter's lock hand-over interval (seconds), process-wide, so
+    # opt-in (None keeps Python's); the demo game sets 0.001
+    "threads": {"max": 8, "cpu": 1, "switch_interval": None},
     # flush_every: changed state is written to the database every this many awake ticks
     # (and on every sleep tick, mode change, reload and shutdown)
     "ticks": {"awake": 5, "sleep": 60, "flush_every": 12},
@@ -164,7 +165,6 @@ DEFAULTS = {
         "enabled": False,
         "sleep_start_hour": 2,
         "sleep_duration_hours": 4,
-        "tick_rate_sleep": 60,
         "min_awake_ticks": 10,
         "wake_cooldown_minutes": 60,
     },
@@ -230,23 +230,18 @@ def deep_merge(base, override):
     return merged
 
 
-def game_settings():
+def settings_tree(configured=None):
     """
-    The game's `AI_ASSISTANT` setting merged over the defaults, with the usual OpenAI
-    environment variables honoured when the setting leaves them unset.
+    A game's settings merged over the defaults, with the usual OpenAI environment variables
+    honoured when the game leaves them unset.
+
+    Args:
+        configured (Mapping, optional): The game's `AI_ASSISTANT` setting.
 
     Returns:
         dict: The game-wide settings tree.
     """
-    configured = {}
-    try:
-        from django.conf import settings as django_settings
-
-        if django_settings.configured:
-            configured = getattr(django_settings, "AI_ASSISTANT", {}) or {}
-    except ImportError:  # the core can run without Django
-        pass
-    tree = deep_merge(DEFAULTS, configured)
+    tree = deep_merge(DEFAULTS, configured or {})
     llm = tree["llm"]
     if not llm.get("api_key") and os.environ.get("OPENAI_API_KEY"):
         llm["api_key"] = os.environ["OPENAI_API_KEY"]
@@ -260,31 +255,35 @@ class Settings:
     Read-only view of a settings tree with dotted-key lookup.
 
     Args:
-        tree (dict, optional): A full settings tree; defaults to `game_settings()`.
+        tree (dict, optional): A full settings tree; defaults to `settings_tree()`.
         overrides (dict, optional): Flat `{"dotted.key": value}` per-NPC overrides.
     """
 
     def __init__(self, tree=None, overrides=None):
-        self._tree = tree if tree is not None else game_settings()
+        self._tree = tree if tree is not None else settings_tree()
         self._overrides = dict(overrides or {})
 
-    def get(self, dotted_key, default=None):
+    def get(self, dotted_key):
         """
-        Look up a setting.
+        Look up a setting. Every key has its default in `DEFAULTS`: callers never repeat it.
 
         Args:
             dotted_key (str): E.g. `"journal.max_entries"`.
-            default (any): Returned when the key does not exist.
 
         Returns:
-            any: The per-NPC override if set, else the game setting, else `default`.
+            any: The per-NPC override if set, else the game setting (a subtree as a dict).
+
+        Raises:
+            KeyError: For a key that `DEFAULTS` does not define (a typo must not read as None).
         """
         if dotted_key in self._overrides:
             return self._overrides[dotted_key]
         node = self._tree
         for part in dotted_key.split("."):
             if not isinstance(node, Mapping) or part not in node:
-                return default
+                if self.known_key(dotted_key):  # a free-form subtree's key nobody set
+                    return None
+                raise KeyError(f"unknown ai_assistant setting {dotted_key!r}")
             node = node[part]
         if isinstance(node, Mapping):
             # a subtree: apply the overrides that live below it
@@ -296,11 +295,7 @@ class Settings:
         return node
 
     def __getitem__(self, dotted_key):
-        sentinel = object()
-        value = self.get(dotted_key, sentinel)
-        if value is sentinel:
-            raise KeyError(dotted_key)
-        return value
+        return self.get(dotted_key)
 
     def with_overrides(self, overrides):
         """

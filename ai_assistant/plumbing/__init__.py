@@ -1,0 +1,1 @@
+"""Plumbing: settings, state documents, ports, LLM I/O, reply parsing, quoting, tokens, threads."""
