@@ -12,29 +12,9 @@ import copy
 from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize
 
-from ai_assistant.plumbing import threads
+from ai_assistant.plumbing import documents, threads
 from ai_assistant.plumbing.ports import AssistantPorts, SystemClock
 from ai_assistant.plumbing.settings import Settings, settings_tree
-
-# Documents the seeds keep on the script rather than on the character.
-SCRIPT_DOCUMENTS = frozenset(
-    {
-        "operating_mode",
-        "sleep_phase",
-        "tick_count",
-        "skipped_ticks",
-        "reflection_state",
-        "current_goals",
-        "conversation_history",
-        "memory_links",
-        "loop_state",
-        "session_metrics",
-        "last_sleep_tick",
-        "mode_history",
-        "sleep_state",
-    }
-)
-
 
 _UNREAD = object()
 
@@ -57,7 +37,7 @@ class AttributeState:
 
     def _store(self, name):
         """`(owner, cache, dirty)` of the object that keeps document `name`."""
-        on_script = name in SCRIPT_DOCUMENTS
+        on_script = documents.on_script(name)
         store = self._stores.get(on_script)
         if store is None:
             owner = self.character

@@ -28,6 +28,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
 from ai_assistant.plumbing.settings import Settings
 
@@ -130,8 +131,7 @@ def measure_size(size, repeat):
     def sleep_tick(_):
         run_sleep_tick(ports, lambda target, reason: None).addBoth(reports.append)
 
-    ports.state.set("operating_mode", "sleep")
-    ports.state.set("mode", "sleep")
+    ports.state.set(documents.OPERATING_MODE, "sleep")
     result["sleep_tick"] = timed(sleep_tick, max(5, repeat // 4))
     failures = [r for r in reports if not isinstance(r, dict)]
     if failures:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from ai_assistant.plumbing import documents
+
 # ----------------------------------------------------------------------------------------------
 # Time
 
@@ -119,11 +121,13 @@ class MemoryState:
         self.saves = 0
 
     def get(self, name, default=None):
+        documents.get(name)  # only registered documents exist
         if name not in self.data:
             return copy.deepcopy(default)
         return self.data[name]
 
     def set(self, name, value):
+        documents.get(name)
         self.data[name] = value
         self.saves += 1
 

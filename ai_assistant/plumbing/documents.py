@@ -1,0 +1,222 @@
+"""
+Every state document an assistant keeps: its name, where it lives, its default and its owner.
+
+A document is plain data (dicts, lists, strings, numbers) stored under one name. In a game it is
+an Attribute on the assistant character (`character.db.<name>`) or on its script
+(`script.db.<name>`); the names and places below are part of the contract with game makers, who
+may read them from their own code. The core reads and writes documents only through
+`ports.state`, by the constants of this module, never by a bare string.
+
+A `Document` is a `str` (its name), so it works wherever a document name does:
+`ports.state.get(documents.JOURNAL)`. It also knows its default (`document.default()`, a fresh
+copy each time), whether it lives on the character or the script, which module owns it (the
+only one that writes it, unless `writers` says more) and the shape of its value.
+"""
+
+import copy
+
+CHARACTER = "character"
+SCRIPT = "script"
+
+REGISTRY = {}
+
+
+class Document(str):
+    """
+    The name of one state document, with what a reader needs to know about it.
+
+    Args:
+        name (str): The Attribute's name.
+        on (str): `CHARACTER` or `SCRIPT`: the object whose `db` holds it.
+        default (any): The value of a document never written (copied on every use).
+        owner (str): The module that keeps it (relative to `ai_assistant`).
+        shape (str): What the value looks like.
+        writers (tuple[str], optional): Other modules that write it.
+    """
+
+    def __new__(cls, name, *, on, default, owner, shape, writers=()):
+        if on not in (CHARACTER, SCRIPT):
+            raise ValueError(f"a document lives on {CHARACTER!r} or {SCRIPT!r}, not {on!r}")
+        if name in REGISTRY:
+            raise ValueError(f"document {name!r} is registered twice")
+        document = super().__new__(cls, name)
+        document.on = on
+        document._default = default
+        document.owner = owner
+        document.shape = shape
+        document.writers = tuple(writers)
+        REGISTRY[name] = document
+        return document
+
+    def default(self):
+        """A fresh copy of the value of a document never written."""
+        return copy.deepcopy(self._default)
+
+
+def on_script(name):
+    """True when the named document lives on the assistant's script, not its character."""
+    document = REGISTRY.get(name)
+    return document is not None and document.on == SCRIPT
+
+
+def get(name):
+    """
+    The registered document called `name`.
+
+    Raises:
+        KeyError: For a name nobody registered.
+    """
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown state document {name!r}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# Modes and ticks (kept on the script)
+
+OPERATING_MODE = Document(
+    "operating_mode", on=SCRIPT, default="awake", owner="typeclasses",
+    shape='"awake" or "sleep"')
+SLEEP_PHASE = Document(
+    "sleep_phase", on=SCRIPT, default=None, owner="sleep.modes", writers=("sleep.cycle",),
+    shape='"compacting", "dreaming" or None when awake')
+SLEEP_STATE = Document(
+    "sleep_state", on=SCRIPT, default={}, owner="sleep.modes",
+    writers=("sleep.cycle", "sleep.patrol"),
+    shape='{"started_at", "reason", "ticks", "wake_requested"}')
+TICK_COUNT = Document(
+    "tick_count", on=SCRIPT, default=0, owner="typeclasses", shape="ticks run so far (int)")
+SKIPPED_TICKS = Document(
+    "skipped_ticks", on=SCRIPT, default=0, owner="typeclasses",
+    shape="ticks skipped because the previous one was still running (int)")
+MODE_HISTORY = Document(
+    "mode_history", on=SCRIPT, default=[], owner="typeclasses",
+    shape='the last 20 mode changes, [{"from", "to", "reason", "time"}]')
+LAST_SLEEP_TICK = Document(
+    "last_sleep_tick", on=SCRIPT, default=None, owner="sleep.cycle",
+    shape='the last sleep tick\'s report {"phase", "steps", "woke", "time"}')
+AWAKE_STATE = Document(
+    "awake_state", on=CHARACTER, default={}, owner="typeclasses", writers=("sleep.modes",),
+    shape='{"awake_ticks", "woke_at", ...} since the last wake')
+SLEEP_REQUEST = Document(
+    "sleep_request", on=CHARACTER, default=None, owner="sleep.modes",
+    shape='{"reason", "time"} from go_to_sleep, taken on the next awake tick')
+SLEEP_SCHEDULE = Document(
+    "sleep_schedule", on=CHARACTER, default={}, owner="sleep.modes",
+    shape="per-NPC overrides of the sleep schedule (enabled, sleep_start_hour, ...)")
+
+# ----------------------------------------------------------------------------------------------
+# Perception and conversation
+
+PENDING_EVENTS = Document(
+    "pending_events", on=CHARACTER, default=[], owner="agent.perception",
+    writers=("agent.awake",),
+    shape="queued perceived events, highest priority first (perception.make_event)")
+PERCEPTION_STATS = Document(
+    "perception_stats", on=CHARACTER, default={}, owner="agent.perception",
+    shape='{"queued", "dropped", ...} counters')
+WORKING_MEMORY = Document(
+    "working_memory", on=CHARACTER, default={}, owner="memory.working",
+    shape="{entity id: [recent messages]} per interlocutor")
+CONVERSATION_HISTORY = Document(
+    "conversation_history", on=SCRIPT, default=[], owner="agent.compaction",
+    writers=("agent.awake",),
+    shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up')
+COMPACTION_STATE = Document(
+    "compaction_state", on=CHARACTER, default={}, owner="agent.compaction",
+    shape='{"version", "extracted_version", "compactions", "pending", ...}')
+LOOP_STATE = Document(
+    "loop_state", on=SCRIPT, default={}, owner="agent.react",
+    shape='the running ReAct cycle: {"iteration", "max_iterations", "pending_tools", ...}')
+SESSION_METRICS = Document(
+    "session_metrics", on=SCRIPT, default={}, owner="agent.react",
+    shape='{"tools_this_cycle", "tool_count_this_cycle", "last_context_tokens", ...}')
+LLM_STATS = Document(
+    "llm_stats", on=CHARACTER, default={}, owner="plumbing.llm",
+    shape="calls, tokens and errors per purpose, consecutive errors, emergency stop")
+
+# ----------------------------------------------------------------------------------------------
+# Persona
+
+ASSISTANT_SYSTEM_PROMPT = Document(
+    "assistant_system_prompt", on=CHARACTER, default=None, owner="workspace.status",
+    shape="the guidelines the assistant wrote for itself (str)")
+USER_SYSTEM_PROMPT = Document(
+    "user_system_prompt", on=CHARACTER, default=None, owner="commands",
+    shape="the admins' instructions, which the assistant cannot change (str)")
+SYSTEM_PROMPT_HISTORY = Document(
+    "system_prompt_history", on=CHARACTER, default=[], owner="workspace.status",
+    shape='earlier versions of assistant_system_prompt [{"prompt", "reason", "time"}]')
+
+# ----------------------------------------------------------------------------------------------
+# Journal, importance and reflection
+
+JOURNAL = Document(
+    "journal", on=CHARACTER, default=None, owner="memory.journal",
+    shape='{"entries": [entry], "next_id", "max_entries", ...} (journal.new_journal)')
+IMPORTANCE_SCORING = Document(
+    "importance_scoring", on=CHARACTER, default={}, owner="sleep.scoring",
+    shape="{entry id: failed LLM scoring attempts}")
+REFLECTION_STATE = Document(
+    "reflection_state", on=SCRIPT, default=None, owner="memory.reflection_state",
+    writers=("sleep.reflection",),
+    shape='{"accumulated_importance", "threshold", "entries_since", "last_reflection", ...}')
+
+# ----------------------------------------------------------------------------------------------
+# Long-term (semantic) memory
+
+MEMORY_LINKS = Document(
+    "memory_links", on=SCRIPT, default={}, owner="memory.links",
+    writers=("sleep.consolidation", "sleep.linking"),
+    shape="{memory id: {entry_id, links: [{id, score}], ...}} between journal and mem0")
+MEMORY_CONSOLIDATION = Document(
+    "memory_consolidation", on=CHARACTER, default={}, owner="sleep.consolidation",
+    shape='consolidation progress: {"in_flight", "extraction_failures", ...}')
+
+# ----------------------------------------------------------------------------------------------
+# People
+
+ENTITY_PROFILES = Document(
+    "entity_profiles", on=CHARACTER, default={}, owner="memory.entities",
+    writers=("sleep.entity_consolidation",),
+    shape="{entity id: profile with attributes, observations and relationship}")
+
+# ----------------------------------------------------------------------------------------------
+# Workspace
+
+PROJECTS = Document(
+    "projects", on=CHARACTER, default=None, owner="workspace.projects",
+    shape='{"active", "slots": {key: project}}')
+CURRENT_GOALS = Document(
+    "current_goals", on=SCRIPT, default=None, owner="workspace.goals",
+    shape='{"goals": {id: goal}, "next_id", ...}: a tree through parent ids')
+SESSION_MEMORY = Document(
+    "session_memory", on=CHARACTER, default=None, owner="workspace.session_memory",
+    shape='{"items": [{"id", "content", "category", ...}], "next_id"}')
+
+# ----------------------------------------------------------------------------------------------
+# Memory nodes and patrol
+
+SCENE_NOTES = Document(
+    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes", writers=("sleep.patrol",),
+    shape="scene notes waiting for the patrol to turn them into nodes")
+MEMORY_NODES = Document(
+    "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
+    writers=("sleep.patrol", "tools.nodes"),
+    shape="{node id: node (scene, emotion, importance, status, timeline)}")
+MEMORY_CLUSTERS = Document(
+    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
+    shape="{cluster id: {name, parent, centroid ...}} under the Business and Private roots")
+NODE_VECTORS = Document(
+    "node_vectors", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
+    shape='{"nodes": {id: base64 vector}, "clusters": {id: base64 centroid}, "embedder"}')
+PATROL_STATE = Document(
+    "patrol_state", on=CHARACTER, default={}, owner="sleep.patrol",
+    shape='{"runs", "last_run", "last_report", ...}')
+DIARY = Document(
+    "diary", on=CHARACTER, default=[], owner="sleep.patrol",
+    shape='[{"date", "text"}] written by the patrol')
+THINK_NOTES = Document(
+    "think_notes", on=CHARACTER, default=[], owner="sleep.patrol",
+    shape="the bullets the patrol distilled for the next day")
