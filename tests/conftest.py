@@ -15,7 +15,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.conf.settings")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 
+# Set by tests/test_layers.py: run only the tests marked `core`, with neither Django nor Evennia,
+# to prove that the layers below the shell need neither.
+CORE_ONLY = os.environ.get("AI_ASSISTANT_CORE_ONLY") == "1"
+
+
 def pytest_configure(config):
+    if CORE_ONLY:
+        return
     import pytest_django.plugin
 
     blocker = config.stash[pytest_django.plugin.blocking_manager_key]
@@ -34,6 +41,30 @@ pytest_plugins = ["scripted_llm"]
 
 
 import pytest  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    if not CORE_ONLY:
+        return
+    kept = [item for item in items if item.get_closest_marker("core")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if CORE_ONLY:
+        leaked = sorted(name for name in ("django", "evennia") if name in sys.modules)
+        if leaked:
+            print(f"\nCORE-ONLY RUN IMPORTED {', '.join(leaked)}")
+            session.exitstatus = 1
+
+
+@pytest.fixture
+def make_ports():
+    """`make_ports(**kwargs)`: the ports of a test assistant (see `support.make_ports`)."""
+    from support import make_ports as factory
+
+    return factory
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.runtime import AssistantRuntime
 
 # ----------------------------------------------------------------------------------------------
 # Time
@@ -256,6 +257,8 @@ class AssistantPorts:
         semantic (SemanticPort, optional): None when the semantic tier is off.
         world (WorldPort, optional): None outside the game.
         log (callable): `log(message)` for the game's log.
+        runtime (AssistantRuntime): What it holds in memory only (the shell keeps one per
+            assistant across rebuilt ports).
     """
 
     key: str
@@ -267,6 +270,7 @@ class AssistantPorts:
     semantic: Any = None
     world: Any = None
     log: Any = _no_log
+    runtime: AssistantRuntime = field(default_factory=AssistantRuntime)
 
     @property
     def mechanical(self):
