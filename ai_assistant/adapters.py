@@ -4,7 +4,8 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 - `AttributeState`: state documents as Attributes on the NPC (or its script), read once into a
   plain-data cache in `ndb` and written back with `set` - reactor thread only.
 - `EvenniaWorld`: the NPC's body: say, emote, whisper, look around.
-- `build_ports`: the `AssistantPorts` bundle for one assistant character.
+- `build_ports`: the `AssistantPorts` bundle for one assistant NPC (its handler,
+  `ai_assistant.handler.AssistantHandler`, caches it).
 """
 
 import copy
@@ -28,7 +29,7 @@ class AttributeState:
     `ndb`, so a reload starts from what was flushed.
 
     Args:
-        character (AssistantCharacter): The NPC.
+        character (AssistantMixin): The NPC.
     """
 
     def __init__(self, character):
@@ -41,8 +42,9 @@ class AttributeState:
         store = self._stores.get(on_script)
         if store is None:
             owner = self.character
-            if on_script and self.character.assistant_script is not None:
-                owner = self.character.assistant_script
+            script = self.character.assistant.script
+            if on_script and script is not None:
+                owner = script
             # the cache and the dirty set live in the owner's ndb, so every AttributeState of
             # this NPC shares them, and a reload (which clears ndb) starts from the database
             if owner.ndb.ai_state_cache is None:
@@ -77,7 +79,7 @@ class AttributeState:
 
     def flush(self):
         """Write every changed document to its Attribute (reactor thread only)."""
-        for owner in {self.character, self.character.assistant_script} - {None}:
+        for owner in {self.character, self.character.assistant.script} - {None}:
             cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
             for name in sorted(dirty or ()):
                 owner.attributes.add(name, cache[name])
@@ -111,9 +113,13 @@ class EvenniaWorld:
     def emote(self, text):
         location = self.character.location
         if location:
+            # director stance, as Evennia's `pose`: each onlooker sees the NPC's display name.
+            # The model's text goes in through the mapping, which is substituted after the
+            # funcparser ran and is never parsed itself: `$You()` or `{braces}` in it stay text.
             location.msg_contents(
-                text=(f"{self.character.key} {text}", {"type": "pose"}),
+                text=("{actor} {emote}", {"type": "pose"}),
                 from_obj=self.character,
+                mapping={"actor": self.character, "emote": str(text)},
             )
 
     def _find_present(self, target):
@@ -171,6 +177,7 @@ class EvenniaWorld:
         }
 
 
+# process-wide: the shared vector stores are closed once, when the reactor shuts down
 _shutdown_hooked = []
 
 
@@ -261,9 +268,6 @@ class LazySemanticStore:
         return self._call("list", limit=limit, filters=filters)
 
 
-_semantic_stores = {}
-
-
 def semantic_data_dir():
     """The game's folder for the semantic tier: `<game>/server/ai_assistant_data`."""
     import os
@@ -276,20 +280,25 @@ def semantic_data_dir():
                         DATA_FOLDER)
 
 
-def semantic_store(settings, key, log):
-    """The NPC's `LazySemanticStore` (one per assistant key), or None if memory is off."""
+def semantic_store(settings, key, log, runtime):
+    """
+    The NPC's `LazySemanticStore`, or None if memory is off.
+
+    One per assistant, kept in its runtime (`caches["semantic_store"]`) so that ports rebuilt
+    after a change of config reuse the store already opened.
+    """
     if not settings.get("memory.enabled"):
         return None
-    store = _semantic_stores.get(key)
+    store = runtime.caches.get("semantic_store")
     if store is None:
-        store = _semantic_stores[key] = LazySemanticStore(settings, key, log)
+        store = runtime.caches["semantic_store"] = LazySemanticStore(settings, key, log)
     return store
 
 
 def npc_settings(character):
     """The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides."""
-    return Settings(game_settings(),
-                    overrides=deserialize(character.attributes.get("config_overrides") or {}))
+    overrides = character.attributes.get(documents.CONFIG_OVERRIDES)
+    return Settings(game_settings(), overrides=deserialize(overrides or {}))
 
 
 def game_settings():
@@ -303,27 +312,32 @@ def log_to_server(message):
     logger.log_info(f"[ai_assistant] {message}")
 
 
-def build_ports(character):
+def build_ports(character, *, runtime):
     """
     Assemble the ports of one assistant.
 
     Args:
-        character (AssistantCharacter): The NPC.
+        character (AssistantMixin): The NPC.
+        runtime (AssistantRuntime): What it holds in memory only; its handler keeps one per NPC
+            for the life of the server process, so it outlives ports rebuilt after a change of
+            config.
 
     Returns:
-        AssistantPorts: Fresh bundle (the LLM client and stores are created by the character
-        and cached in its `ndb`).
+        AssistantPorts: Fresh bundle (the LLM client is created by the NPC's handler and
+        cached in its `ndb`).
     """
     settings = npc_settings(character)
     threads.configure(settings)
+    key = f"assistant_{character.id}"
     return AssistantPorts(
-        key=f"assistant_{character.id}",
+        key=key,
         name=character.key,
         state=AttributeState(character),
         clock=SystemClock(game_clock),
         settings=settings,
-        llm=character.llm_client(settings),
-        semantic=semantic_store(settings, f"assistant_{character.id}", log_to_server),
+        llm=character.assistant.llm_client(settings),
+        semantic=semantic_store(settings, key, log_to_server, runtime),
         world=EvenniaWorld(character),
         log=log_to_server,
+        runtime=runtime,
     )

@@ -3,7 +3,8 @@ In-game commands: `talk`, the `@assistant` admin family, and one command per ReA
 
 Add `AssistantCmdSet` to your `CharacterCmdSet` (see the README). The tool commands live in
 `AssistantToolCmdSet`, which every assistant NPC carries, so the NPC's own actions and an admin's
-(`@assistant/tool Ada = say {"message": "hi"}`) go through the same code.
+(`@assistant/tool Ada = say {"message": "hi"}`, or the command itself while puppeting the NPC)
+go through the same code.
 """
 
 import json
@@ -12,12 +13,13 @@ from evennia import CmdSet, search_tag
 from evennia.commands.command import Command
 from evennia.commands.default.muxcommand import MuxCommand
 from evennia.utils import create, logger
-from evennia.utils.utils import inherits_from
 
 from ai_assistant.adapters import game_settings
+from ai_assistant.handler import ASSISTANT_TAG, is_assistant
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import Settings
-from ai_assistant.tools.registry import ToolCategory, execute_tool, load_all_tools
-from ai_assistant.typeclasses import ASSISTANT_TAG
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import ToolCategory, execute_tool
 
 MAX_NAME_LENGTH = 40
 MAX_TALK_LENGTH = 2000
@@ -44,7 +46,7 @@ def find_assistant(name):
 
 def all_assistants():
     return [obj for obj in search_tag(ASSISTANT_TAG[0], category=ASSISTANT_TAG[1])
-            if hasattr(obj, "ai_ports")]
+            if is_assistant(obj)]
 
 
 def format_json(data):
@@ -88,14 +90,17 @@ class CmdTalk(Command):
             return
         npc = caller.search(target, location=caller.location, quiet=True)
         npc = npc[0] if npc else None
-        if npc is None or not hasattr(npc, "hear"):
+        if npc is None or not is_assistant(npc):
             caller.msg(f"There is no assistant called '{target}' here.")
             return
-        caller.msg(f'You say to {npc.key}, "{message}"')
+        caller.msg(f'You say to {npc.get_display_name(caller)}, "{message}"')
+        # the player's words go in through the mapping, which is never parsed for `$func()`
+        # or `{key}` markers: they reach the room as typed
         caller.location.msg_contents(
-            f'{caller.key} says to {npc.key}, "{message}"', exclude=[caller, npc], from_obj=caller
+            '{speaker} says to {listener}, "{speech}"', exclude=[caller, npc], from_obj=caller,
+            mapping={"speaker": caller, "listener": npc, "speech": message},
         )
-        npc.hear(caller, message, "talk")
+        npc.assistant.hear(caller, message, "talk")
 
 
 class CmdAssistant(MuxCommand):
@@ -166,7 +171,8 @@ class CmdAssistant(MuxCommand):
             lines = ["|wAI assistants|n"]
             for npc in sorted(assistants, key=lambda obj: obj.key):
                 where = npc.location.key if npc.location else "nowhere"
-                lines.append(f"  {npc.key} ({npc.dbref}) - {npc.operating_mode}, in {where}")
+                lines.append(f"  {npc.key} ({npc.dbref}) - {npc.assistant.operating_mode}, "
+                             f"in {where}")
             self.caller.msg("\n".join(lines))
             return
         npc = self._npc()
@@ -197,12 +203,14 @@ class CmdAssistant(MuxCommand):
             return
         typeclass = Settings(game_settings()).get("typeclass")
         npc = create.create_object(typeclass, key=name, location=location, home=location)
-        if npc is None or not inherits_from(npc, "ai_assistant.typeclasses.AssistantCharacter"):
-            caller.msg(f"Could not create an assistant from typeclass {typeclass}.")
+        if npc is None or not is_assistant(npc):
+            caller.msg(f"Could not create an assistant from typeclass {typeclass} (it needs "
+                       "ai_assistant.handler.AssistantMixin).")
             return
+        interval = npc.assistant.script.attributes.get(documents.TICKER_INTERVAL)
         caller.msg(f"Created assistant {npc.key} ({npc.dbref}): awake, ticking every "
-                   f"{npc.assistant_script.db.ticker_interval}s.")
-        location.msg_contents(f"{npc.key} appears.", exclude=[caller])
+                   f"{interval}s.")
+        location.msg_contents("{npc} appears.", exclude=[caller], mapping={"npc": npc})
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -210,16 +218,16 @@ class CmdAssistant(MuxCommand):
         npc = self._npc()
         if not npc:
             return
-        if npc.operating_mode == "sleep":
+        assistant = npc.assistant
+        if assistant.operating_mode == "sleep":
             self.caller.msg(f"{npc.key} is already asleep.")
             return
         from ai_assistant.sleep.modes import enter_sleep
 
-        script = npc.assistant_script
-        enter_sleep(npc.ai_ports(), f"admin {self.caller.key}", script.set_mode)
-        script.poke()
-        self.caller.msg(f"{npc.key} is now asleep (phase: compacting; ticker "
-                        f"{script.db.ticker_interval}s).")
+        enter_sleep(assistant.ports(), f"admin {self.caller.key}", assistant.set_mode)
+        assistant.script.poke()
+        interval = assistant.script.attributes.get(documents.TICKER_INTERVAL)
+        self.caller.msg(f"{npc.key} is now asleep (phase: compacting; ticker {interval}s).")
 
     def do_wake(self):
         npc = self._npc()
@@ -227,8 +235,8 @@ class CmdAssistant(MuxCommand):
             return
         from ai_assistant.sleep.modes import request_wake
 
-        outcome = request_wake(npc.ai_ports(), f"admin {self.caller.key}",
-                               npc.assistant_script.set_mode)
+        outcome = request_wake(npc.assistant.ports(), f"admin {self.caller.key}",
+                               npc.assistant.set_mode)
         self.caller.msg(f"{npc.key}: {outcome}")
 
     # --- config -----------------------------------------------------------------------------
@@ -251,7 +259,7 @@ class CmdAssistant(MuxCommand):
         if not settings.known_key(key):
             self.caller.msg(f"Unknown setting '{key}'. See @assistant/config {npc.key} for keys.")
             return
-        overrides = dict(npc.attributes.get("config_overrides") or {})
+        overrides = dict(npc.attributes.get(documents.CONFIG_OVERRIDES) or {})
         if raw_value.strip().lower() == "default":
             overrides.pop(key, None)
             message = f"{npc.key}: {key} reset to the game default."
@@ -260,13 +268,13 @@ class CmdAssistant(MuxCommand):
             overrides[key] = value
             shown = "(hidden)" if key == "llm.api_key" else format_json(value)
             message = f"{npc.key}: {key} = {shown}"
-        npc.attributes.add("config_overrides", overrides)
-        npc.reset_ai_ports()
+        npc.attributes.add(documents.CONFIG_OVERRIDES, overrides)
+        npc.assistant.reset()
         from ai_assistant.sleep.modes import clear_emergency_stop
 
-        clear_emergency_stop(npc.ai_ports())
-        if npc.assistant_script:
-            npc.assistant_script.subscribe()
+        clear_emergency_stop(npc.assistant.ports())
+        if npc.assistant.script:
+            npc.assistant.script.subscribe()
         self.caller.msg(message)
 
     # --- memory and workspace views --------------------------------------------------------
@@ -276,9 +284,9 @@ class CmdAssistant(MuxCommand):
         if not npc:
             return
         from ai_assistant.memory.journal import format_entry, get_journal
-        from ai_assistant.memory.retrieval import search_journal
+        from ai_assistant.memory.search.journal_search import search_journal
 
-        ports = npc.ai_ports()
+        ports = npc.assistant.ports()
         entries = get_journal(ports)["entries"]
         if not self.rhs:
             recent = entries[-15:]
@@ -302,12 +310,12 @@ class CmdAssistant(MuxCommand):
         if not self.rhs or not self.rhs.strip():
             self.caller.msg("Usage: @assistant/memory <npc> = <query>")
             return
-        ports = npc.ai_ports()
+        ports = npc.assistant.ports()
         if ports.semantic is None:
             self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
                             "off). Try @assistant/journal instead.")
             return
-        from ai_assistant.memory.consolidation import (
+        from ai_assistant.memory.semantic_recall import (
             format_memory_results,
             retrieve_relevant_memories,
         )
@@ -325,7 +333,7 @@ class CmdAssistant(MuxCommand):
             return
         from ai_assistant.workspace.goals import format_goal_tree
 
-        goals = npc.ai_ports().state.get("current_goals") or []
+        goals = npc.assistant.ports().state.get(documents.CURRENT_GOALS) or []
         self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
 
     def do_projects(self):
@@ -334,14 +342,14 @@ class CmdAssistant(MuxCommand):
             return
         from ai_assistant.workspace.projects import format_projects
 
-        doc = npc.ai_ports().state.get("projects")
+        doc = npc.assistant.ports().state.get(documents.PROJECTS)
         self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
 
     def do_reflect(self):
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.memory.reflection import run_reflection
+        from ai_assistant.sleep.reflection import run_reflection
 
         caller = self.caller
         caller.msg(f"{npc.key} reflects...")
@@ -356,7 +364,7 @@ class CmdAssistant(MuxCommand):
             caller.msg(f"{npc.key} reflected on {len(report.get('questions', []))} questions; "
                        f"synthesis entry #{report.get('entry_id')}:\n{insights}")
 
-        run_reflection(npc.ai_ports()).addCallback(_done)
+        run_reflection(npc.assistant.ports()).addCallback(_done)
 
     def do_profile(self):
         npc = self._npc()
@@ -367,7 +375,7 @@ class CmdAssistant(MuxCommand):
             return
         from ai_assistant.memory.entities import find_profile, format_profile, get_profiles
 
-        ports = npc.ai_ports()
+        ports = npc.assistant.ports()
         profile = find_profile(ports, self.rhs.strip())
         if profile is None:
             known = ", ".join(sorted(p.get("name") or key for key, p in
@@ -380,11 +388,11 @@ class CmdAssistant(MuxCommand):
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.memory.patrol import format_patrol_report, run_patrol
+        from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
 
         caller = self.caller
         caller.msg(f"{npc.key} patrols its memories...")
-        deferred = run_patrol(npc.ai_ports())
+        deferred = run_patrol(npc.assistant.ports())
         deferred.addCallback(lambda report: caller.msg(format_patrol_report(report)))
         deferred.addErrback(lambda failure: caller.msg(
             f"|rPatrol failed: {failure.getErrorMessage()}|n"))
@@ -393,9 +401,9 @@ class CmdAssistant(MuxCommand):
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.memory.patrol import format_nodes_overview
+        from ai_assistant.sleep.patrol.report import format_nodes_overview
 
-        self.caller.msg(format_nodes_overview(npc.ai_ports()))
+        self.caller.msg(format_nodes_overview(npc.assistant.ports()))
 
     # --- tools ------------------------------------------------------------------------------
 
@@ -404,7 +412,8 @@ class CmdAssistant(MuxCommand):
         if not npc:
             return
         registry = load_all_tools()
-        lines = [f"|wTools of {npc.key}|n (also commands on the NPC)"]
+        lines = [f"|wTools of {npc.key}|n (also commands on the NPC, except those named like "
+                 "a default command)"]
         family = None
         for tool in registry.all():
             if tool.family != family:
@@ -431,7 +440,7 @@ def run_tool_as(npc, caller, tool_name, raw_args):
     Run a tool as `npc` and show `caller` its JSON result (when it is ready).
 
     Args:
-        npc (AssistantCharacter): Who acts.
+        npc (AssistantMixin): Who acts.
         caller (Object or Account): Who sees the result.
         tool_name (str): The tool.
         raw_args (str): JSON object text; for a tool with one required text parameter,
@@ -440,13 +449,13 @@ def run_tool_as(npc, caller, tool_name, raw_args):
     registry = load_all_tools()
     tool = registry.get(tool_name)
     arguments = _arguments_for(tool, raw_args)
-    settings = npc.ai_ports().settings
+    ports = npc.assistant.ports()
     deferred = execute_tool(
         tool if tool is not None else tool_name,
-        npc.ai_ports(),
+        ports,
         arguments,
-        cache=npc.tool_cache(),
-        allow_dangerous=bool(settings.get("react.dangerous_tools_enabled")),
+        cache=npc.assistant.tool_cache(),
+        allow_dangerous=bool(ports.settings.get("react.dangerous_tools_enabled")),
     )
     deferred.addCallback(lambda result: caller.msg(
         f"|w{npc.key} {tool_name}|n ->\n{format_json(result)}"))
@@ -466,15 +475,22 @@ def _arguments_for(tool, raw_args):
 
 
 class ToolCommand(Command):
-    """Base of the commands generated from the tool registry."""
+    """
+    Base of the commands generated from the tool registry.
+
+    The NPC itself runs its tools through the registry, never through these commands: they are
+    for an admin puppeting it, hence the same lock as `@assistant` (whose `/tool` switch runs
+    the same code from outside).
+    """
 
     tool_name = ""
+    locks = "cmd:perm(Admin)"
     help_category = "Assistant tools"
     auto_help = True
 
     def func(self):
-        npc = self.obj if hasattr(self.obj, "ai_ports") else self.caller
-        if not hasattr(npc, "ai_ports"):
+        npc = self.obj if is_assistant(self.obj) else self.caller
+        if not is_assistant(npc):
             self.caller.msg("Only an AI assistant can use this.")
             return
         run_tool_as(npc, self.caller, self.tool_name, self.args)
@@ -493,21 +509,55 @@ def make_tool_command(tool):
         {
             "key": tool.name,
             "tool_name": tool.name,
-            "locks": "cmd:all()",
             "__doc__": "\n".join(lines),
         },
     )
 
 
+# process-wide, derived from the game's settings alone: the command names of its default
+# cmdsets, computed once
+_default_command_names = set()
+
+
+def default_command_names():
+    """
+    Every key and alias of the game's session, account and character cmdsets.
+
+    Returns:
+        set: Lower-case command names a player (or an admin puppeting an NPC) already has.
+    """
+    if not _default_command_names:
+        from django.conf import settings
+        from evennia.commands.cmdsethandler import import_cmdset
+
+        for path in (settings.CMDSET_SESSION, settings.CMDSET_ACCOUNT, settings.CMDSET_CHARACTER):
+            cmdset = import_cmdset(path, None, no_logging=True)
+            for cmd in getattr(cmdset, "commands", ()):
+                _default_command_names.update(name.lower() for name in cmd._matchset)
+    return _default_command_names
+
+
 class AssistantToolCmdSet(CmdSet):
-    """The assistant's tools as commands (on every assistant NPC)."""
+    """
+    The assistant's tools as commands (on every assistant NPC).
+
+    When an admin puppets the NPC, Evennia's commands win: a tool named like one of the game's
+    default commands or their aliases (`say`, `whisper`, `page`, `emote`, which is an alias of
+    `pose`) is left out, so the default command runs; the other tools stay reachable under
+    their names. The set is also merged below every default cmdset (session -20, account -10,
+    character 0), so a clash with a command added later still resolves to the game's. Players
+    in the room never get this cmdset: a character's `call` lock is false.
+    """
 
     key = "AssistantToolCmdSet"
-    priority = 1
+    priority = -50
+    mergetype = "Union"
 
     def at_cmdset_creation(self):
+        taken = default_command_names()
         for tool in load_all_tools().all():
-            self.add(make_tool_command(tool)())
+            if tool.name.lower() not in taken:
+                self.add(make_tool_command(tool)())
 
 
 class AssistantCmdSet(CmdSet):

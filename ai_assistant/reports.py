@@ -4,6 +4,7 @@ Admin views: the text `@assistant` shows for one assistant (status and config).
 
 import json
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import Settings
 
 
@@ -29,25 +30,25 @@ def provider_line(settings, llm):
 def format_status(npc):
     """
     Args:
-        npc (AssistantCharacter): The assistant.
+        npc (AssistantMixin): The assistant.
 
     Returns:
         str: Mode, sleep phase, tick, provider, token usage and counts.
     """
-    ports = npc.ai_ports()
+    ports = npc.assistant.ports()
     state = ports.state
-    script = npc.assistant_script
-    mode = state.get("operating_mode") or "awake"
-    phase = state.get("sleep_phase")
-    interval = script.db.ticker_interval if script else None
-    stats = state.get("llm_stats") or {}
-    journal = state.get("journal") or {}
+    script = npc.assistant.script
+    mode = state.get(documents.OPERATING_MODE) or "awake"
+    phase = state.get(documents.SLEEP_PHASE)
+    interval = script.attributes.get(documents.TICKER_INTERVAL) if script else None
+    stats = state.get(documents.LLM_STATS) or {}
+    journal = state.get(documents.JOURNAL) or {}
     lines = [
         f"|w{npc.key}|n ({npc.dbref}) in {npc.location.key if npc.location else 'nowhere'}",
         f"  mode: {mode}" + (f" (phase: {phase})" if mode == "sleep" else ""),
         f"  ticker: every {interval}s" if interval else "  ticker: |rnot subscribed|n",
-        f"  ticks: {state.get('tick_count') or 0} (skipped while busy: "
-        f"{state.get('skipped_ticks') or 0})",
+        f"  ticks: {state.get(documents.TICK_COUNT) or 0} (skipped while busy: "
+        f"{state.get(documents.SKIPPED_TICKS) or 0})",
         f"  provider: {provider_line(ports.settings, ports.llm)}",
         f"  tokens: prompt {stats.get('prompt_tokens', 0)}, completion "
         f"{stats.get('completion_tokens', 0)} in {stats.get('calls', 0)} calls "
@@ -56,19 +57,19 @@ def format_status(npc):
     if stats.get("emergency_stop"):
         lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
                      f"({stats.get('last_error')}); @assistant/wake or /config clears it")
-    dropped = (state.get("perception_stats") or {}).get("dropped", 0)
+    dropped = (state.get(documents.PERCEPTION_STATS) or {}).get("dropped", 0)
     lines.append(
-        f"  events queued: {len(state.get('pending_events') or [])} (dropped: {dropped}); "
-        f"conversations: {len(state.get('working_memory') or {})}"
+        f"  events queued: {len(state.get(documents.PENDING_EVENTS) or [])} "
+        f"(dropped: {dropped}); conversations: {len(state.get(documents.WORKING_MEMORY) or {})}"
     )
     entries = journal.get("entries", [])
     lines.append(
         f"  journal: {len(entries)} entries (consolidated "
         f"{len(journal.get('consolidated_entry_ids', []))}); goals: "
-        f"{len(state.get('current_goals') or [])}; profiles: "
-        f"{len(state.get('entity_profiles') or {})}"
+        f"{len(state.get(documents.CURRENT_GOALS) or [])}; profiles: "
+        f"{len(state.get(documents.ENTITY_PROFILES) or {})}"
     )
-    last = state.get("last_sleep_tick")
+    last = state.get(documents.LAST_SLEEP_TICK)
     if last:
         done = ", ".join(f"{name}: {_summary(result)}" for name, result in last["steps"].items())
         lines.append(f"  last sleep tick ({last['phase']}, {last['time']}): {done or 'nothing'}")
@@ -88,7 +89,7 @@ def _summary(result):
 
 def format_config(npc):
     """The NPC's overrides and its effective LLM settings (keys masked)."""
-    overrides = dict(npc.attributes.get("config_overrides") or {})
+    overrides = dict(npc.attributes.get(documents.CONFIG_OVERRIDES) or {})
     settings = Settings(overrides=overrides)
     llm = dict(settings.get("llm"))
     llm["api_key"] = mask_secret(llm.get("api_key"))

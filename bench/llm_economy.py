@@ -110,9 +110,9 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     from twisted.python.failure import Failure
 
     from ai_assistant.memory import journal
-    from ai_assistant.memory.consolidation import get_links
-    from ai_assistant.memory.importance import get_reflection_state
+    from ai_assistant.memory.links import get_links
     from ai_assistant.memory.persona import is_self_referential
+    from ai_assistant.memory.reflection_state import get_reflection_state
     from ai_assistant.memory.semantic import make_semantic_store
     from ai_assistant.plumbing.llm import LLMClient
     from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState

@@ -38,7 +38,12 @@ from pathlib import Path
 
 import numpy
 
-from ai_assistant.memory import journal, retrieval
+from ai_assistant.memory import journal
+from ai_assistant.memory.search.dense import embeddings
+from ai_assistant.memory.search.index import JournalIndexCache
+from ai_assistant.memory.search.journal_search import search_entries
+from ai_assistant.memory.search.params import SearchParams
+from ai_assistant.memory.search.terms import relevance_keyword_overlap
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.plumbing.settings import Settings
 
@@ -186,22 +191,26 @@ def recall_memories_ids(ports, question, links):
 
 def keyword_overlap_ids(entries, question):
     scores = numpy.asarray(
-        [retrieval.relevance_keyword_overlap(question, e["content"]) for e in entries]
+        [relevance_keyword_overlap(question, e["content"]) for e in entries]
     )
     order = numpy.lexsort((-numpy.arange(len(entries)), -scores))[:10]
     return [entries[i]["id"] for i in order if scores[i] > 0]
 
 
+# Plain BM25: relevance alone, no boosts, no embedding.
+PLAIN_BM25 = SearchParams(alpha_recency=0, alpha_importance=0, speaker_boost=0, context_weight=0)
+# The indexes of the journals the plain BM25 baseline searches: each built once, as the tool's.
+_PLAIN_INDEXES = JournalIndexCache()
+
+
 def plain_bm25_ids(entries, question, now):
-    ranked = retrieval.search_entries(
-        entries, question, now=now, limit=10, alpha_recency=0, alpha_importance=0,
-        speaker_boost=0, context_weight=0, embed=None,
-    )  # fmt: skip
+    ranked = search_entries(entries, question, now=now, params=PLAIN_BM25, limit=10,
+                            index_cache=_PLAIN_INDEXES)  # fmt: skip
     return [e["id"] for _, e in ranked]
 
 
 def plain_embedding_ids(entries, question, embedder):
-    vectors = retrieval._embeddings(embedder.embed, [e["content"] for e in entries])
+    vectors = embeddings(embedder.embed, [e["content"] for e in entries])
     scores = numpy.asarray(vectors) @ embedder.embed(question)
     order = numpy.argsort(-scores, kind="stable")[:10]
     return [entries[i]["id"] for i in order]
@@ -226,7 +235,8 @@ def open_store(folder, key):
 
 def consolidate_all(ports, batch=200):
     """The sleep path: run_sleep_consolidation until every entry is in mem0 (no LLM)."""
-    from ai_assistant.memory.consolidation import get_links, run_sleep_consolidation
+    from ai_assistant.memory.links import get_links
+    from ai_assistant.sleep.consolidation import run_sleep_consolidation
 
     while True:
         results = []
@@ -260,7 +270,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
         dict: The results document.
     """
     from ai_assistant.memory.embedder import get_embedder
-    from ai_assistant.tools.registry import load_all_tools
+    from ai_assistant.tools.catalogue import load_all_tools
 
     load_all_tools()
     data = json.loads(Path(data_path).read_text())[: conversations or None]

@@ -49,7 +49,7 @@ def measure(ticks):
     npc = create.create_object(AssistantCharacter, key="Ada", location=room, home=room)
     from twisted.internet import reactor
 
-    script = npc.assistant_script
+    script = npc.assistant.script
 
     def tick():
         script.at_assistant_tick()
@@ -68,7 +68,7 @@ def measure(ticks):
         "cpu_ms_per_tick": round(cpu / ticks * 1000, 4),
         "wall_ms_per_tick": round(wall / ticks * 1000, 4),
         "tick_count_in_database": flushed,
-        "flush_every": npc.ai_ports().settings.get("ticks.flush_every"),
+        "flush_every": npc.assistant.ports().settings.get("ticks.flush_every"),
     }
 
 

@@ -7,7 +7,7 @@ For each journal size N (entries, oldest a year back, mixed speakers and importa
 with `time.process_time` (CPU) and `time.perf_counter` (wall), over many repetitions:
 
 - idle awake tick: the core path of `AssistantScript.at_assistant_tick` ->
-  `AssistantCharacter.run_tick("awake")` with nothing to answer (tick counter, awake state,
+  `npc.assistant.run_tick("awake")` with nothing to answer (tick counter, awake state,
   sleep-schedule check, pending-events check), on an in-memory `MemoryState`. It does not
   include Evennia's Attribute write (the game's `AttributeState.set`), which is measured
   separately by the smoke test inside Django (`tests/test_bench_smoke.py`);
@@ -170,7 +170,7 @@ def run(sizes=(100, 1000, 10000), repeat=200, log=print):
     Returns:
         dict: The results document.
     """
-    from ai_assistant.tools.registry import load_all_tools
+    from ai_assistant.tools.catalogue import load_all_tools
 
     load_all_tools()
     document = {

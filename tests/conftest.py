@@ -43,6 +43,14 @@ pytest_plugins = ["scripted_llm"]
 import pytest  # noqa: E402
 
 
+def pytest_ignore_collect(collection_path, config):
+    # a test module of the shell imports Evennia at the top: in a core-only run, not even
+    # collect the modules that mark nothing as core
+    if CORE_ONLY and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return "pytest.mark.core" not in collection_path.read_text()
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     if not CORE_ONLY:
         return

@@ -3,30 +3,24 @@
 from datetime import timedelta
 
 import pytest
+import support
 from scripted_llm import FakeWorld, Reply, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import working
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
-from ai_assistant.plumbing.settings import Settings
+from ai_assistant.plumbing.ports import iso
+
+pytestmark = pytest.mark.core
 
 
 def make_ports(llm=None, world=None, **overrides):
-    clock = FixedClock()
-    logs = []
-    return AssistantPorts(
-        key="assistant_1",
-        name="Ada",
-        state=MemoryState(),
-        clock=clock,
-        settings=Settings(overrides=overrides),
-        llm=llm,
-        world=world if world is not None else FakeWorld(),
-        log=logs.append,
-    ), logs
+    ports = support.make_ports(key="assistant_1", llm=llm, overrides=overrides,
+                               world=world if world is not None else FakeWorld())
+    return ports, ports.log
 
 
 def event(ports, kind, text, sender="Bob", sender_id="#2"):
@@ -91,10 +85,10 @@ def test_queue_is_bounded_and_drops_oldest_lowest_priority_first():
     assert dropped["text"] == "chatter one"
     dropped = perception.enqueue(ports, event(ports, "arrive", "Bob arrives."))
     assert dropped["text"] == "Bob arrives."  # the newcomer had the lowest priority
-    assert ports.state.get("perception_stats")["dropped"] == 2
+    assert ports.state.get(documents.PERCEPTION_STATS)["dropped"] == 2
     drained = perception.drain(ports)
     assert [e["text"] for e in drained] == ["urgent one", "urgent two", "chatter two"]
-    assert ports.state.get("pending_events") == []
+    assert ports.state.get(documents.PENDING_EVENTS) == []
 
 
 # --- working memory ------------------------------------------------------------------------------
@@ -220,19 +214,16 @@ def test_llm_failure_gets_a_clear_notice():
     assert "LLM is unavailable: emergency stop" in ports.world.emotes[0]
 
 
-def test_a_broken_listener_does_not_stop_the_tick():
+def test_a_broken_listener_does_not_stop_the_tick(monkeypatch):
     def broken(ports, events):
         raise RuntimeError("boom")
 
-    awake.add_perception_listener(broken)
-    try:
-        ports, logs = make_ports()
-        perception.enqueue(ports, event(ports, "talk", "hi"))
-        report = result_of(awake.run_awake_tick(ports, run_cycle=None))
-        assert report["events"] == 1
-        assert any("broken failed: boom" in line for line in logs)
-    finally:
-        awake._perception_listeners.remove(broken)
+    monkeypatch.setattr(awake, "PERCEPTION_LISTENERS", (broken, *awake.PERCEPTION_LISTENERS))
+    ports, logs = make_ports()
+    perception.enqueue(ports, event(ports, "talk", "hi"))
+    report = result_of(awake.run_awake_tick(ports, run_cycle=None))
+    assert report["events"] == 1
+    assert any("broken failed: boom" in line for line in logs)
 
 
 def test_stale_threshold_is_a_setting():

@@ -1,24 +1,27 @@
 """Context compaction: usage, thresholds, split, summary marker, journal synthesis, extraction."""
 
 import json
-import uuid
 
 import pytest
+import support
 from scripted_llm import Reply, sync_runner
 from twisted.internet import defer, task
 
-from ai_assistant.agent import compaction, context
+from ai_assistant.agent import context
+from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import journal
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import (
-    AssistantPorts,
-    FixedClock,
     LLMReply,
     LLMTimeout,
     MemoryState,
 )
-from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
+from ai_assistant.plumbing.settings import deep_merge
 from ai_assistant.plumbing.tokens import count_message_tokens
+from ai_assistant.sleep import compaction
+
+pytestmark = pytest.mark.core
 
 SUMMARY = "Alice asked about the missing cat; Bob said he saw it near the mill."
 
@@ -53,17 +56,10 @@ class FlakyState(MemoryState):
 
 
 def make_ports(llm=None, settings=None, state=None):
-    logs = []
     # the tests' context limits are tiny: let one summary request take all of the old part
-    tree = deep_merge(
-        DEFAULTS, {"compaction": {"preserve_messages": 4, "summary_input_share": 1.0}}
-    )
-    ports = AssistantPorts(
-        key=f"ada-{uuid.uuid4().hex}", name="Ada", state=state or MemoryState(),
-        clock=FixedClock(), settings=Settings(deep_merge(tree, settings or {})), llm=llm,
-        log=logs.append,
-    )  # fmt: skip
-    return ports, logs
+    tree = {"compaction": {"preserve_messages": 4, "summary_input_share": 1.0}}
+    ports = support.make_ports(deep_merge(tree, settings or {}), state=state, llm=llm)
+    return ports, ports.log
 
 
 def result_of(deferred):
@@ -91,9 +87,9 @@ def set_usage(ports, ratio, below=False):
 
 
 def mark_extracted(ports):
-    state = ports.state.get(compaction.STATE_DOC, {}) or {}
+    state = ports.state.get(documents.COMPACTION_STATE, {}) or {}
     state["extracted_version"] = state.get("version", 0)
-    ports.state.set(compaction.STATE_DOC, state)
+    ports.state.set(documents.COMPACTION_STATE, state)
 
 
 def summaries(ports):
@@ -157,7 +153,7 @@ def test_compaction_splits_summarises_journals_and_installs_the_marker():
     prompt = llm.calls[0]["messages"][-1]["content"]
     assert "line 0 about the missing cat" in prompt and "line 6" not in prompt
     assert llm.calls[0]["purpose"] == "compaction"
-    state = ports.state.get(compaction.STATE_DOC)
+    state = ports.state.get(documents.COMPACTION_STATE)
     assert state["version"] == 1 and state["compactions"] == 1 and state["pending"] is None
     assert compaction.latest_summary(ports) == marker["content"]
     assert any("compacted 6 messages" in line for line in logs)
@@ -313,7 +309,7 @@ def test_idempotent_after_a_crash_between_journal_and_history_writes():
     fill(ports, 10)
     set_usage(ports, 0.70)
     mark_extracted(ports)
-    state.fail_on = compaction.HISTORY_DOC
+    state.fail_on = documents.CONVERSATION_HISTORY
     with pytest.raises(RuntimeError):
         result_of(compaction.compact_conversation_history(ports))
     assert len(summaries(ports)) == 1 and len(compaction.get_history(ports)) == 10
@@ -377,7 +373,7 @@ def test_pre_compaction_extraction_journals_a_fact_once_per_history_version():
     ports, _ = make_ports(llm)
     fill(ports, 10)
     set_usage(ports, 0.70)
-    report = result_of(compaction.run_pre_compaction_extraction(ports))
+    report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] and report["tools"] == ["add_journal_entry", "noop"]
     entries = journal.get_journal(ports)["entries"]
     assert [e["content"] for e in entries] == ["Alice's cat is called Whiskers"]
@@ -388,7 +384,7 @@ def test_pre_compaction_extraction_journals_a_fact_once_per_history_version():
     assert compaction.EXTRACTION_TASK in prompt
     assert llm.calls[0]["purpose"] == "pre_compaction"
     # not again for the same history
-    again = result_of(compaction.run_pre_compaction_extraction(ports))
+    again = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert again == {"ran": False, "reason": "already extracted for this history"}
     assert len(llm.calls) == 2
     # ...and compaction may now proceed
@@ -401,12 +397,13 @@ def test_extraction_only_when_a_compaction_is_due_and_retried_after_llm_failure(
     ports, _ = make_ports(llm)
     fill(ports, 10)
     set_usage(ports, 0.70, below=True)
-    assert result_of(compaction.run_pre_compaction_extraction(ports))["ran"] is False
+    report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
+    assert report["ran"] is False
     assert llm.calls == []
     set_usage(ports, 0.70)
-    report = result_of(compaction.run_pre_compaction_extraction(ports))
+    report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] is False and report["reason"].startswith("llm_error")
-    state = ports.state.get(compaction.STATE_DOC, {}) or {}
+    state = ports.state.get(documents.COMPACTION_STATE, {}) or {}
     assert state.get("extracted_version") is None  # it will be tried again
 
 
@@ -415,10 +412,10 @@ def test_emergency_compaction_at_80_percent_extracts_then_compacts():
     ports, _ = make_ports(llm)
     fill(ports, 10)
     set_usage(ports, 0.80, below=True)
-    report = result_of(compaction.compact_if_emergency(ports))
+    report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
     assert report == {"compacted": False, "reason": "below emergency threshold"}
     set_usage(ports, 0.80)
-    report = result_of(compaction.compact_if_emergency(ports))
+    report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
     assert report["compacted"] and report["extraction"]["ran"]
     assert [call["purpose"] for call in llm.calls] == ["pre_compaction", "compaction"]
     assert compaction.get_history(ports)[0]["summary"]
@@ -439,7 +436,7 @@ def test_extraction_through_the_real_llm_client(llm_server, llm_config):
         Reply.text(SUMMARY),
     )  # fmt: skip
     ports.state.set("operating_mode", "sleep")
-    report = result_of(compaction.run_pre_compaction_extraction(ports))
+    report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] and report["tools"] == ["add_journal_entry", "noop"]
     assert journal.get_journal(ports)["entries"][0]["content"] == "Bob saw the cat near the mill"
     first = llm_server.requests[0]
@@ -454,7 +451,7 @@ def test_a_mechanical_assistant_awake_at_the_emergency_threshold_trims_at_once()
     ports, _ = make_ports(llm=None)
     fill(ports, 10)
     set_usage(ports, 0.80)
-    report = result_of(compaction.compact_if_emergency(ports))
+    report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
     assert report["extraction"] == {"ran": False, "reason": "mechanical mode"}
     assert report["compacted"] is True and report["mechanical"] is True
     assert compaction.usage(ports) < 0.80

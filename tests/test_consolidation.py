@@ -9,21 +9,24 @@ import json
 import re
 
 import pytest
+from support import make_ports as support_ports
 from support import result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.memory.consolidation import (
+from ai_assistant.memory.links import get_links, memory_ids_for_entry
+from ai_assistant.memory.semantic import make_semantic_store
+from ai_assistant.memory.semantic_recall import (
     calibrated_threshold,
     format_memory_results,
-    get_links,
     memory_context_block,
-    memory_ids_for_entry,
     retrieve_relevant_memories,
-    run_sleep_consolidation,
 )
-from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import LLMError, LLMReply, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
+from ai_assistant.sleep.consolidation import run_sleep_consolidation
+
+pytestmark = pytest.mark.core
 
 
 def entry(number, content, importance=6, trust=0.8, source_type="observation", tags=(),
@@ -84,12 +87,10 @@ def make_ports(tmp_path):
         settings = Settings(DEFAULTS, overrides)
         store = make_semantic_store(settings, str(tmp_path), "ada", runner=sync_runner)
         opened.append(store)
-        state = state or MemoryState({"journal": journal_with(entries or [])})
-        logs = []
-        ports = AssistantPorts(key="ada", name="Ada", state=state, clock=FixedClock(),
-                               settings=settings, llm=llm,
-                               semantic=wrap(store) if wrap else store, log=logs.append)
-        ports.logs = logs
+        state = state or MemoryState({documents.JOURNAL: journal_with(entries or [])})
+        ports = support_ports(key="ada", state=state, llm=llm, overrides=overrides,
+                              semantic=wrap(store) if wrap else store)
+        ports.logs = ports.log
         return ports
 
     yield _make
@@ -97,7 +98,7 @@ def make_ports(tmp_path):
         store.close()
 
 
-def test_consolidates_a_batch_per_tick_with_the_seed_metadata(make_ports):
+def test_consolidates_a_batch_per_tick_with_the_specified_metadata(make_ports):
     entries = [entry(i, text, entity="Alice" if i == 0 else None)
                for i, text in enumerate(FACTS)]
     ports = make_ports(entries)
@@ -105,7 +106,7 @@ def test_consolidates_a_batch_per_tick_with_the_seed_metadata(make_ports):
     first = result_of(run_sleep_consolidation(ports))
     assert first["consolidated"] == [f"entry-{i}" for i in range(5)]
     assert first["completed"] is False and first["remaining"] == 2
-    assert ports.state.get("journal")["consolidated_entry_ids"] == first["consolidated"]
+    assert ports.state.get(documents.JOURNAL)["consolidated_entry_ids"] == first["consolidated"]
 
     memories = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))
     assert len(memories) == 1
@@ -123,7 +124,7 @@ def test_consolidates_a_batch_per_tick_with_the_seed_metadata(make_ports):
     third = result_of(run_sleep_consolidation(ports))
     assert third["completed"] is True and third["consolidated"] == []
     assert len(result_of(ports.semantic.list())) == len(FACTS)
-    assert ports.state.get("memory_consolidation")["in_flight"] == {}
+    assert ports.state.get(documents.MEMORY_CONSOLIDATION)["in_flight"] == {}
 
 
 def test_skips_synthesis_and_unimportant_entries(make_ports):
@@ -148,7 +149,7 @@ def test_failure_mid_batch_keeps_the_rest_pending_and_retries_without_duplicates
     assert failed["success"] is False and "vector store unavailable" in failed["error"]
     assert failed["consolidated"] == ["entry-0", "entry-1"]
     assert failed["completed"] is False
-    assert ports.state.get("journal")["consolidated_entry_ids"] == ["entry-0", "entry-1"]
+    assert ports.state.get(documents.JOURNAL)["consolidated_entry_ids"] == ["entry-0", "entry-1"]
     assert any("entry-2" in line for line in ports.logs)
 
     retried = result_of(run_sleep_consolidation(ports))
@@ -164,7 +165,7 @@ def test_stored_but_unmarked_entry_is_not_stored_again_after_a_reload(make_ports
     stored_ids = {m["id"] for m in result_of(ports.semantic.list())}
 
     # The reload lost the marking (state from before the tick), but mem0 kept the memories.
-    state = MemoryState({"journal": journal_with(entries)})
+    state = MemoryState({documents.JOURNAL: journal_with(entries)})
     ports.semantic.close()
     reloaded = make_ports(state=state, wrap=lambda store: FailingStore(store))
     result = result_of(run_sleep_consolidation(reloaded))
@@ -172,7 +173,8 @@ def test_stored_but_unmarked_entry_is_not_stored_again_after_a_reload(make_ports
     assert result["reused"] == 3 and result["stored"] == 0 and result["completed"] is True
     assert reloaded.semantic.adds == []
     assert {m["id"] for m in result_of(reloaded.semantic.list())} == stored_ids
-    assert state.get("journal")["consolidated_entry_ids"] == ["entry-0", "entry-1", "entry-2"]
+    consolidated = state.get(documents.JOURNAL)["consolidated_entry_ids"]
+    assert consolidated == ["entry-0", "entry-1", "entry-2"]
     assert set(get_links(reloaded)) == stored_ids
 
 
@@ -249,7 +251,7 @@ def test_entries_without_facts_get_them_in_one_batched_call(make_ports):
     assert "NEVER extract" in prompt  # ASSISTANT_FACT_EXTRACTION_PROMPT's rules
     assert result["extracted"] == ["entry-0", "entry-1", "entry-2"]
     assert ports.semantic.adds == [(FACTS[0], False), (FACTS[1], False), (FACTS[2], False)]
-    stored = ports.state.get("journal")["entries"][0]
+    stored = ports.state.get(documents.JOURNAL)["entries"][0]
     assert (stored["facts"], stored["facts_method"]) == ([FACTS[0]], "llm")  # persona filter
     assert result["consolidated"] == ["entry-0", "entry-1", "entry-2"]
 
@@ -267,8 +269,8 @@ def test_a_failed_extraction_leaves_everything_pending_and_is_retried(make_ports
     assert failed["success"] is False and failed["completed"] is False
     assert "fact extraction" in failed["error"]
     assert ports.semantic.adds == [] and failed["consolidated"] == []
-    assert ports.state.get("journal")["consolidated_entry_ids"] == []
-    assert all("facts" not in e for e in ports.state.get("journal")["entries"][1:])
+    assert ports.state.get(documents.JOURNAL)["consolidated_entry_ids"] == []
+    assert all("facts" not in e for e in ports.state.get(documents.JOURNAL)["entries"][1:])
     assert any("will retry" in line for line in ports.logs)
 
     retried = result_of(run_sleep_consolidation(ports))
@@ -299,7 +301,7 @@ def test_no_duplicates_after_a_failure_part_way_through_an_entrys_facts(make_por
                        llm=FakeLLM())
     failed = result_of(run_sleep_consolidation(ports))
     assert failed["success"] is False and failed["consolidated"] == []
-    assert ports.state.get("journal")["consolidated_entry_ids"] == []
+    assert ports.state.get(documents.JOURNAL)["consolidated_entry_ids"] == []
     assert [m["memory"] for m in result_of(ports.semantic.list())] == [FACTS[0]]
 
     retried = result_of(run_sleep_consolidation(ports))
@@ -322,8 +324,8 @@ def test_waits_for_llm_scoring_until_it_has_failed_too_often(make_ports):
     assert result["waiting_for_scoring"] == 1 and result["completed"] is False
 
     # scoring failed twice for it: consolidation stops waiting and extracts its facts itself
-    ports.state.set("importance_scoring", {"attempts": {"entry-0": 2}})
-    ports.state.get("journal")["entries"][0]["importance"] = 5
+    ports.state.set(documents.IMPORTANCE_SCORING, {"attempts": {"entry-0": 2}})
+    ports.state.get(documents.JOURNAL)["entries"][0]["importance"] = 5
     result = result_of(run_sleep_consolidation(ports))
     assert result["consolidated"] == ["entry-0"] and result["completed"] is True
     memory = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))[0]
@@ -352,11 +354,11 @@ def test_the_compacting_phase_lasts_until_every_entry_was_llm_scored(make_ports)
                                            "memory.consolidation_per_tick": 5})
     for number in range(3):
         journal.add_entry(ports, f"Note {number} about the harbour.", source_type="inference")
-    ports.state.set("sleep_phase", "compacting")
+    ports.state.set(documents.SLEEP_PHASE, "compacting")
     phases = []
     for _ in range(3):
         result_of(run_sleep_tick(ports, lambda target, reason: None))
-        phases.append(ports.state.get("sleep_phase"))
+        phases.append(ports.state.get(documents.SLEEP_PHASE))
     assert phases == ["compacting", "compacting", "dreaming"]
     assert llm.purposes == ["importance"] * 3  # facts came with the scores: no other call
     memories = result_of(ports.semantic.list())
@@ -367,8 +369,7 @@ def test_the_compacting_phase_lasts_until_every_entry_was_llm_scored(make_ports)
 
 
 def test_no_semantic_store_means_nothing_to_do():
-    ports = AssistantPorts(key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-                           settings=Settings(DEFAULTS))
+    ports = support_ports(key="ada")
     assert result_of(run_sleep_consolidation(ports))["completed"] is True
     assert result_of(retrieve_relevant_memories(ports, "anything")) == []
 
@@ -404,7 +405,7 @@ def test_two_stage_retrieval_filters_relevance_then_trust(make_ports):
         "The bridge to the east collapsed during the storm."]
 
 
-def test_calibrated_threshold_replaces_only_the_seed_default(make_ports):
+def test_calibrated_threshold_replaces_only_the_specified_default(make_ports):
     ports = make_ports()
     assert calibrated_threshold(ports, "relevance_threshold") == 0.3
     assert calibrated_threshold(ports, "link_similarity") == 0.5

@@ -15,6 +15,8 @@ from ai_assistant.memory.embedder import (
 )
 from ai_assistant.memory.mem0_embedding import Mem0Embedder
 
+pytestmark = pytest.mark.core
+
 PARAPHRASES = [
     ("Alice prefers tea over coffee.", "Alice likes tea more than coffee."),
     ("Bob lost his sword in the swamp.", "Bob's sword was lost somewhere in the swamp."),
@@ -63,7 +65,7 @@ def test_calibrated_thresholds_separate_paraphrases_from_unrelated(model):
         assert model.similarity(text_a, text_b) >= model.link_similarity, (text_a, text_b)
     for text_a, text_b in UNRELATED:
         assert model.similarity(text_a, text_b) < model.relevance_threshold, (text_a, text_b)
-    # the calibrated values sit below the seed's transformer-scale 0.7
+    # the calibrated values sit below the specification's transformer-scale 0.7
     assert model.relevance_threshold < model.link_similarity < model.duplicate_similarity
 
 

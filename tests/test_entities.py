@@ -5,20 +5,20 @@ import uuid
 
 import pytest
 from scripted_llm import Reply, sync_runner
+from support import make_ports as support_ports
+from support import result_of
 from twisted.internet import defer, task
 
 from ai_assistant.agent import context
+from ai_assistant.agent.blocks import people
 from ai_assistant.memory import entities
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
-from ai_assistant.plumbing.ports import (
-    AssistantPorts,
-    FixedClock,
-    LLMReply,
-    LLMTimeout,
-    MemoryState,
-    parse_iso,
-)
+from ai_assistant.plumbing.ports import LLMReply, LLMTimeout, parse_iso
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
+from ai_assistant.sleep import entity_consolidation
+
+pytestmark = pytest.mark.core
 
 TEA_OBSERVATIONS = [
     "I prefer tea over coffee, always have.",
@@ -44,21 +44,8 @@ class FakeLLM:
 
 
 def make_ports(llm=None, settings=None, state=None):
-    logs = []
-    ports = AssistantPorts(
-        key="ada", name="Ada", state=state or MemoryState(), clock=FixedClock(),
-        settings=Settings(deep_merge(DEFAULTS, settings or {})), llm=llm, log=logs.append,
-    )  # fmt: skip
-    return ports, logs
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire synchronously"
-    if hasattr(results[0], "raiseException"):
-        results[0].raiseException()
-    return results[0]
+    ports = support_ports(settings, key="ada", llm=llm, state=state)
+    return ports, ports.log
 
 
 def speech(text, sender="Alice", sender_id="#12", classification="direct_message", kind="talk"):
@@ -70,7 +57,7 @@ def speech(text, sender="Alice", sender_id="#12", classification="direct_message
 
 
 def profiles(ports):
-    return ports.state.data[entities.PROFILES_DOC]
+    return ports.state.data[documents.ENTITY_PROFILES]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -202,7 +189,7 @@ def test_favorability_decays_lazily_toward_neutral():
     docs = {"#12": entities.new_profile("#12", "Alice", "player", ports.clock.now(),
                                         ports.settings)}  # fmt: skip
     docs["#12"]["relationship"]["favorability"] = 0.6
-    ports.state.set(entities.PROFILES_DOC, docs)
+    ports.state.set(documents.ENTITY_PROFILES, docs)
     assert entities.get_profile(ports, "#12")["relationship"]["state"] == "friend"
     ports.clock.advance(days=30)  # one half-life: 0.1 + 0.5 * 0.5
     view = entities.get_profile(ports, "#12")["relationship"]
@@ -231,7 +218,7 @@ def test_consolidation_synthesises_attributes_and_prunes_consumed_observations()
     ports, _ = make_ports(llm)
     alice_with_tea(ports)
     entities.record_interaction(ports, "#13", "Bob", "hi")  # too few observations: not due
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert report["consolidated"] == ["#12"] and report["failed"] == {}
     assert report["pruned"] == 5 and report["pending"] == 0
     alice = profiles(ports)["#12"]
@@ -255,7 +242,7 @@ def test_observations_arriving_during_the_llm_call_are_kept():
 
     ports.llm = SlowLLM()
     results = []
-    entities.run_entity_consolidation_batch(ports).addBoth(results.append)
+    entity_consolidation.run_entity_consolidation_batch(ports).addBoth(results.append)
     entities.record_interaction(ports, "#12", "Alice", "I also collect rare stamps")
     pending.callback(LLMReply(content=TEA_REPLY))
     assert results[0]["consolidated"] == ["#12"]
@@ -268,7 +255,7 @@ def test_existing_attributes_are_merged_and_refined():
     ports, _ = make_ports(llm)
     alice_with_tea(ports)
     profiles(ports)["#12"]["attributes"] = {"occupation": "baker", "preference": "likes tea"}
-    result_of(entities.run_entity_consolidation_batch(ports))
+    result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert profiles(ports)["#12"]["attributes"] == {
         "occupation": "baker",
         "preference": "Prefers green tea",
@@ -281,14 +268,14 @@ def test_a_failed_consolidation_leaves_the_profile_intact(failure):
     ports, logs = make_ports(FakeLLM(failure))
     alice_with_tea(ports)
     before = json.loads(json.dumps(profiles(ports)["#12"]))
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert list(report["failed"]) == ["#12"] and report["consolidated"] == []
     assert profiles(ports)["#12"] == before
     assert report["pending"] == 1
     assert any("entity consolidation of #12 failed" in line for line in logs)
     # and the next tick succeeds with the same observations
     ports.llm = FakeLLM(TEA_REPLY)
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert report["consolidated"] == ["#12"] and profiles(ports)["#12"]["observations"] == []
 
 
@@ -296,13 +283,13 @@ def test_nothing_stable_keeps_observations_but_does_not_resend_them():
     llm = FakeLLM(json.dumps({"attributes": {}}), TEA_REPLY)
     ports, _ = make_ports(llm)
     alice_with_tea(ports)
-    result_of(entities.run_entity_consolidation_batch(ports))
+    result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert len(profiles(ports)["#12"]["observations"]) == 5
     assert entities.pending_consolidation(ports) == []
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert report["consolidated"] == [] and len(llm.calls) == 1
     entities.record_interaction(ports, "#12", "Alice", "tea again, please")
-    result_of(entities.run_entity_consolidation_batch(ports))
+    result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert len(llm.calls) == 2 and profiles(ports)["#12"]["observations"] == []
 
 
@@ -312,7 +299,7 @@ def test_batch_is_bounded_per_tick():
     for entity_id in ("#1", "#2", "#3"):
         for text in TEA_OBSERVATIONS:
             entities.record_interaction(ports, entity_id, f"P{entity_id}", text)
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert len(report["consolidated"]) == 2 and report["pending"] == 1
     assert len(llm.calls) == 2
 
@@ -320,7 +307,7 @@ def test_batch_is_bounded_per_tick():
 def test_mechanical_mode_skips_with_one_log_line_and_changes_nothing():
     ports, logs = make_ports(llm=None)
     alice_with_tea(ports)
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert report == {"skipped": "mechanical mode", "pending": 1}
     assert len(logs) == 1 and "mechanical" in logs[0]
     assert len(profiles(ports)["#12"]["observations"]) == 5
@@ -363,11 +350,11 @@ def test_context_block_describes_the_interlocutor_and_those_present():
         "interlocutor": {"id": "#12", "name": "Alice"},
         "present": [{"id": "#13", "name": "Bob"}, "#99"],
     }
-    block = entities.entity_context_block(ports, situation)
+    block = people.entity_context_block(ports, situation)
     assert block.index("Alice (player): stranger") < block.index("Bob (player)")
     assert "preference: Prefers tea, dislikes coffee" in block
     assert "<<<END NOTES>>>" not in block  # player text is defused inside its data block
-    assert entities.entity_context_block(ports, {"interlocutor": {"id": "#99"}}) is None
+    assert people.entity_context_block(ports, {"interlocutor": {"id": "#99"}}) is None
     # registered at import: it reaches the prompt
     messages = context.build_messages(ports, situation)
     assert "## People you know" in messages[1]["content"]
@@ -385,7 +372,7 @@ def test_consolidation_through_the_real_llm_client(llm_server, llm_config):
     )  # fmt: skip
     alice_with_tea(ports)
     llm_server.script(Reply.text(f"Here you go:\n```json\n{TEA_REPLY}\n```"))
-    report = result_of(entities.run_entity_consolidation_batch(ports))
+    report = result_of(entity_consolidation.run_entity_consolidation_batch(ports))
     assert report["consolidated"] == ["#12"]
     assert profiles(ports)["#12"]["attributes"] == {"preference": "Prefers tea, dislikes coffee"}
     request = llm_server.requests[-1]

@@ -4,25 +4,26 @@ import copy
 import json
 
 import pytest
+import support
 from twisted.internet import defer
 
+from ai_assistant.agent.blocks.workspace import goals_context_block
 from ai_assistant.plumbing.ports import (
-    AssistantPorts,
-    FixedClock,
     LLMReply,
     LLMTimeout,
     MemoryState,
 )
-from ai_assistant.plumbing.settings import DEFAULTS, Settings
-from ai_assistant.tools.registry import execute_tool, load_all_tools
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import execute_tool
 from ai_assistant.workspace import goals
 from ai_assistant.workspace.goals import (
     GoalError,
     format_goal_tree,
-    goals_context_block,
     parse_subtasks,
     progress_bar,
 )
+
+pytestmark = pytest.mark.core
 
 load_all_tools()
 
@@ -45,17 +46,8 @@ class ScriptedLLM:
 
 
 def make_ports(initial=None, llm=None, overrides=None):
-    logged = []
-    ports = AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=MemoryState(initial),
-        clock=FixedClock(),
-        settings=Settings(copy.deepcopy(DEFAULTS), overrides),
-        llm=llm,
-        log=logged.append,
-    )
-    ports.logged = logged
+    ports = support.make_ports(key="ada", state=MemoryState(initial), llm=llm, overrides=overrides)
+    ports.logged = ports.log
     return ports
 
 

@@ -1,12 +1,18 @@
-"""Importance: the seed's heuristic arithmetic, batched LLM scoring, the reflection state."""
+"""Importance: the heuristic arithmetic, batched LLM scoring, the reflection state."""
 
 import pytest
+from support import make_ports as support_ports
+from support import result_of
 from twisted.internet import defer
 
-from ai_assistant.memory import importance, journal
-from ai_assistant.memory.importance import parse_scores, score_importance_heuristic
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
-from ai_assistant.plumbing.settings import Settings
+from ai_assistant.memory import journal, reflection_state
+from ai_assistant.memory.importance import score_importance_heuristic
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import LLMError, LLMReply
+from ai_assistant.sleep import facts, scoring
+from ai_assistant.sleep.scoring import parse_scores
+
+pytestmark = pytest.mark.core
 
 
 class FakeLLM:
@@ -28,28 +34,12 @@ class FakeLLM:
 
 
 def make_ports(llm=None, overrides=None):
-    logs = []
-    ports = AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=MemoryState(),
-        clock=FixedClock(),
-        settings=Settings(overrides=overrides),
-        llm=llm,
-        log=logs.append,
-    )
-    return ports, logs
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire synchronously"
-    return results[0]
+    ports = support_ports(key="ada", llm=llm, overrides=overrides)
+    return ports, ports.log
 
 
 # ----------------------------------------------------------------------------------------------
-# Tier 1: the seed's heuristic
+# Tier 1: the specification's heuristic
 
 
 @pytest.mark.parametrize(
@@ -59,7 +49,7 @@ def result_of(deferred):
         ("Player Alice prefers formal address and dislikes jokes", "direct", 9),
         # 5 -1 environmental -1 "walked" = 3
         ("Bob walked into the tavern", "environmental", 3),
-        # substring matches, as in the seed: "quest" in "question", "war" in "reward" -> +4
+        # substring matches, as in the specification: "quest" in "question", "war" in "reward" -> +4
         ("A question about the reward", "observation", 10),
         # five keywords would be +10, capped at +4: 5 + 0 + 4 = 9
         ("urgent danger: attack, war and betrayal", "inference", 9),
@@ -129,7 +119,7 @@ def test_scores_one_batch_of_the_oldest_heuristic_entries_per_tick():
     )
     ports, _ = make_ports(llm)
     _fill(ports)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert len(llm.calls) == 1
     assert llm.calls[0]["purpose"] == "importance"
     assert report["scored"] == [1, 2, 3]
@@ -146,7 +136,7 @@ def test_the_per_tick_cap_is_a_setting_bounded_by_the_batch_size():
         {"journal.scoring_max_per_tick": 10, "journal.scoring_batch_size": 4},
     )
     _fill(ports)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [1, 2, 3, 4]
     assert report["remaining"] == 1
 
@@ -156,7 +146,7 @@ def test_manual_and_llm_entries_are_never_rescored():
     ports, _ = make_ports(llm)
     journal.add_entry(ports, "set by hand", importance=6)
     journal.add_entry(ports, "pending", source_type="inference")
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     prompt = llm.calls[0]["messages"][-1]["content"]
     assert "set by hand" not in prompt and "[2] pending" in prompt
     assert report["scored"] == [2]
@@ -167,12 +157,12 @@ def test_a_failed_call_keeps_heuristic_scores_and_is_retried_next_tick():
     llm = FakeLLM(LLMError("endpoint down"), '{"scores": [{"id": 1, "score": 8}]}')
     ports, logs = make_ports(llm, {"journal.scoring_max_per_tick": 1})
     _fill(ports, 1)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert "endpoint down" in report["error"]
     assert report["unscored"] == [1]
     assert journal.get_entry(ports, 1)["importance_method"] == "heuristic"
     assert any("retry" in line for line in logs)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [1]
     assert journal.get_entry(ports, 1)["importance"] == 8
 
@@ -181,7 +171,7 @@ def test_a_garbled_reply_changes_nothing():
     ports, _ = make_ports(FakeLLM("these are all very interesting events"))
     _fill(ports, 2)
     before = [dict(e) for e in journal.get_journal(ports)["entries"]]
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [] and report["error"]
     assert journal.get_journal(ports)["entries"] == before
 
@@ -195,7 +185,7 @@ def test_entries_deleted_while_the_llm_thinks_are_skipped():
     llm = FakeLLM("1: 9\n2: 9", on_call=delete_first)
     ports, _ = make_ports(llm)
     _fill(ports, 2)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert report["skipped"] == [1]
     assert report["scored"] == [2]
     assert [e["id"] for e in journal.get_journal(ports)["entries"]] == [2]
@@ -204,15 +194,15 @@ def test_entries_deleted_while_the_llm_thinks_are_skipped():
 def test_llm_scores_adjust_the_reflection_total():
     ports, _ = make_ports(FakeLLM("1: 9"))
     _fill(ports, 1)  # heuristic 5
-    assert importance.get_reflection_state(ports)["cumulative_importance"] == 5
-    result_of(importance.score_pending_entries(ports))
-    assert importance.get_reflection_state(ports)["cumulative_importance"] == 9
+    assert reflection_state.get_reflection_state(ports)["cumulative_importance"] == 5
+    result_of(scoring.score_pending_entries(ports))
+    assert reflection_state.get_reflection_state(ports)["cumulative_importance"] == 9
 
 
 def test_mechanical_mode_skips_with_one_log_line():
     ports, logs = make_ports(None)
     _fill(ports, 2)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert report["mechanical"] is True and report["scored"] == []
     assert report["remaining"] == 2
     assert len(logs) == 1 and "mechanical" in logs[0]
@@ -226,7 +216,7 @@ def test_every_entry_updates_the_reflection_state():
     ports, _ = make_ports()
     journal.add_entry(ports, "one", importance=4)
     journal.add_entry(ports, "two", importance=7)
-    state = ports.state.get(importance.REFLECTION_DOC)
+    state = ports.state.get(documents.REFLECTION_STATE)
     assert state["cumulative_importance"] == 11.0
     assert state["entries_since_reflection"] == [1, 2]
     assert state["threshold"] == 150
@@ -237,15 +227,15 @@ def test_trigger_fires_at_the_threshold_from_settings():
     ports, _ = make_ports(overrides={"reflection.threshold": 20})
     journal.add_entry(ports, "a", importance=10)
     journal.add_entry(ports, "b", importance=9)
-    assert not importance.check_reflection_trigger(ports)
+    assert not reflection_state.check_reflection_trigger(ports)
     journal.add_entry(ports, "c", importance=1)
-    assert importance.check_reflection_trigger(ports)
+    assert reflection_state.check_reflection_trigger(ports)
 
 
 def test_reset_keeps_threshold_counts_and_records_time():
     ports, _ = make_ports(overrides={"reflection.threshold": 30})
     journal.add_entry(ports, "a", importance=10)
-    state = importance.reset_reflection_state(ports)
+    state = reflection_state.reset_reflection_state(ports)
     assert state == {
         "cumulative_importance": 0.0,
         "threshold": 30,
@@ -258,9 +248,9 @@ def test_reset_keeps_threshold_counts_and_records_time():
 def test_reset_keeps_entries_written_after_the_reflection_started():
     ports, _ = make_ports()
     journal.add_entry(ports, "a", importance=10)
-    covered = list(importance.get_reflection_state(ports)["entries_since_reflection"])
+    covered = list(reflection_state.get_reflection_state(ports)["entries_since_reflection"])
     journal.add_entry(ports, "b", importance=4)
-    state = importance.reset_reflection_state(ports, covered, 10.0)
+    state = reflection_state.reset_reflection_state(ports, covered, 10.0)
     assert state["entries_since_reflection"] == [2]
     assert state["cumulative_importance"] == 4.0
 
@@ -281,26 +271,26 @@ def test_parse_scores_accepts_items_with_facts_and_nested_mappings():
 def test_parse_facts_tells_no_facts_from_not_answered():
     text = ('{"scores": [{"id": 1, "score": 7, "facts": ["Alice owns a boat."]}, '
             '{"id": 2, "score": 3, "facts": []}, {"id": 3, "score": 5}]}')
-    assert importance.parse_facts(text, [1, 2, 3]) == {1: ["Alice owns a boat."], 2: []}
-    assert importance.parse_facts('{"entries": [{"id": 4, "facts": "Bob is tall."}]}', [4]) == {
+    assert facts.parse_facts(text, [1, 2, 3]) == {1: ["Alice owns a boat."], 2: []}
+    assert facts.parse_facts('{"entries": [{"id": 4, "facts": "Bob is tall."}]}', [4]) == {
         4: ["Bob is tall."]}
-    assert importance.parse_facts('{"7": {"facts": ["The well is dry."]}}', [7]) == {
+    assert facts.parse_facts('{"7": {"facts": ["The well is dry."]}}', [7]) == {
         7: ["The well is dry."]}
     # mem0's own shape names no entry: only usable for a one-entry question
-    assert importance.parse_facts('{"facts": ["The well is dry."]}', [9]) == {
+    assert facts.parse_facts('{"facts": ["The well is dry."]}', [9]) == {
         9: ["The well is dry."]}
-    assert importance.parse_facts('{"facts": ["The well is dry."]}', [9, 10]) == {}
-    assert importance.parse_facts("1: 7\n2: 3", [1, 2]) == {}
-    assert importance.parse_facts("no idea", [1]) == {}
+    assert facts.parse_facts('{"facts": ["The well is dry."]}', [9, 10]) == {}
+    assert facts.parse_facts("1: 7\n2: 3", [1, 2]) == {}
+    assert facts.parse_facts("no idea", [1]) == {}
 
 
 def test_clean_facts_tidies_dedupes_caps_and_drops_self_reference():
-    kept, rejected = importance.clean_facts(
+    kept, rejected = facts.clean_facts(
         ["  Alice   prefers tea. ", "alice prefers tea.", "", 42, {"fact": "Bob is tall."},
          "I helped Alice find the key.", "The assistant was polite.", "x" * 900, "Carol sings."],
         max_facts=3,
     )
-    assert kept == ["Alice prefers tea.", "Bob is tall.", "x" * importance.FACT_MAX_CHARS]
+    assert kept == ["Alice prefers tea.", "Bob is tall.", "x" * facts.FACT_MAX_CHARS]
     assert rejected == ["I helped Alice find the key.", "The assistant was polite."]
 
 
@@ -312,7 +302,7 @@ def test_scoring_call_keeps_persona_filtered_facts_on_the_entries():
     ports, logs = make_ports(llm)
     journal.add_entry(ports, "Alice asked to be addressed formally.", source_type="direct")
     journal.add_entry(ports, "I greeted Alice.", source_type="observation")
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
 
     assert len(llm.calls) == 1  # scores and facts in the same call
     prompt = llm.calls[0]["messages"][-1]["content"]
@@ -330,11 +320,11 @@ def test_scoring_call_keeps_persona_filtered_facts_on_the_entries():
 def test_a_reply_with_scores_but_no_facts_still_scores():
     ports, _ = make_ports(FakeLLM('{"scores": [{"id": 1, "score": 6}]}'))
     _fill(ports, 1)
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     entry = journal.get_entry(ports, 1)
     assert report["scored"] == [1] and report["with_facts"] == []
     assert entry["importance_method"] == "llm"
-    assert "facts" not in entry and importance.extracted_facts(entry) is None
+    assert "facts" not in entry and facts.extracted_facts(entry) is None
 
 
 def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
@@ -345,7 +335,7 @@ def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
     _fill(ports, 2)
     journal.add_entry(ports, "long " * 300, source_type="inference")
     journal.mark_consolidated(ports, [1])
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     prompt = llm.calls[0]["messages"][-1]["content"]
     assert "[1] (score only) event number 0" in prompt
     assert "[2] event number 1" in prompt
@@ -361,23 +351,23 @@ def test_failed_attempts_are_counted_and_bound_the_wait_for_a_score():
     llm = FakeLLM(LLMError("down"), "garbage", '{"scores": [{"id": 2, "score": 7}]}')
     ports, _ = make_ports(llm, {"journal.scoring_max_attempts": 2})
     first, second = _fill(ports, 2)
-    assert importance.awaiting_llm_score(ports, first)
-    result_of(importance.score_pending_entries(ports))
-    assert importance.get_scoring_attempts(ports) == {1: 1, 2: 1}
-    assert importance.awaiting_llm_score(ports, journal.get_entry(ports, 1))
-    result_of(importance.score_pending_entries(ports))
-    assert importance.get_scoring_attempts(ports) == {1: 2, 2: 2}
-    assert not importance.awaiting_llm_score(ports, journal.get_entry(ports, 1))
+    assert scoring.awaiting_llm_score(ports, first)
+    result_of(scoring.score_pending_entries(ports))
+    assert scoring.get_scoring_attempts(ports) == {1: 1, 2: 1}
+    assert scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
+    result_of(scoring.score_pending_entries(ports))
+    assert scoring.get_scoring_attempts(ports) == {1: 2, 2: 2}
+    assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
     # entry 2 is scored (its count is forgotten), entry 1 was left out again
-    report = result_of(importance.score_pending_entries(ports))
+    report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [2] and report["unscored"] == [1]
-    assert importance.get_scoring_attempts(ports) == {1: 3}
-    assert not importance.awaiting_llm_score(ports, journal.get_entry(ports, 2))  # now "llm"
+    assert scoring.get_scoring_attempts(ports) == {1: 3}
+    assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 2))  # now "llm"
 
 
 def test_nothing_awaits_a_score_without_an_llm_or_with_scoring_turned_off():
     ports, _ = make_ports(None)
     entry = _fill(ports, 1)[0]
-    assert not importance.awaiting_llm_score(ports, entry)
+    assert not scoring.awaiting_llm_score(ports, entry)
     off, _ = make_ports(FakeLLM(), {"journal.scoring_max_per_tick": 0})
-    assert not importance.awaiting_llm_score(off, _fill(off, 1)[0])
+    assert not scoring.awaiting_llm_score(off, _fill(off, 1)[0])

@@ -3,29 +3,20 @@
 import copy
 
 import pytest
+from support import make_ports
 
 from ai_assistant.memory import journal
-from ai_assistant.memory.importance import REFLECTION_DOC
 from ai_assistant.memory.journal import JournalError, add_entry
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import Settings
+from ai_assistant.plumbing import documents
 
-
-def make_ports(overrides=None):
-    return AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=MemoryState(),
-        clock=FixedClock(),
-        settings=Settings(overrides=overrides),
-    )
+pytestmark = pytest.mark.core
 
 
 def ids(ports):
     return [e["id"] for e in journal.get_journal(ports)["entries"]]
 
 
-def test_an_entry_has_the_seed_structure():
+def test_an_entry_has_the_specified_structure():
     ports = make_ports()
     entry = add_entry(
         ports,
@@ -47,7 +38,7 @@ def test_an_entry_has_the_seed_structure():
         "tags": ["player_preference", "communication"],
         "related_projects": ["alice_quest"],
     }
-    doc = ports.state.get(journal.JOURNAL_DOC)
+    doc = ports.state.get(documents.JOURNAL)
     assert doc["entries"] == [entry]
     assert doc["entry_count"] == 1
     assert doc["max_entries"] == 100
@@ -79,7 +70,7 @@ def test_timestamps_follow_the_clock_and_ids_count_up():
 
 
 def test_ids_never_repeat_after_pruning():
-    ports = make_ports({"journal.max_entries": 2})
+    ports = make_ports(overrides={"journal.max_entries": 2})
     for text in ("a", "b", "c", "d"):
         add_entry(ports, text, importance=5)
     assert ids(ports) == [3, 4]
@@ -126,7 +117,7 @@ def test_journal_error_is_a_value_error():
 
 
 def test_content_limit_is_a_setting():
-    ports = make_ports({"journal.max_content_chars": 10})
+    ports = make_ports(overrides={"journal.max_content_chars": 10})
     with pytest.raises(JournalError, match="limit is 10"):
         add_entry(ports, "eleven char")
     assert add_entry(ports, "ten chars!")["id"] == 1
@@ -137,7 +128,7 @@ def test_content_limit_is_a_setting():
 
 
 def test_auto_prune_drops_consolidated_entries_first_oldest_first():
-    ports = make_ports({"journal.max_entries": 4})
+    ports = make_ports(overrides={"journal.max_entries": 4})
     for importance in (9, 9, 2, 9):
         add_entry(ports, "entry", importance=importance)
     journal.mark_consolidated(ports, [2, 1])
@@ -147,7 +138,7 @@ def test_auto_prune_drops_consolidated_entries_first_oldest_first():
 
 
 def test_auto_prune_never_drops_a_high_unconsolidated_entry_before_a_low_one():
-    ports = make_ports({"journal.max_entries": 3})
+    ports = make_ports(overrides={"journal.max_entries": 3})
     add_entry(ports, "crucial", importance=10)
     add_entry(ports, "trivial", importance=2)
     add_entry(ports, "middling", importance=5)
@@ -158,7 +149,7 @@ def test_auto_prune_never_drops_a_high_unconsolidated_entry_before_a_low_one():
 
 
 def test_auto_prune_keeps_synthesis_entries_to_the_last():
-    ports = make_ports({"journal.max_entries": 2})
+    ports = make_ports(overrides={"journal.max_entries": 2})
     add_entry(ports, "[SYNTHESIS] players trust patient guides", importance=3)
     add_entry(ports, "ordinary", importance=9)
     add_entry(ports, "another", importance=9)
@@ -202,9 +193,9 @@ def test_prune_removes_at_most_ten_per_call_oldest_first():
 
 
 def test_prune_rules_are_settings():
-    ports = make_ports(
-        {"journal.prune_importance": 5, "journal.prune_age_days": 1, "journal.prune_batch": 1}
-    )
+    ports = make_ports(overrides={
+        "journal.prune_importance": 5, "journal.prune_age_days": 1, "journal.prune_batch": 1,
+    })
     add_entry(ports, "a", importance=5)
     add_entry(ports, "b", importance=5)
     ports.clock.advance(days=2)
@@ -244,7 +235,7 @@ def test_set_importance_by_hand():
 def test_reflection_can_be_left_out_for_an_entry():
     ports = make_ports()
     add_entry(ports, "a", importance=8, count_for_reflection=False)
-    assert ports.state.get(REFLECTION_DOC) is None
+    assert ports.state.get(documents.REFLECTION_STATE) is None
 
 
 def test_format_entry_is_one_line():

@@ -4,13 +4,17 @@ import copy
 import json
 
 import pytest
+from support import make_ports
 from twisted.internet import defer
 
 from ai_assistant.memory import journal
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import Settings
-from ai_assistant.tools import journal as journal_tools  # noqa: F401 - registers the tools
+from ai_assistant.tools import journal as journal_tools
+from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import REGISTRY, ToolCache, execute_tool
+
+pytestmark = pytest.mark.core
+
+load_all_tools()
 
 
 class FakeSemantic:
@@ -20,13 +24,6 @@ class FakeSemantic:
     def search(self, query, *, limit=10, filters=None):
         self.searches.append((query, limit))
         return defer.fail(self.error) if self.error else defer.succeed(self.hits)
-
-
-def make_ports(semantic=None, **overrides):
-    return AssistantPorts(
-        key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-        settings=Settings(overrides=overrides), semantic=semantic,
-    )  # fmt: skip
 
 
 def call(ports, tool, arguments, cache=None):
@@ -90,8 +87,7 @@ def test_add_run_directly_still_validates():
 
 
 def test_add_reports_when_a_full_journal_drops_the_new_entry():
-    ports = make_ports()
-    ports.settings = Settings(overrides={"journal.max_entries": 1})
+    ports = make_ports(overrides={"journal.max_entries": 1})
     journal.add_entry(ports, "vital", importance=10)
     result = call(ports, "add_journal_entry", {"content": "trivia", "importance": 1})
     assert result["success"] is True and "not kept" in result["note"]
@@ -120,7 +116,7 @@ def test_search_journal_text_mode_with_filters():
 
 
 def test_search_journal_embeds_only_through_the_worker_runner(monkeypatch):
-    from ai_assistant.memory import retrieval
+    from ai_assistant.memory.search import dense
 
     def forbidden(*args, **kwargs):
         raise AssertionError("embedding computed on the calling (reactor) thread")
@@ -129,25 +125,25 @@ def test_search_journal_embeds_only_through_the_worker_runner(monkeypatch):
 
     def runner(func, *args):
         handed_off.append(func)
-        return defer.succeed([0.0] * len(args[-1]))  # the worker's answer: no similarity
+        return defer.succeed([0.0] * len(args[2]))  # the worker's answer: no similarity
 
-    monkeypatch.setattr(retrieval, "_cosine_scores", forbidden)
-    monkeypatch.setattr(retrieval, "_embeddings", forbidden)
+    monkeypatch.setattr(dense, "cosine_scores", forbidden)
+    monkeypatch.setattr(dense, "embeddings", forbidden)
     monkeypatch.setattr(journal_tools, "EMBED_RUNNER", runner)
-    ports = make_ports(**{"journal.embedding_weight": 0.5})
+    ports = make_ports(overrides={"journal.embedding_weight": 0.5})
     _journal_with_entries(ports)
     # "livestock losses" shares no word with any entry, and the (stub) embedding finds nothing
     assert call(ports, "search_journal", {"query": "livestock losses"})["count"] == 0
     assert call(ports, "search_journal", {"query": "wolves"})["count"] >= 2
-    assert handed_off == [retrieval.dense_similarities] * 2
+    assert handed_off == [dense.dense_similarities] * 2
 
 
 def test_search_journal_finds_a_paraphrase_through_the_local_embedder():
-    ports = make_ports(**{"journal.alpha_recency": 0, "journal.alpha_importance": 0})
+    ports = make_ports(overrides={"journal.alpha_recency": 0, "journal.alpha_importance": 0})
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "wolf attack on the flock"})
     assert result["mode"] == "dense+hybrid" and result["results"][0]["id"] == 1
-    off = make_ports(**{"journal.embedding_weight": 0})
+    off = make_ports(overrides={"journal.embedding_weight": 0})
     _journal_with_entries(off)
     assert call(off, "search_journal", {"query": "livestock"})["mode"] == "hybrid"
 
@@ -168,7 +164,7 @@ def test_search_journal_merges_semantic_hits_mapped_to_entries(monkeypatch):
         {"id": "m7", "memory": "an old fact", "score": 0.5, "metadata": {}},
         {"id": "m8", "memory": "bread", "score": 0.8, "metadata": {"entry_id": 2}},
     ])  # fmt: skip
-    ports = make_ports(semantic)
+    ports = make_ports(semantic=semantic)
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "livestock losses"})
     assert semantic.searches == [("livestock losses", 50)]
@@ -187,7 +183,7 @@ def test_semantic_similarity_and_text_match_add_up_in_one_ranking():
                               "metadata": {"entry_id": 1}}])  # fmt: skip
     overrides = {"journal.alpha_recency": 0, "journal.alpha_importance": 0,
                  "journal.context_weight": 0}  # fmt: skip
-    ports = make_ports(semantic, **overrides)
+    ports = make_ports(semantic=semantic, overrides=overrides)
     _journal_with_entries(ports)
     text_only = call(ports, "search_journal", {"query": "wolves", "semantic": False})
     fused = call(ports, "search_journal", {"query": "wolves"})
@@ -199,7 +195,7 @@ def test_semantic_similarity_and_text_match_add_up_in_one_ranking():
 
 def test_search_journal_falls_back_when_semantic_fails_or_is_declined():
     semantic = FakeSemantic(error=RuntimeError("qdrant down"))
-    ports = make_ports(semantic)
+    ports = make_ports(semantic=semantic)
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "wolves"})
     assert result["success"] and result["mode"] == "dense+hybrid"

@@ -24,6 +24,8 @@ from ai_assistant.plumbing.llm import (
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMTimeout, LLMUnavailable, MemoryState
 from ai_assistant.plumbing.replies import parse_json_reply
 
+pytestmark = pytest.mark.core
+
 MESSAGES = [{"role": "user", "content": "Hello there"}]
 
 

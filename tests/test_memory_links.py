@@ -3,24 +3,23 @@ A-MEM link generation (dreaming) and orphan pruning, on the real embedded store.
 """
 
 import pytest
-from support import result_of, sync_runner
+from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.memory.consolidation import get_links
-from ai_assistant.memory.links import prune_orphaned_memory_links, run_dreaming_tick
+from ai_assistant.memory.links import get_links, prune_orphaned_memory_links
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
+from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
+from ai_assistant.sleep.linking import run_dreaming_tick
+
+pytestmark = pytest.mark.core
 
 
 @pytest.fixture
 def ports(tmp_path):
-    settings = Settings(DEFAULTS)
-    store = make_semantic_store(settings, str(tmp_path), "ada", runner=sync_runner)
-    logs = []
-    bundle = AssistantPorts(key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-                            settings=settings, semantic=store, log=logs.append)
-    bundle.logs = logs
+    store = make_semantic_store(Settings(DEFAULTS), str(tmp_path), "ada", runner=sync_runner)
+    bundle = make_ports(key="ada", semantic=store)
+    bundle.logs = bundle.log
     yield bundle
     store.close()
 

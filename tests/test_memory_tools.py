@@ -5,25 +5,26 @@ The memory tools through the registry (as the ReAct loop and the in-game command
 import json
 
 import pytest
-from support import result_of, sync_runner
+from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR
 from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools import memory as memory_tools
+from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import REGISTRY, SLEEP_MODE_TOOLS, ToolCategory, execute_tool
+
+pytestmark = pytest.mark.core
+
+load_all_tools()  # the tools are in the registry once the catalogue is loaded
 
 
 @pytest.fixture
 def ports(tmp_path):
-    settings = Settings(DEFAULTS)
-    store = make_semantic_store(settings, str(tmp_path), "ada", runner=sync_runner)
-    logs = []
-    bundle = AssistantPorts(key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-                            settings=settings, semantic=store, log=logs.append)
-    bundle.logs = logs
+    store = make_semantic_store(Settings(DEFAULTS), str(tmp_path), "ada", runner=sync_runner)
+    bundle = make_ports(key="ada", semantic=store)
+    bundle.logs = bundle.log
     yield bundle
     store.close()
 

@@ -1,31 +1,32 @@
 """
-Memory nodes (seed 004): scene parsing, decay arithmetic, clusters, vectors and the index.
+Memory nodes: scene parsing, decay arithmetic, clusters, vectors and the index.
 
-The helpers at the top (a fake embedder with chosen vectors, ports, a synchronous runner)
-are shared by test_patrol.py and test_node_tools.py.
+The helpers at the top (a fake embedder with chosen vectors, a synchronous runner) are shared
+by test_patrol.py and test_node_tools.py.
 """
 
 import json
 import math
 import time
-import uuid
 
 import numpy as np
 import pytest
-from support import result_of, sync_runner
+from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.memory import nodes
+from ai_assistant.memory import node_vectors, nodes
+from ai_assistant.memory.node_vectors import VectorIndex
 from ai_assistant.memory.nodes import (
     ACTIVE,
     PARSE_FAILED,
     SceneError,
-    VectorIndex,
     effective_importance,
     parse_scene_input,
 )
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import FixedClock
+
+pytestmark = pytest.mark.core
 
 DIMS = 64
 
@@ -60,7 +61,7 @@ class FakeEmbedder:
         single = isinstance(texts, str)
         batch = [texts] if single else list(texts)
         self.calls.append(batch)
-        matrix = np.stack([nodes.unit(self.vector_for(text)) for text in batch]).astype(
+        matrix = np.stack([node_vectors.unit(self.vector_for(text)) for text in batch]).astype(
             np.float32
         ) if batch else np.zeros((0, self.dims), dtype=np.float32)
         return matrix[0] if single else matrix
@@ -77,34 +78,16 @@ def mix(*pairs, dims=DIMS):
     vector = np.zeros(dims, dtype=np.float32)
     for axis, weight in pairs:
         vector[axis] += weight
-    return nodes.unit(vector)
-
-
-class Log(list):
-    def __call__(self, message):
-        self.append(message)
-
-
-def make_ports(settings=None, llm=None, state=None, key=None, clock=None):
-    tree = deep_merge(DEFAULTS, settings or {})
-    return AssistantPorts(
-        key=key or f"ada-{uuid.uuid4().hex}",
-        name="Ada",
-        state=state or MemoryState(),
-        clock=clock or FixedClock(),
-        settings=Settings(tree),
-        llm=llm,
-        log=Log(),
-    )
+    return node_vectors.unit(vector)
 
 
 @pytest.fixture
 def embedder():
     """A FakeEmbedder installed as the nodes' embedder, with a synchronous runner."""
     fake = FakeEmbedder()
-    previous = nodes.set_embedding(fake, sync_runner)
+    previous = node_vectors.set_embedding(fake, sync_runner)
     yield fake
-    nodes.set_embedding(**previous)
+    node_vectors.set_embedding(**previous)
 
 
 def scene(action, actors=("Bob",), when=("2025-01-01",), **extra):
@@ -131,7 +114,7 @@ def test_parse_scene_flat_and_nested_forms():
     nested = parse_scene_input({"scene": scene("Met Alice", actors=["Alice"]),
                                 "feeling": "glad", "importance": 7})
     assert nested["scene"]["actors"] == ["Alice"]
-    assert nested["importance"] == 1.0  # clamped, as the seed clamps
+    assert nested["importance"] == 1.0  # clamped, as specified
     assert parse_scene_input(scene("x"))["importance"] is None
 
 
@@ -165,7 +148,7 @@ def test_when_items_keep_both_forms_and_render():
     )
 
 
-def test_new_node_has_every_field_of_the_seed_table():
+def test_new_node_has_every_field_of_the_node_table():
     node = nodes.new_node("id1", parse_scene_input(scene("x")), cluster_id="c1",
                           now="2025-01-01T00:00:00Z", default_importance=0.5)
     assert set(node) >= {
@@ -180,7 +163,7 @@ def test_add_scene_note_keeps_invalid_text_marked_parse_failed():
     ports = make_ports()
     good = nodes.add_scene_note(ports, scene("Bob waved"))
     bad = nodes.add_scene_note(ports, '{"action": "Bob waved", "actors": [')
-    notes = ports.state.get(nodes.SCENE_NOTES_DOC)
+    notes = ports.state.get(documents.SCENE_NOTES)
     assert [n["id"] for n in notes] == [good["id"], bad["id"]]
     assert notes[0]["status"] == nodes.PENDING
     assert notes[1]["status"] == PARSE_FAILED and "JSON" in notes[1]["error"]
@@ -203,7 +186,7 @@ def test_effective_importance_uses_sessions_minus_reactivations():
         0.5 * math.exp(-69 / 60))
 
 
-def test_reactivation_amounts_follow_the_seed_table():
+def test_reactivation_amounts_follow_the_specified_table():
     assert nodes.reactivation_amount({"status": "dead"}) == 2
     assert nodes.reactivation_amount({"status": "active"}) == 1
     assert nodes.reactivation_amount({"status": "dying"}) == 1
@@ -231,22 +214,22 @@ def test_roots_are_created_once_and_parent_themselves():
 
 def test_vectors_round_trip_and_centroids_use_active_nodes_only():
     vector = mix((0, 1.0), (1, 1.0))
-    assert np.allclose(nodes.decode_vector(nodes.encode_vector(vector)), vector)
+    assert np.allclose(node_vectors.decode_vector(node_vectors.encode_vector(vector)), vector)
     graph = {
         "a": {"id": "a", "cluster_id": "c", "status": "active"},
         "b": {"id": "b", "cluster_id": "c", "status": "active"},
         "d": {"id": "d", "cluster_id": "c", "status": "dead"},
     }
-    doc = {"nodes": {"a": nodes.encode_vector(axis_vector(0)),
-                     "b": nodes.encode_vector(axis_vector(1)),
-                     "d": nodes.encode_vector(axis_vector(2))}, "clusters": {}}
-    nodes.recompute_centroids(graph, doc, ["c", "empty"])
-    centroid = nodes.cluster_vector(doc, "c")
+    doc = {"nodes": {"a": node_vectors.encode_vector(axis_vector(0)),
+                     "b": node_vectors.encode_vector(axis_vector(1)),
+                     "d": node_vectors.encode_vector(axis_vector(2))}, "clusters": {}}
+    node_vectors.recompute_centroids(graph, doc, ["c", "empty"])
+    centroid = node_vectors.cluster_vector(doc, "c")
     assert np.allclose(centroid, mix((0, 1.0), (1, 1.0)))  # the dead node does not count
     assert "empty" not in doc["clusters"]
     graph["a"]["status"] = graph["b"]["status"] = "dying"
-    nodes.recompute_centroids(graph, doc, ["c"])
-    assert nodes.cluster_vector(doc, "c") is None
+    node_vectors.recompute_centroids(graph, doc, ["c"])
+    assert node_vectors.cluster_vector(doc, "c") is None
 
 
 def test_index_search_threshold_limit_and_filter():
@@ -265,16 +248,16 @@ def test_index_search_threshold_limit_and_filter():
 
 def test_index_is_cached_per_assistant_and_invalidated_on_write():
     ports, other = make_ports(), make_ports()
-    doc = nodes.load_vectors(ports)
-    doc["nodes"]["a"] = nodes.encode_vector(axis_vector(0))
-    nodes.save_vectors(ports, doc)
-    first = nodes.vector_index(ports)
-    assert first.ids == ["a"] and nodes.vector_index(ports) is first
-    assert len(nodes.vector_index(other)) == 0  # another assistant never sees it
-    doc = nodes.load_vectors(ports)
-    doc["nodes"]["b"] = nodes.encode_vector(axis_vector(1))
-    nodes.save_vectors(ports, doc)
-    assert nodes.vector_index(ports).ids == ["a", "b"]
+    doc = node_vectors.load_vectors(ports)
+    doc["nodes"]["a"] = node_vectors.encode_vector(axis_vector(0))
+    node_vectors.save_vectors(ports, doc)
+    first = node_vectors.vector_index(ports)
+    assert first.ids == ["a"] and node_vectors.vector_index(ports) is first
+    assert len(node_vectors.vector_index(other)) == 0  # another assistant never sees it
+    doc = node_vectors.load_vectors(ports)
+    doc["nodes"]["b"] = node_vectors.encode_vector(axis_vector(1))
+    node_vectors.save_vectors(ports, doc)
+    assert node_vectors.vector_index(ports).ids == ["a", "b"]
 
 
 def test_search_over_ten_thousand_nodes_is_one_matrix_product():
@@ -282,10 +265,10 @@ def test_search_over_ten_thousand_nodes_is_one_matrix_product():
     matrix = rng.normal(size=(10000, 256)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     ports = make_ports()
-    doc = {"dims": 256, "nodes": {f"n{i}": nodes.encode_vector(row)
+    doc = {"dims": 256, "nodes": {f"n{i}": node_vectors.encode_vector(row)
                                   for i, row in enumerate(matrix)}, "clusters": {}}
-    nodes.save_vectors(ports, doc)
-    index = nodes.vector_index(ports)
+    node_vectors.save_vectors(ports, doc)
+    index = node_vectors.vector_index(ports)
     query = matrix[4242]
     started = time.perf_counter()
     found = index.search(query, threshold=0.35, limit=3)
@@ -298,12 +281,12 @@ def test_thresholds_are_calibrated_for_wordllama_unless_configured():
         name = "wordllama-l2_supercat-256"
 
     ports = make_ports()
-    assert nodes.threshold(ports, "recall_threshold", Wordllama()) == 0.30
-    assert nodes.threshold(ports, "cluster_threshold", Wordllama()) == 0.40
-    assert nodes.threshold(ports, "recall_threshold", FakeEmbedder()) == 0.35
-    assert nodes.threshold(ports, "cluster_threshold", None) == 0.45
+    assert node_vectors.threshold(ports, "recall_threshold", Wordllama()) == 0.30
+    assert node_vectors.threshold(ports, "cluster_threshold", Wordllama()) == 0.40
+    assert node_vectors.threshold(ports, "recall_threshold", FakeEmbedder()) == 0.35
+    assert node_vectors.threshold(ports, "cluster_threshold", None) == 0.45
     custom = make_ports({"nodes": {"recall_threshold": 0.5}})
-    assert nodes.threshold(custom, "recall_threshold", Wordllama()) == 0.5
+    assert node_vectors.threshold(custom, "recall_threshold", Wordllama()) == 0.5
 
 
 def test_embed_texts_runs_one_batch_through_the_runner(embedder):
@@ -314,5 +297,5 @@ def test_embed_texts_runs_one_batch_through_the_runner(embedder):
         calls.append(args)
         return defer.succeed(func(*args))
 
-    matrix = result_of(nodes.embed_texts(ports, ["a", "b", "c"], runner=runner))
+    matrix = result_of(node_vectors.embed_texts(ports, ["a", "b", "c"], runner=runner))
     assert matrix.shape == (3, DIMS) and len(calls) == 1 and embedder.calls == [["a", "b", "c"]]

@@ -1,5 +1,5 @@
 """
-The patrol pipeline (seed 004): each step on hand-built nodes with known vectors, decay and
+The memory patrol: each step on hand-built nodes with known vectors, decay and
 revival over many patrols, mechanical mode, PARSE_FAILED repair, once-per-sleep scheduling,
 isolation, and a 200-scene run through ten patrols against the scripted LLM server.
 """
@@ -11,23 +11,28 @@ import uuid
 import numpy as np
 import pytest
 from scripted_llm import Reply, drive, sync_runner
-from test_nodes import DIMS, FakeEmbedder, axis_vector, make_ports, mix, result_of, scene
+from support import make_ports
+from test_nodes import DIMS, FakeEmbedder, axis_vector, mix, result_of, scene
 from twisted.internet import defer, task
 
-from ai_assistant.memory import nodes, patrol
+from ai_assistant.memory import node_vectors, nodes
 from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
+from ai_assistant.sleep import patrol
 from ai_assistant.tools.nodes import search_nodes
+
+pytestmark = pytest.mark.core
 
 
 @pytest.fixture
 def embedder():
     fake = FakeEmbedder()
-    previous = nodes.set_embedding(fake, sync_runner)
+    previous = node_vectors.set_embedding(fake, sync_runner)
     yield fake
-    nodes.set_embedding(**previous)
+    node_vectors.set_embedding(**previous)
 
 
 @pytest.fixture
@@ -83,20 +88,20 @@ def build_graph(ports, cluster_specs, node_specs):
         node["fresh"] = False
         node.update(spec)
         graph[node["id"]] = node
-        vectors["nodes"][node["id"]] = nodes.encode_vector(nodes.unit(vector))
-    nodes.recompute_centroids(graph, vectors, ids.values())
-    ports.state.set(nodes.NODES_DOC, graph)
-    ports.state.set(nodes.CLUSTERS_DOC, clusters)
-    nodes.save_vectors(ports, vectors)
+        vectors["nodes"][node["id"]] = node_vectors.encode_vector(node_vectors.unit(vector))
+    node_vectors.recompute_centroids(graph, vectors, ids.values())
+    ports.state.set(documents.MEMORY_NODES, graph)
+    ports.state.set(documents.MEMORY_CLUSTERS, clusters)
+    node_vectors.save_vectors(ports, vectors)
     return ids
 
 
 def graph(ports):
-    return ports.state.get(nodes.NODES_DOC), ports.state.get(nodes.CLUSTERS_DOC)
+    return ports.state.get(documents.MEMORY_NODES), ports.state.get(documents.MEMORY_CLUSTERS)
 
 
 # ----------------------------------------------------------------------------------------------
-# ❶
+# Scene notes -> nodes
 
 
 def test_notes_become_fresh_nodes_filed_by_similarity_or_root(embedder):
@@ -122,13 +127,13 @@ def test_notes_become_fresh_nodes_filed_by_similarity_or_root(embedder):
     assert new["swept a crumb"]["cluster_id"] == ids["Business"]  # below: classified
     assert new["saw a dragon"]["cluster_id"] == ids["Business"]  # mechanical: Business
     assert new["bought a loaf"]["importance"] == 0.7 and new["bought a loaf"]["status"] == ACTIVE
-    assert ports.state.get(nodes.SCENE_NOTES_DOC) == []
+    assert ports.state.get(documents.SCENE_NOTES) == []
     # the centroid now includes the new member
-    doc = nodes.load_vectors(ports)
-    centroid = nodes.cluster_vector(doc, ids["Bread"])
-    expected = nodes.unit(np.mean([axis_vector(0)] * 3 + [embedder.table["loaf"]], axis=0))
+    doc = node_vectors.load_vectors(ports)
+    centroid = node_vectors.cluster_vector(doc, ids["Bread"])
+    expected = node_vectors.unit(np.mean([axis_vector(0)] * 3 + [embedder.table["loaf"]], axis=0))
     assert np.allclose(centroid, expected, atol=1e-6)
-    assert nodes.cluster_vector(doc, ids["Business"]) is not None
+    assert node_vectors.cluster_vector(doc, ids["Business"]) is not None
 
 
 def test_unmatched_nodes_are_classified_by_the_llm(embedder, llm_ports, llm_server):
@@ -147,7 +152,7 @@ def test_unmatched_nodes_are_classified_by_the_llm(embedder, llm_ports, llm_serv
 
 
 # ----------------------------------------------------------------------------------------------
-# ❷ ❸ ❺ decay over many patrols
+# Decay, dying and revival over many patrols
 
 
 def test_decay_dying_and_revival_arithmetic_over_many_patrols(embedder):
@@ -155,13 +160,13 @@ def test_decay_dying_and_revival_arithmetic_over_many_patrols(embedder):
     nodes.add_scene_note(ports, scene("waved at Bob", importance=0.5))
     nodes.add_scene_note(ports, scene("the oath", importance=0.5))
     run_patrol(ports)
-    graph_nodes = ports.state.get(nodes.NODES_DOC)
+    graph_nodes = ports.state.get(documents.MEMORY_NODES)
     oath = next(n for n in graph_nodes.values() if n["scene"]["action"] == "the oath")
     oath["pinned"] = True
-    ports.state.set(nodes.NODES_DOC, graph_nodes)
+    ports.state.set(documents.MEMORY_NODES, graph_nodes)
 
     def status(action):
-        return next(n for n in ports.state.get(nodes.NODES_DOC).values()
+        return next(n for n in ports.state.get(documents.MEMORY_NODES).values()
                     if n["scene"]["action"] == action)
 
     for _ in range(68):  # 69 patrols: 0.5 * exp(-69/30) = 0.0501 > 0.05
@@ -194,22 +199,22 @@ def test_dead_nodes_revive_only_when_recalls_lift_them_above_the_threshold():
     ])
     assert patrol.revive_nodes(ports) == {"revived": 0}  # absorbed: eff high but never recalled
     search_nodes(ports, "old")  # dead: +2 -> 0.5 * exp(-73/30) = 0.044
-    assert ports.state.get(nodes.NODES_DOC)["old"]["reactivation_count"] == 2
+    assert ports.state.get(documents.MEMORY_NODES)["old"]["reactivation_count"] == 2
     assert patrol.revive_nodes(ports) == {"revived": 0}
     search_nodes(ports, "old")
     search_nodes(ports, "old")  # +6 in all -> 0.5 * exp(-69/30) = 0.0501
     report = patrol.revive_nodes(ports)
     assert report["revived"] == 1 and report["ids"] == ["old"]
-    assert ports.state.get(nodes.NODES_DOC)["old"]["status"] == ACTIVE
-    assert ports.state.get(nodes.NODES_DOC)["absorbed"]["status"] == DEAD
+    assert ports.state.get(documents.MEMORY_NODES)["old"]["status"] == ACTIVE
+    assert ports.state.get(documents.MEMORY_NODES)["absorbed"]["status"] == DEAD
     # the revived node counts in its cluster's centroid again
-    doc = nodes.load_vectors(ports)
-    assert np.allclose(nodes.cluster_vector(doc, ports.state.get(nodes.NODES_DOC)["old"][
-        "cluster_id"]), axis_vector(0))
+    doc = node_vectors.load_vectors(ports)
+    old = ports.state.get(documents.MEMORY_NODES)["old"]
+    assert np.allclose(node_vectors.cluster_vector(doc, old["cluster_id"]), axis_vector(0))
 
 
 # ----------------------------------------------------------------------------------------------
-# ❹
+# Consolidation
 
 
 def consolidation_graph(ports):
@@ -247,7 +252,7 @@ def test_consolidation_merges_kills_and_resets_fresh(embedder, llm_ports, llm_se
     report = drive(patrol.consolidate_clusters(ports), ports.reactor_clock)
     assert report == {"clusters": 1, "merged": 1, "absorbed": 1, "made_dead": 1,
                       "reembedded": 1}
-    graph_nodes = ports.state.get(nodes.NODES_DOC)
+    graph_nodes = ports.state.get(documents.MEMORY_NODES)
     survivor, absorbed = graph_nodes["a"], graph_nodes["b"]
     assert survivor["importance"] == 1.0  # 0.98 + 0.05, capped
     assert survivor["scene"]["when"] == [
@@ -266,15 +271,15 @@ def test_failed_consolidation_keeps_everything_for_the_next_patrol(embedder, llm
                                                                    llm_server):
     ports = llm_ports(settings={"llm": {"max_retries": 0}})
     consolidation_graph(ports)
-    before = json.loads(json.dumps(ports.state.get(nodes.NODES_DOC)))
+    before = json.loads(json.dumps(ports.state.get(documents.MEMORY_NODES)))
     llm_server.script(Reply.text("I would merge the bread ones."))  # no JSON
     report = drive(patrol.consolidate_clusters(ports), ports.reactor_clock)
     assert report["clusters"] == 0 and len(report["errors"]) == 1
-    assert ports.state.get(nodes.NODES_DOC) == before  # fresh flags intact: retried later
+    assert ports.state.get(documents.MEMORY_NODES) == before  # fresh flags intact: retried later
 
 
 # ----------------------------------------------------------------------------------------------
-# ❻
+# Split
 
 
 def test_split_creates_valid_parts_only(embedder, llm_ports, llm_server):
@@ -298,7 +303,8 @@ def test_split_creates_valid_parts_only(embedder, llm_ports, llm_server):
                             if n["cluster_id"] == c["id"]) for name, c in by_name.items()}
     assert members["Rye"] == ["s0", "s1", "s2"] and members["Pair"] == ["s3", "s4"]
     assert len(members["Bread"]) == 7
-    assert nodes.cluster_vector(nodes.load_vectors(ports), by_name["Rye"]["id"]) is not None
+    rye = by_name["Rye"]["id"]
+    assert node_vectors.cluster_vector(node_vectors.load_vectors(ports), rye) is not None
 
 
 def test_roots_are_never_split_but_topics_are_carved_out(embedder, llm_ports, llm_server):
@@ -318,7 +324,7 @@ def test_roots_are_never_split_but_topics_are_carved_out(embedder, llm_ports, ll
 
 
 # ----------------------------------------------------------------------------------------------
-# ❼
+# Small clusters
 
 
 def test_small_clusters_merge_into_similar_sibling_else_root_and_empty_ones_go():
@@ -342,7 +348,7 @@ def test_small_clusters_merge_into_similar_sibling_else_root_and_empty_ones_go()
     assert {c["name"] for c in clusters.values()} == {"Business", "Near", "Far"}
     assert graph_nodes["s1"]["cluster_id"] == graph_nodes["s2"]["cluster_id"] == ids["Near"]
     assert graph_nodes["a1"]["cluster_id"] == graph_nodes["a2"]["cluster_id"] == ids["Business"]
-    doc = nodes.load_vectors(ports)
+    doc = node_vectors.load_vectors(ports)
     assert set(doc["clusters"]) == {ids["Business"], ids["Near"], ids["Far"]}
 
 
@@ -361,13 +367,13 @@ def test_diary_and_think_notes(embedder, llm_ports, llm_server):
     )
     report = run_patrol(ports)
     assert report["steps"]["diary"] == {"diary": True, "diary_lines": 5, "think": 7}
-    diary = ports.state.get(patrol.DIARY_DOC)
+    diary = ports.state.get(documents.DIARY)
     assert list(diary) == ["2025-01-01"]
     assert diary["2025-01-01"]["text"].splitlines() == [f"line {i}" for i in range(5)]
-    think = ports.state.get(patrol.THINK_DOC)
+    think = ports.state.get(documents.THINK_NOTES)
     assert think["bullets"][:2] == ["Bob is funny", "ask about his farm"]
     assert think["text"].startswith("- Bob is funny\n- ask about his farm")
-    assert ports.state.get(patrol.PATROL_STATE_DOC)["diary_pending"] == []
+    assert ports.state.get(documents.PATROL_STATE)["diary_pending"] == []
     diary_prompt = next(prompt_of(r) for r in llm_server.requests
                         if "diary entry" in prompt_of(r))
     assert "Bob told me a joke" in diary_prompt
@@ -380,16 +386,17 @@ def test_failed_diary_stays_pending(embedder, llm_ports, llm_server):
         request) else Reply.text("{}")
     report = run_patrol(ports)
     assert "error" in report["steps"]["diary"]
-    assert len(ports.state.get(patrol.PATROL_STATE_DOC)["diary_pending"]) == 1
-    assert ports.state.get(patrol.DIARY_DOC) is None
+    assert len(ports.state.get(documents.PATROL_STATE)["diary_pending"]) == 1
+    assert ports.state.get(documents.DIARY) is None
 
 
-def test_mechanical_mode_logs_the_seed_line_and_runs_the_mechanical_steps(embedder):
+def test_mechanical_mode_logs_one_line_and_runs_the_mechanical_steps(embedder):
     ports = make_ports()
     nodes.add_scene_note(ports, scene("waved"))
     report = run_patrol(ports)
     assert ports.log.count(
-        "[graph] BYOK key not set: skipping ❹❻ diary/think_md (mechanical processing only)"
+        "[graph] no LLM configured: skipping consolidation, split, the diary and the think "
+        "notes (mechanical processing only)"
     ) == 1
     steps = report["steps"]
     for skipped in ("consolidation", "split", "diary"):
@@ -397,9 +404,9 @@ def test_mechanical_mode_logs_the_seed_line_and_runs_the_mechanical_steps(embedd
     assert steps["notes"]["converted"] == 1 and steps["session_counts"] == {"incremented": 1}
     assert steps["dying"] == {"dying": 0} and steps["revival"] == {"revived": 0}
     assert "deleted" in steps["small_clusters"]
-    assert ports.state.get(patrol.DIARY_DOC) is None
+    assert ports.state.get(documents.DIARY) is None
     text = patrol.format_patrol_report(report)
-    assert "mechanical" in text and "❶ notes -> nodes: converted 1" in text
+    assert "mechanical" in text and "scene notes -> nodes: converted 1" in text
 
 
 # ----------------------------------------------------------------------------------------------
@@ -411,15 +418,15 @@ def test_parse_failed_notes_are_kept_then_converted_once_valid(embedder):
     nodes.add_scene_note(ports, '{"action": "Bob waved", "actors": ["Bob"]')  # truncated
     report = run_patrol(ports)
     assert report["steps"]["notes"]["parse_failed"] == 1
-    notes = ports.state.get(nodes.SCENE_NOTES_DOC)
+    notes = ports.state.get(documents.SCENE_NOTES)
     assert len(notes) == 1 and notes[0]["status"] == PARSE_FAILED
-    assert not ports.state.get(nodes.NODES_DOC)
+    assert not ports.state.get(documents.MEMORY_NODES)
     notes[0]["text"] += "}"  # fixed (by an admin or another pass)
-    ports.state.set(nodes.SCENE_NOTES_DOC, notes)
+    ports.state.set(documents.SCENE_NOTES, notes)
     report = run_patrol(ports)
     assert report["steps"]["notes"]["converted"] == 1
-    assert ports.state.get(nodes.SCENE_NOTES_DOC) == []
-    (node,) = ports.state.get(nodes.NODES_DOC).values()
+    assert ports.state.get(documents.SCENE_NOTES) == []
+    (node,) = ports.state.get(documents.MEMORY_NODES).values()
     assert node["scene"]["action"] == "Bob waved"
     assert node["scene"]["when"] == ["2025-01-01"]  # the note's own date
 
@@ -440,9 +447,9 @@ def test_llm_repairs_parse_failed_notes(embedder, llm_ports, llm_server):
     report = run_patrol(ports)
     assert report["steps"]["notes"] == {"converted": 1, "parse_failed": 0, "repaired": 1,
                                         "matched": 0, "classified": 1}
-    (node,) = ports.state.get(nodes.NODES_DOC).values()
+    (node,) = ports.state.get(documents.MEMORY_NODES).values()
     assert node["feeling"] == "happy"
-    assert ports.state.get(nodes.SCENE_NOTES_DOC) == []
+    assert ports.state.get(documents.SCENE_NOTES) == []
 
 
 # ----------------------------------------------------------------------------------------------
@@ -452,17 +459,17 @@ def test_llm_repairs_parse_failed_notes(embedder, llm_ports, llm_server):
 def test_run_patrol_if_due_runs_once_per_sleep(embedder):
     ports = make_ports()
     assert result_of(patrol.run_patrol_if_due(ports)) == {"skipped": "not asleep"}
-    ports.state.set("sleep_state", {"started_at": "2025-01-01T02:00:00Z", "ticks": 3})
+    ports.state.set(documents.SLEEP_STATE, {"started_at": "2025-01-01T02:00:00Z", "ticks": 3})
     assert result_of(patrol.run_patrol_if_due(ports)) == {"skipped": "nothing to patrol"}
     nodes.add_scene_note(ports, scene("waved"))
     first = result_of(patrol.run_patrol_if_due(ports))
     assert first["steps"]["notes"]["converted"] == 1
     assert result_of(patrol.run_patrol_if_due(ports)) == {
         "skipped": "already patrolled this sleep"}
-    ports.state.set("sleep_state", {"started_at": "2025-01-02T02:00:00Z"})
+    ports.state.set(documents.SLEEP_STATE, {"started_at": "2025-01-02T02:00:00Z"})
     second = result_of(patrol.run_patrol_if_due(ports))  # nodes alone make it due
     assert second["steps"]["session_counts"] == {"incremented": 1}
-    assert ports.state.get(patrol.PATROL_STATE_DOC)["runs"] == 2
+    assert ports.state.get(documents.PATROL_STATE)["runs"] == 2
 
 
 def test_a_second_patrol_while_one_runs_is_refused(embedder):
@@ -483,13 +490,15 @@ def test_two_assistants_are_isolated(embedder):
     nodes.add_scene_note(bea, scene("Bea's garden"))
     run_patrol(ada)
     run_patrol(bea)
-    ada_nodes, bea_nodes = ada.state.get(nodes.NODES_DOC), bea.state.get(nodes.NODES_DOC)
+    ada_nodes = ada.state.get(documents.MEMORY_NODES)
+    bea_nodes = bea.state.get(documents.MEMORY_NODES)
     assert [n["scene"]["action"] for n in ada_nodes.values()] == ["Ada's secret"]
     assert sorted(n["scene"]["action"] for n in bea_nodes.values()) == [
         "Bea's chores", "Bea's garden"]
-    assert set(nodes.vector_index(ada).ids) == set(ada_nodes)
-    assert set(nodes.vector_index(bea).ids) == set(bea_nodes)
-    assert not set(ada.state.get(nodes.CLUSTERS_DOC)) & set(bea.state.get(nodes.CLUSTERS_DOC))
+    assert set(node_vectors.vector_index(ada).ids) == set(ada_nodes)
+    assert set(node_vectors.vector_index(bea).ids) == set(bea_nodes)
+    assert not set(ada.state.get(documents.MEMORY_CLUSTERS)) & set(
+        bea.state.get(documents.MEMORY_CLUSTERS))
     assert search_nodes(bea, "secret") == []
 
 
@@ -553,7 +562,7 @@ def topic_responder(request):
 
 def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
     topic_embedder = TopicEmbedder()
-    previous = nodes.set_embedding(topic_embedder, sync_runner)
+    previous = node_vectors.set_embedding(topic_embedder, sync_runner)
     try:
         ports = llm_ports()
         llm_server.responder = topic_responder
@@ -563,10 +572,10 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
             report = run_patrol(ports)
             assert not any("error" in step for step in report["steps"].values()), report
     finally:
-        nodes.set_embedding(**previous)
+        node_vectors.set_embedding(**previous)
 
     graph_nodes, clusters = graph(ports)
-    assert ports.state.get(nodes.SCENE_NOTES_DOC) == []
+    assert ports.state.get(documents.SCENE_NOTES) == []
     assert len(graph_nodes) == 200
     by_number = {int(re.search(r"#(\d+)", n["scene"]["action"]).group(1)): n
                  for n in graph_nodes.values()}
@@ -588,17 +597,17 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
     assert set(roots) == {"Business", "Private"}
     subs = [c for c in clusters.values() if not c["is_parent"]]
     assert len(subs) >= 3
-    vectors = nodes.load_vectors(ports)
+    vectors = node_vectors.load_vectors(ports)
     for cluster in clusters.values():
         active = nodes.cluster_members(graph_nodes, cluster["id"], (ACTIVE,))
         if not cluster["is_parent"]:
-            assert len(active) > 2  # ❼ leaves no small sub-cluster behind
+            assert len(active) > 2  # small clusters are merged away
             topics = {re.search(r"topic-(\d)", n["scene"]["action"]).group(1) for n in active}
             assert len(topics) == 1 and cluster["name"] == f"Topic {topics.pop()}"
         if active:
-            expected = nodes.unit(np.mean([nodes.decode_vector(vectors["nodes"][n["id"]])
-                                           for n in active], axis=0))
-            assert np.allclose(nodes.cluster_vector(vectors, cluster["id"]), expected,
+            expected = node_vectors.unit(np.mean(
+                [node_vectors.decode_vector(vectors["nodes"][n["id"]]) for n in active], axis=0))
+            assert np.allclose(node_vectors.cluster_vector(vectors, cluster["id"]), expected,
                                atol=1e-5)
     for node in graph_nodes.values():
         cluster = clusters[node["cluster_id"]]
@@ -606,8 +615,8 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
         private = "friend" in node["scene"]["action"]
         assert root == roots["Private" if private else "Business"]
 
-    assert ports.state.get(patrol.DIARY_DOC)["2025-01-01"]["text"].count("\n") == 2
-    assert ports.state.get(patrol.THINK_DOC)["bullets"] == ["friends matter", "work piles up",
+    assert ports.state.get(documents.DIARY)["2025-01-01"]["text"].count("\n") == 2
+    assert ports.state.get(documents.THINK_NOTES)["bullets"] == ["friends matter", "work piles up",
                                                              "rest"]
     overview = patrol.format_nodes_overview(ports)
     assert "200 (172 active, 0 dying, 28 dead)" in overview and "Topic" in overview
@@ -616,11 +625,11 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
 def test_dimensions_follow_the_embedder():
     ports = AssistantPorts(key="k", name="Ada", state=MemoryState(), clock=FixedClock(),
                            settings=Settings(DEFAULTS))
-    previous = nodes.set_embedding(FakeEmbedder(dims=16), sync_runner)
+    previous = node_vectors.set_embedding(FakeEmbedder(dims=16), sync_runner)
     try:
         nodes.add_scene_note(ports, scene("waved"))
         result_of(patrol.run_patrol(ports))
     finally:
-        nodes.set_embedding(**previous)
-    assert nodes.vector_index(ports).matrix.shape == (1, 16)
-    assert nodes.load_vectors(ports)["dims"] == 16
+        node_vectors.set_embedding(**previous)
+    assert node_vectors.vector_index(ports).matrix.shape == (1, 16)
+    assert node_vectors.load_vectors(ports)["dims"] == 16

@@ -3,28 +3,25 @@
 import copy
 
 import pytest
+import support
 
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
-from ai_assistant.plumbing.settings import DEFAULTS, Settings
-from ai_assistant.tools.registry import ToolCache, execute_tool, load_all_tools
+from ai_assistant.agent.blocks.workspace import project_context_block
+from ai_assistant.plumbing.ports import MemoryState, iso
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import ToolCache, execute_tool
 from ai_assistant.workspace import projects
 from ai_assistant.workspace.projects import (
     ProjectError,
     format_projects,
-    project_context_block,
 )
+
+pytestmark = pytest.mark.core
 
 load_all_tools()
 
 
 def make_ports(initial=None, overrides=None):
-    return AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=MemoryState(initial),
-        clock=FixedClock(),
-        settings=Settings(copy.deepcopy(DEFAULTS), overrides),
-    )
+    return support.make_ports(key="ada", state=MemoryState(initial), overrides=overrides)
 
 
 def run_tool(ports, name, arguments=None, cache=None):

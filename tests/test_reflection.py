@@ -2,11 +2,16 @@
 
 import json
 
+import pytest
+from support import make_ports as support_ports
+from support import result_of
 from twisted.internet import defer
 
-from ai_assistant.memory import importance, journal, reflection
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMError, LLMReply, MemoryState
-from ai_assistant.plumbing.settings import Settings
+from ai_assistant.memory import journal, reflection_state
+from ai_assistant.plumbing.ports import LLMError, LLMReply
+from ai_assistant.sleep import reflection
+
+pytestmark = pytest.mark.core
 
 QUESTIONS = json.dumps(
     {"questions": ["How does Alice treat strangers?", "What threatens the town?"]}
@@ -43,19 +48,8 @@ class FakeSemantic:
 
 
 def make_ports(llm=None, semantic=None):
-    logs = []
-    ports = AssistantPorts(
-        key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-        settings=Settings(), llm=llm, semantic=semantic, log=logs.append,
-    )  # fmt: skip
-    return ports, logs
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire synchronously"
-    return results[0]
+    ports = support_ports(key="ada", llm=llm, semantic=semantic)
+    return ports, ports.log
 
 
 def seed_journal(ports):
@@ -96,7 +90,7 @@ def test_a_full_reflection_stores_a_synthesis_and_resets_the_state():
     # evidence numbers in the prompt were mapped back to journal ids
     assert set(entry["evidence"]) <= {1, 2, 3} and entry["evidence"]
 
-    state = importance.get_reflection_state(ports)
+    state = reflection_state.get_reflection_state(ports)
     assert state["cumulative_importance"] == 0.0
     assert state["entries_since_reflection"] == []
     assert state["reflection_count"] == 1
@@ -131,7 +125,7 @@ def test_gather_evidence_normalises_and_falls_back_to_the_journal():
 
 
 def _assert_untouched(ports):
-    state = importance.get_reflection_state(ports)
+    state = reflection_state.get_reflection_state(ports)
     assert state["cumulative_importance"] == 19.0
     assert state["reflection_count"] == 0
     assert len(journal.get_journal(ports)["entries"]) == 3
@@ -153,7 +147,7 @@ def test_a_failed_insight_call_resets_nothing_and_a_retry_works():
     assert result_of(reflection.run_reflection(ports))["ran"] is False
     _assert_untouched(ports)
     assert result_of(reflection.run_reflection(ports))["ran"] is True
-    assert importance.get_reflection_state(ports)["reflection_count"] == 1
+    assert reflection_state.get_reflection_state(ports)["reflection_count"] == 1
 
 
 def test_garbled_replies_reset_nothing():
@@ -172,7 +166,7 @@ def test_only_self_referential_insights_store_nothing_but_complete():
     report = result_of(reflection.run_reflection(ports))
     assert report["ran"] is True and report["entry_id"] is None
     assert len(journal.get_journal(ports)["entries"]) == 3
-    assert importance.get_reflection_state(ports)["reflection_count"] == 1
+    assert reflection_state.get_reflection_state(ports)["reflection_count"] == 1
 
 
 def test_entries_written_during_reflection_count_toward_the_next():
@@ -184,7 +178,7 @@ def test_entries_written_during_reflection_count_toward_the_next():
     ports, _ = make_ports(llm)
     seed_journal(ports)
     result_of(reflection.run_reflection(ports))
-    state = importance.get_reflection_state(ports)
+    state = reflection_state.get_reflection_state(ports)
     assert state["entries_since_reflection"] == [4]
     assert state["cumulative_importance"] == 9.0
 
@@ -220,4 +214,4 @@ def test_check_reflection_trigger_is_exported():
     ports, _ = make_ports()
     for _ in range(15):
         journal.add_entry(ports, "big news", importance=10)
-    assert reflection.check_reflection_trigger(ports)
+    assert reflection_state.check_reflection_trigger(ports)

@@ -1,10 +1,11 @@
 """The tool registry and execute_tool, and the settings lookup."""
 
 import pytest
+import support
 from twisted.internet import defer
 
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
+from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import (
     SLEEP_MODE_TOOLS,
     Tool,
@@ -12,8 +13,9 @@ from ai_assistant.tools.registry import (
     ToolCategory,
     ToolRegistry,
     execute_tool,
-    load_all_tools,
 )
+
+pytestmark = pytest.mark.core
 
 
 class Echo(Tool):
@@ -48,9 +50,8 @@ class Explodes(Tool):
 
 
 def ports():
-    logs = []
-    return AssistantPorts(key="k", name="Ada", state=MemoryState(), clock=FixedClock(),
-                          settings=Settings(tree=DEFAULTS), log=logs.append), logs
+    made = support.make_ports(key="k")
+    return made, made.log
 
 
 def result(deferred):

@@ -1,4 +1,4 @@
-"""Episodic retrieval: tokenising, the seed's formula, BM25 search, filters, boosts, speed."""
+"""Episodic search: tokenising, the specification's formula, BM25, filters, boosts, speed."""
 
 import math
 import time
@@ -6,14 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ai_assistant.memory import retrieval
-from ai_assistant.memory.retrieval import (
-    relevance_keyword_overlap,
-    score_episodic_memory,
-    search_entries,
-    tokenize,
-)
+from ai_assistant.memory.search import dense
+from ai_assistant.memory.search.filters import SearchFilters
+from ai_assistant.memory.search.index import JournalIndexCache, get_index
+from ai_assistant.memory.search.journal_search import search_entries, search_journal
+from ai_assistant.memory.search.params import SearchParams
+from ai_assistant.memory.search.scoring import score_episodic_memory
+from ai_assistant.memory.search.terms import relevance_keyword_overlap, tokenize
 from ai_assistant.plumbing.ports import iso
+
+pytestmark = pytest.mark.core
 
 NOW = datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
 
@@ -54,11 +56,10 @@ def test_a_question_finds_the_irregular_form_it_asks_about():
         entry(2, "We buy a lot of paint.", source_entity="Bob"),
         entry(3, "The children went to the museum.", source_entity="Mel"),
     ]
-    results = search_entries(entries, "What figurines did Mel buy?", now=NOW, context_weight=0,
-                             **RELEVANCE_ONLY)  # fmt: skip
+    params = SearchParams(context_weight=0, **RELEVANCE_ONLY)
+    results = search_entries(entries, "What figurines did Mel buy?", now=NOW, params=params)
     assert results[0][1]["id"] == 1
-    results = search_entries(entries, "Where did the child go?", now=NOW, context_weight=0,
-                             **RELEVANCE_ONLY)  # fmt: skip
+    results = search_entries(entries, "Where did the child go?", now=NOW, params=params)
     assert [r[1]["id"] for r in results] == [3]
 
 
@@ -86,7 +87,7 @@ def test_bm25_ranks_the_matching_entry_first_across_word_forms():
         entry(3, "It rained all day"),
     ]
     results = search_entries(entries, "When did Melanie paint a sunrise?", now=NOW,
-                             context_weight=0, **RELEVANCE_ONLY)  # fmt: skip
+                             params=SearchParams(context_weight=0, **RELEVANCE_ONLY))
     assert results[0][1]["id"] == 2
     assert results[0][0] == pytest.approx(1.0)
     assert all(r[1]["id"] != 3 for r in results)
@@ -95,8 +96,8 @@ def test_bm25_ranks_the_matching_entry_first_across_word_forms():
 def test_rare_terms_weigh_more_than_common_ones():
     entries = [entry(i, "the market is busy today") for i in range(1, 7)]
     entries.append(entry(7, "a dragon was seen today"))
-    results = search_entries(entries, "busy dragon", now=NOW, context_weight=0,
-                             **RELEVANCE_ONLY)  # fmt: skip
+    results = search_entries(entries, "busy dragon", now=NOW,
+                             params=SearchParams(context_weight=0, **RELEVANCE_ONLY))
     assert results[0][1]["id"] == 7
     assert len(results) == 7
 
@@ -116,8 +117,10 @@ def test_recency_and_importance_break_relevance_ties_by_weight():
         entry(1, "the dragon attacked", hours_ago=0.0, importance=2),
         entry(2, "the dragon attacked", hours_ago=100, importance=10),
     ]
-    recent = search_entries(entries, "dragon", now=NOW, alpha_importance=0, context_weight=0)
-    important = search_entries(entries, "dragon", now=NOW, alpha_recency=0, context_weight=0)
+    recent = search_entries(entries, "dragon", now=NOW,
+                            params=SearchParams(alpha_importance=0, context_weight=0))
+    important = search_entries(entries, "dragon", now=NOW,
+                               params=SearchParams(alpha_recency=0, context_weight=0))
     assert recent[0][1]["id"] == 1
     assert important[0][1]["id"] == 2
 
@@ -128,7 +131,8 @@ def test_filters_tags_days_project_and_trust():
         entry(2, "quest news", tags=["quest"], hours_ago=24 * 10),
         entry(3, "quest news", tags=["Quest", "Alice"], source_trust=0.3),
     ]
-    found = lambda **kw: sorted(r[1]["id"] for r in search_entries(entries, "quest", now=NOW, **kw))  # noqa: E731
+    found = lambda **kw: sorted(r[1]["id"] for r in search_entries(  # noqa: E731
+        entries, "quest", now=NOW, filters=SearchFilters(**kw)))
     assert found(tags=["quest", "alice"]) == [1, 3]
     assert found(days_back=7) == [1, 3]
     assert found(related_to_project="P1") == [1]
@@ -140,8 +144,8 @@ def test_speaker_named_in_the_query_is_favoured():
         entry(1, "I love hiking in the mountains", source_entity="Bob"),
         entry(2, "I love hiking in the mountains", source_entity="Caroline"),
     ]
-    results = search_entries(entries, "What does Caroline love?", now=NOW, context_weight=0,
-                             **RELEVANCE_ONLY)  # fmt: skip
+    results = search_entries(entries, "What does Caroline love?", now=NOW,
+                             params=SearchParams(context_weight=0, **RELEVANCE_ONLY))
     assert results[0][1]["id"] == 2
     assert results[0][0] > results[1][0]
 
@@ -152,9 +156,11 @@ def test_neighbouring_entries_inherit_context():
         entry(2, "Thanks! I'm excited, it went great.", source_entity="Jon"),
         entry(3, "Unrelated chatter about lunch"),
     ]
-    without = search_entries(entries, "studio opening night", now=NOW, context_weight=0)
+    without = search_entries(entries, "studio opening night", now=NOW,
+                             params=SearchParams(context_weight=0))
     assert [r[1]["id"] for r in without] == [1]
-    with_context = search_entries(entries, "studio opening night", now=NOW, **RELEVANCE_ONLY)
+    with_context = search_entries(entries, "studio opening night", now=NOW,
+                                  params=SearchParams(**RELEVANCE_ONLY))
     assert [r[1]["id"] for r in with_context][:2] == [1, 2]
 
 
@@ -169,9 +175,9 @@ def test_embedding_fusion_finds_paraphrases_bm25_misses():
     entries = [entry(1, "a dog barked"), entry(2, "a cat slept")]
     assert search_entries(entries, "canine", now=NOW) == []
     for fusion in ("rrf", "score"):
-        results = search_entries(entries, "canine", now=NOW, embed=embed, fusion=fusion,
-                                 embedding_weight=0.5, context_weight=0,
-                                 **RELEVANCE_ONLY)  # fmt: skip
+        params = SearchParams(fusion=fusion, embedding_weight=0.5, context_weight=0,
+                              **RELEVANCE_ONLY)  # fmt: skip
+        results = search_entries(entries, "canine", now=NOW, embed=embed, params=params)
         assert results[0][1]["id"] == 1
     # entry vectors are cached: later calls embed only the query
     assert calls[-1] == ["canine"]
@@ -181,17 +187,17 @@ def test_semantic_scores_fuse_into_one_relevance_instead_of_the_better_of_two():
     entries = [entry(1, "wolves at the gate"), entry(2, "wolves in the woods"),
                entry(3, "sheep were lost")]  # fmt: skip
     options = {"context_weight": 0, "embedding_weight": 0.3, **RELEVANCE_ONLY}
-    plain = search_entries(entries, "wolves", now=NOW, **options)
+    plain = search_entries(entries, "wolves", now=NOW, params=SearchParams(**options))
     assert [r[1]["id"] for r in plain] == [2, 1]  # a BM25 tie: the newer position first
     fused = search_entries(entries, "wolves", now=NOW, semantic_scores={1: 0.9, 3: 0.8},
-                           **options)  # fmt: skip
+                           params=SearchParams(**options))  # fmt: skip
     ranked = [r[1]["id"] for r in fused]
     # entry 1 is found both ways and now leads; entry 3 only has a dense similarity
     assert ranked[0] == 1 and set(ranked) == {1, 2, 3}
     assert fused[0][0] == pytest.approx(1.0)
     # with no weight the semantic scores change nothing
     none = search_entries(entries, "wolves", now=NOW, semantic_scores={1: 0.9},
-                          **{**options, "embedding_weight": 0})  # fmt: skip
+                          params=SearchParams(**{**options, "embedding_weight": 0}))
     assert [r[1]["id"] for r in none] == [2, 1]
 
 
@@ -203,63 +209,66 @@ def test_relevance_gate_keeps_barely_relevant_recent_entries_from_winning():
         entry(2, "the silver moon rose over the harbour", hours_ago=0.0, importance=10),
     ]
     query = "blacksmith forged silver sword"
-    seed = search_entries(entries, query, now=NOW, context_weight=0)
+    seed = search_entries(entries, query, now=NOW, params=SearchParams(context_weight=0))
     assert seed[0][1]["id"] == 2  # the seed's formula over every match: recency wins
-    gated = search_entries(entries, query, now=NOW, context_weight=0, relevance_gate=0.5)
+    gated = search_entries(entries, query, now=NOW,
+                           params=SearchParams(context_weight=0, relevance_gate=0.5))
     # the answer wins; the barely relevant entry only follows it
     assert [r[1]["id"] for r in gated] == [1, 2]
     # within the gate, recency and importance still reorder relevant entries
     close = [entry(1, "the blacksmith forged a sword", hours_ago=500, importance=2),
              entry(2, "the blacksmith forged a sword", hours_ago=0.0, importance=9)]  # fmt: skip
-    assert search_entries(close, query, now=NOW, relevance_gate=0.5)[0][1]["id"] == 2
+    gated = search_entries(close, query, now=NOW, params=SearchParams(relevance_gate=0.5))
+    assert gated[0][1]["id"] == 2
 
 
 def test_rerank_pool_limits_the_hybrid_to_the_most_relevant():
     entries = [entry(i, "wolves " * (1 + i % 3) + f"note {i}", hours_ago=i, importance=1 + i % 9)
                for i in range(1, 21)]  # fmt: skip
-    relevance_only = search_entries(entries, "wolves", now=NOW, limit=5, context_weight=0,
-                                    **RELEVANCE_ONLY)  # fmt: skip
-    pooled = search_entries(entries, "wolves", now=NOW, limit=5, context_weight=0,
-                            rerank_pool=5)  # fmt: skip
+    relevance_only = search_entries(entries, "wolves", now=NOW, limit=5,
+                                    params=SearchParams(context_weight=0, **RELEVANCE_ONLY))
+    pooled = search_entries(entries, "wolves", now=NOW, limit=5,
+                            params=SearchParams(context_weight=0, rerank_pool=5))
     assert {r[1]["id"] for r in pooled} == {r[1]["id"] for r in relevance_only}
-    unpooled = search_entries(entries, "wolves", now=NOW, limit=5, context_weight=0)
+    unpooled = search_entries(entries, "wolves", now=NOW, limit=5,
+                              params=SearchParams(context_weight=0))
     assert {r[1]["id"] for r in unpooled} != {r[1]["id"] for r in relevance_only}
 
 
-def test_the_synchronous_search_never_embeds(monkeypatch):
-    from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+def test_the_synchronous_search_never_embeds(monkeypatch, make_ports):
+    from dataclasses import fields
+
+    from ai_assistant.memory import journal
     from ai_assistant.plumbing.settings import Settings
 
     def forbidden(*args, **kwargs):
         raise AssertionError("embedding computed in the synchronous search")
 
-    monkeypatch.setattr(retrieval, "_cosine_scores", forbidden)
-    monkeypatch.setattr(retrieval, "_embeddings", forbidden)
-    settings = Settings(overrides={"journal.embedding_weight": 0.5, "journal.context_weight": 0})
-    options = retrieval.search_settings(settings)
-    assert "embed" not in options
-    assert options["relevance_gate"] > 0 and options["rerank_pool"]
-    ports = AssistantPorts(key="ada", name="Ada", state=MemoryState(), clock=FixedClock(),
-                           settings=settings)  # fmt: skip
-    from ai_assistant.memory import journal
-
+    monkeypatch.setattr(dense, "cosine_scores", forbidden)
+    monkeypatch.setattr(dense, "embeddings", forbidden)
+    overrides = {"journal.embedding_weight": 0.5, "journal.context_weight": 0}
+    options = SearchParams.from_settings(Settings(overrides=overrides))
+    assert "embed" not in {knob.name for knob in fields(options)}
+    assert options.relevance_gate > 0 and options.rerank_pool
+    ports = make_ports(overrides=overrides)
     journal.add_entry(ports, "Wolves attacked the sheep")
     journal.add_entry(ports, "The baker sells bread")
-    assert [e["content"] for _, e in retrieval.search_journal(ports, "wolves")] == [
+    assert [e["content"] for _, e in search_journal(ports, "wolves")] == [
         "Wolves attacked the sheep"
     ]
-    assert retrieval.search_journal(ports, "livestock losses") == []
+    assert search_journal(ports, "livestock losses") == []
 
 
 def test_index_is_cached_per_journal_version():
+    cache = JournalIndexCache()
     entries = [entry(1, "alpha"), entry(2, "beta")]
-    first = retrieval.get_index(entries)
-    assert retrieval.get_index(list(entries)) is first  # the same entries
-    grown = retrieval.get_index(entries + [entry(3, "gamma alpha")])
+    first = get_index(entries, cache)
+    assert get_index(list(entries), cache) is first  # the same entries
+    grown = get_index(entries + [entry(3, "gamma alpha")], cache)
     assert grown is not first and grown.size == 3
     assert grown.bm25(["gamma"]).tolist()[:2] == [0.0, 0.0]
     # entries read back from storage are new objects: a new index, with the same content
-    reloaded = retrieval.get_index([dict(e) for e in entries])
+    reloaded = get_index([dict(e) for e in entries], cache)
     assert reloaded is not first
     assert reloaded.bm25(["alpha"]).tolist() == first.bm25(["alpha"]).tolist()
 
@@ -276,11 +285,12 @@ def test_ten_thousand_entries_search_speed_is_reported(capsys):
         )  # fmt: skip
         for i in range(10_000)
     ]
-    search_entries(entries, "warm-up", now=NOW)  # builds the index once
+    cache = JournalIndexCache()
+    search_entries(entries, "warm-up", now=NOW, index_cache=cache)  # builds the index once
     start = time.perf_counter()
     for query in ("dragon in the tavern", "What did Alice say about the secret letter?",
                   "storm over the harbor", ""):  # fmt: skip
-        results = search_entries(entries, query, now=NOW, limit=10)
+        results = search_entries(entries, query, now=NOW, limit=10, index_cache=cache)
         assert len(results) == 10
     per_query = (time.perf_counter() - start) / 4 * 1000
     with capsys.disabled():
@@ -300,17 +310,17 @@ def test_entries_from_the_time_the_query_names_are_favoured():
         dated(3, "I made a cake, so tasty", datetime(2022, 10, 1, 15, tzinfo=UTC)),
     ]
     question = "What did you make on 9 November, 2022?"
-    ranked = search_entries(entries, question, now=NOW, context_weight=0, time_boost=1.0,
-                            **RELEVANCE_ONLY)  # fmt: skip
+    boosted = SearchParams(context_weight=0, time_boost=1.0, **RELEVANCE_ONLY)
+    ranked = search_entries(entries, question, now=NOW, params=boosted)
     assert ranked[0][1]["id"] == 1
     assert ranked[0][0] == pytest.approx(1.0)
     assert ranked[1][0] < 0.75  # the others: no bonus, still candidates
     # a month, and a month in any year
-    assert search_entries(entries, "What did you make in October?", now=NOW, time_boost=1.0,
-                          context_weight=0, **RELEVANCE_ONLY)[0][1]["id"] == 3  # fmt: skip
+    assert search_entries(entries, "What did you make in October?", now=NOW,
+                          params=boosted)[0][1]["id"] == 3  # fmt: skip
     # off: the date words are only words, and no entry contains them
-    off = search_entries(entries, question, now=NOW, context_weight=0, time_boost=0.0,
-                         **RELEVANCE_ONLY)  # fmt: skip
+    off = search_entries(entries, question, now=NOW,
+                         params=SearchParams(context_weight=0, time_boost=0.0, **RELEVANCE_ONLY))
     assert off[0][0] == pytest.approx(off[1][0])
 
 
@@ -319,12 +329,13 @@ def test_the_date_words_leave_the_text_match():
         dated(1, "The November storm flooded the cellar", datetime(2022, 3, 1, tzinfo=UTC)),
         dated(2, "The cellar was dry and quiet", datetime(2022, 11, 9, tzinfo=UTC)),
     ]
+    boosted = SearchParams(context_weight=0, time_boost=1.0, **RELEVANCE_ONLY)
     ranked = search_entries(entries, "What was the cellar like on 9 November 2022?", now=NOW,
-                            context_weight=0, time_boost=1.0, **RELEVANCE_ONLY)  # fmt: skip
+                            params=boosted)  # fmt: skip
     assert ranked[0][1]["id"] == 2
     # a time that matches no entry leaves the query as it was
     ranked = search_entries(entries, "What was the cellar like in November 1999?", now=NOW,
-                            context_weight=0, time_boost=1.0, **RELEVANCE_ONLY)  # fmt: skip
+                            params=boosted)  # fmt: skip
     assert ranked[0][1]["id"] == 1
 
 
@@ -335,21 +346,22 @@ def test_a_question_about_a_time_alone_lists_that_time():
         dated(3, "It rained all day", NOW - timedelta(days=3)),
         dated(4, "Something happened at the mill", NOW - timedelta(days=5)),
     ]
-    ranked = search_entries(entries, "What happened yesterday?", now=NOW, time_boost=1.0,
-                            context_weight=0)  # fmt: skip
+    ranked = search_entries(entries, "What happened yesterday?", now=NOW,
+                            params=SearchParams(time_boost=1.0, context_weight=0))
     assert {r[1]["id"] for r in ranked[:2]} == {1, 2}
     assert [r[1]["id"] for r in ranked][2:] == [4]  # the word match from another day follows
     # with neighbouring context (the default) yesterday still comes first
-    ranked = search_entries(entries, "What happened yesterday?", now=NOW, time_boost=1.0)
+    boosted = SearchParams(time_boost=1.0)
+    ranked = search_entries(entries, "What happened yesterday?", now=NOW, params=boosted)
     assert {r[1]["id"] for r in ranked[:2]} == {1, 2}
-    assert search_entries(entries, "yesterday?", now=NOW, time_boost=1.0)
+    assert search_entries(entries, "yesterday?", now=NOW, params=boosted)
     assert {r[1]["id"] for r in search_entries(entries, "yesterday?", now=NOW,
-                                               time_boost=1.0)} == {1, 2}  # fmt: skip
+                                               params=boosted)} == {1, 2}  # fmt: skip
 
 
 def test_time_boost_is_a_setting():
     from ai_assistant.plumbing.settings import Settings
 
-    assert retrieval.search_settings(Settings())["time_boost"] == 1.0
-    options = retrieval.search_settings(Settings(overrides={"journal.time_boost": 0}))
-    assert options["time_boost"] == 0
+    assert SearchParams.from_settings(Settings()).time_boost == 1.0
+    options = SearchParams.from_settings(Settings(overrides={"journal.time_boost": 0}))
+    assert options.time_boost == 0

@@ -19,6 +19,8 @@ from ai_assistant.memory.semantic import (
 )
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
+pytestmark = pytest.mark.core
+
 
 @pytest.fixture
 def open_store(tmp_path):

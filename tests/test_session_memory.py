@@ -3,28 +3,25 @@
 import copy
 
 import pytest
+import support
 
+from ai_assistant.agent.blocks.workspace import session_memory_context_block
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR, SELF_REFERENCE_SUGGESTION
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import DEFAULTS, Settings
-from ai_assistant.tools.registry import execute_tool, load_all_tools
+from ai_assistant.plumbing.ports import MemoryState
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import execute_tool
 from ai_assistant.workspace.session_memory import (
     format_session_memory,
-    session_memory_context_block,
     similarity,
 )
+
+pytestmark = pytest.mark.core
 
 load_all_tools()
 
 
 def make_ports(initial=None, overrides=None):
-    return AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=MemoryState(initial),
-        clock=FixedClock(),
-        settings=Settings(copy.deepcopy(DEFAULTS), overrides),
-    )
+    return support.make_ports(key="ada", state=MemoryState(initial), overrides=overrides)
 
 
 def run_tool(ports, name, arguments=None):

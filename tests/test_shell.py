@@ -1,14 +1,21 @@
 """
-The Evennia shell with the database: typeclasses, ticker, perception and the admin commands.
+The Evennia shell with the database: typeclasses, the handler and its mixin, ticker, perception,
+room messages and the admin commands.
 """
+
+from unittest.mock import patch
 
 from django.test import override_settings
 from evennia import TICKER_HANDLER
+from evennia.commands.cmdhandler import cmdhandler
+from evennia.objects.objects import DefaultCharacter
 from evennia.utils import create
+from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
 
 from ai_assistant.adapters import AttributeState
-from ai_assistant.commands import CmdAssistant, CmdTalk
+from ai_assistant.commands import AssistantToolCmdSet, CmdAssistant, CmdTalk, all_assistants
+from ai_assistant.handler import AssistantHandler, AssistantMixin
 from ai_assistant.typeclasses import AssistantCharacter
 
 TEST_SETTINGS = {
@@ -16,6 +23,16 @@ TEST_SETTINGS = {
     "llm": {"base_url": None, "api_key": None},
     "memory": {"enabled": False},
 }
+
+
+class Librarian(AssistantMixin, DefaultCharacter):
+    """A game's own NPC class made an assistant by the mixin; onlookers see a title."""
+
+    def get_display_name(self, looker=None, **kwargs):
+        return self.key if looker is self else f"{self.key} the librarian"
+
+
+LIBRARIAN = f"{Librarian.__module__}.Librarian"
 
 
 def tickers_of(npc):
@@ -29,16 +46,16 @@ class TestAssistantShell(EvenniaCommandTest):
         super().setUp()
         self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
                                         home=self.room1)
-        self.script = self.npc.assistant_script
+        self.script = self.npc.assistant.script
 
     def tearDown(self):
-        for npc in AssistantCharacter.objects.all():
-            if npc.assistant_script:
-                npc.assistant_script.unsubscribe()
+        for npc in all_assistants():
+            if npc.assistant.script:
+                npc.assistant.script.unsubscribe()
         super().tearDown()
 
     def test_created_awake_with_one_ticker_at_5s(self):
-        assert self.npc.operating_mode == "awake"
+        assert self.npc.assistant.operating_mode == "awake"
         assert self.script.db.ticker_interval == 5
         keys = tickers_of(self.npc)
         assert len(keys) == 1 and keys[0][3] == 5
@@ -47,13 +64,13 @@ class TestAssistantShell(EvenniaCommandTest):
     def test_tick_counts_and_a_busy_tick_is_skipped(self):
         self.script.at_assistant_tick()
         self.script.at_assistant_tick()
-        assert self.npc.ai_ports().state.get("tick_count") == 2
+        assert self.npc.assistant.ports().state.get("tick_count") == 2
         self.script.ndb.busy = True
         assert self.script.at_assistant_tick() is None
-        assert self.npc.ai_ports().state.get("skipped_ticks") == 1
-        assert self.npc.ai_ports().state.get("tick_count") == 2
+        assert self.npc.assistant.ports().state.get("skipped_ticks") == 1
+        assert self.npc.assistant.ports().state.get("tick_count") == 2
         # state lives in Attributes: a fresh reader (as after a reload) sees the same
-        self.npc.ai_ports().state.flush()
+        self.npc.assistant.ports().state.flush()
         self.script.ndb.ai_state_cache = None
         assert AttributeState(self.npc).get("tick_count") == 2
         assert self.script.attributes.get("tick_count") == 2
@@ -62,7 +79,7 @@ class TestAssistantShell(EvenniaCommandTest):
         for _ in range(13):
             self.script.at_assistant_tick()
         assert self.script.attributes.get("tick_count") == 12  # flushed every 12 ticks
-        assert self.npc.ai_ports().state.get("tick_count") == 13
+        assert self.npc.assistant.ports().state.get("tick_count") == 13
         self.script.at_server_reload()
         assert self.script.attributes.get("tick_count") == 13
         self.script.set_mode("sleep", "test")
@@ -77,13 +94,13 @@ class TestAssistantShell(EvenniaCommandTest):
         assert self.script.set_mode("sleep", "again") is False
         self.script.set_mode("awake", "test")
         assert [key[3] for key in tickers_of(self.npc)] == [5]
-        history = self.npc.ai_ports().state.get("mode_history")
+        history = self.npc.assistant.ports().state.get("mode_history")
         assert [(h["from"], h["to"]) for h in history] == [("awake", "sleep"), ("sleep", "awake")]
 
     def test_hearing_speech_queues_classified_events(self):
         self.char1.at_say("Ada, where is the inn?")
         self.char1.at_say("nice weather today")
-        events = self.npc.ai_ports().state.get("pending_events")
+        events = self.npc.assistant.ports().state.get("pending_events")
         assert [(e["text"], e["classification"]) for e in events] == [
             ("Ada, where is the inn?", "direct_addressing"),
             ("nice weather today", "room_chatter"),
@@ -93,16 +110,16 @@ class TestAssistantShell(EvenniaCommandTest):
     def test_npc_speech_is_heard_but_not_answered(self):
         other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
         other.at_say("Ada, hello")
-        events = self.npc.ai_ports().state.get("pending_events")
+        events = self.npc.assistant.ports().state.get("pending_events")
         assert events[-1]["classification"] == "room_chatter"
-        other.assistant_script.unsubscribe()
+        other.assistant.script.unsubscribe()
 
     def test_mechanical_talk_gets_a_notice_and_is_journaled(self):
         self.call(CmdTalk(), "Ada = hello", 'You say to Ada, "hello"')
-        self.npc.run_tick("awake")
-        entries = self.npc.ai_ports().state.get("journal")["entries"]
+        self.npc.assistant.run_tick("awake")
+        entries = self.npc.assistant.ports().state.get("journal")["entries"]
         assert entries[0]["content"] == f'{self.char1.key} said to me: "hello"'
-        assert self.npc.ai_ports().state.get("pending_events") == []
+        assert self.npc.assistant.ports().state.get("pending_events") == []
 
     def test_status_and_switch_errors(self):
         self.call(CmdAssistant(), "Ada", "Ada (#")
@@ -123,8 +140,9 @@ class TestAssistantShell(EvenniaCommandTest):
                   "Ada dozes off.|Ada is now asleep (phase: compacting; ticker 60s)")
         self.call(CmdAssistant(), "/sleep Ada", "Ada is already asleep.")
         self.call(CmdAssistant(), "/wake Ada", "Ada: wake deferred: compacting")
-        self.npc.run_tick("sleep")  # nothing to compact: dreaming, then the deferred wake
-        assert self.npc.operating_mode == "awake"
+        # nothing to compact: dreaming, then the deferred wake
+        self.npc.assistant.run_tick("sleep")
+        assert self.npc.assistant.operating_mode == "awake"
         assert self.script.db.ticker_interval == 5
 
     def test_config_sets_validates_and_resets(self):
@@ -144,7 +162,7 @@ class TestAssistantShell(EvenniaCommandTest):
         assert "say" in out and "terminal" in out
         self.call(CmdAssistant(), '/tool Ada = add_journal_entry {"content": "The gate is red"}',
                   "Ada add_journal_entry ->")
-        assert self.npc.ai_ports().state.get("journal")["entries"][0]["content"] == (
+        assert self.npc.assistant.ports().state.get("journal")["entries"][0]["content"] == (
             "The gate is red")
         self.call(CmdAssistant(), "/tool Ada = add_journal_entry {bad json",
                   "Ada add_journal_entry ->")
@@ -171,13 +189,107 @@ class TestAssistantShell(EvenniaCommandTest):
 
     def test_profile_patrol_and_nodes_views(self):
         self.call(CmdTalk(), "Ada = thanks for the tea, it was lovely")
-        self.npc.run_tick("awake")
+        self.npc.assistant.run_tick("awake")
         out = self.call(CmdAssistant(), f"/profile Ada = {self.char1.key}")
         assert "Profile kept by Ada" in out and "stranger" in out
         self.call(CmdAssistant(), "/profile Ada = Nobody", "Ada has no profile of 'Nobody'.")
         self.call(CmdAssistant(), "/profile Ada", "Usage: @assistant/profile")
         out = self.call(CmdAssistant(), "/patrol Ada")
         assert out.startswith("Ada patrols its memories...")
-        assert "mechanical (no LLM)" in out and "❹ consolidation: skipped" in out
+        assert "mechanical (no LLM)" in out and "\n  consolidation: skipped" in out
         nodes = self.call(CmdAssistant(), "/nodes Ada")
         assert nodes.startswith("Memory nodes: 0 (0 active") and "Last patrol: " in nodes
+
+    # --- the mixin on a game's own class ------------------------------------------------------
+
+    def test_the_mixin_makes_any_npc_class_a_working_assistant(self):
+        with override_settings(AI_ASSISTANT={**TEST_SETTINGS, "typeclass": LIBRARIAN}):
+            self.call(CmdAssistant(), "/create Lin", "Created assistant Lin")
+            lin = all_assistants()[-1]
+            assert isinstance(lin, Librarian) and isinstance(lin.assistant, AssistantHandler)
+            assert lin.tags.has("ai_assistant", category="ai_assistant")
+            assert [key[3] for key in tickers_of(lin)] == [5]
+            assert lin.cmdset.has(AssistantToolCmdSet)
+            listing = self.call(CmdAssistant(), "")
+            assert "Ada (#" in listing and "Lin (#" in listing
+            self.call(CmdTalk(), "Lin = hello", 'You say to Lin the librarian, "hello"')
+            assert lin.assistant.ports().state.get("pending_events")[0]["text"] == "hello"
+            lin.assistant.run_tick("awake")
+            entries = lin.assistant.ports().state.get("journal")["entries"]
+            assert entries[0]["content"] == f'{self.char1.key} said to me: "hello"'
+            # one runtime per NPC, kept when the ports are rebuilt after a config change
+            runtime = lin.assistant.runtime
+            self.call(CmdAssistant(), "/config Lin = ticks.awake 7", "Lin: ticks.awake = 7")
+            assert lin.assistant.ports().runtime is runtime
+            assert [key[3] for key in tickers_of(lin)] == [7]
+
+    def test_create_refuses_a_typeclass_without_the_mixin(self):
+        plain = "evennia.objects.objects.DefaultCharacter"
+        with override_settings(AI_ASSISTANT={**TEST_SETTINGS, "typeclass": plain}):
+            self.call(CmdAssistant(), "/create Bob", "Could not create an assistant from typeclass")
+
+    # --- room messages: display names, and model text kept literal ----------------------------
+
+    def test_an_emote_reaches_the_room_literally_under_the_npc_display_name(self):
+        lin = create.create_object(Librarian, key="Lin", location=self.room1, home=self.room1)
+        text = "waves {braces} $You() and $conj(smile) {you} {0} }{"
+        with patch.object(self.char2, "msg") as seen:
+            lin.assistant.ports().world.emote(text)
+        message, options = seen.call_args.kwargs["text"]
+        assert message == f"Lin the librarian {text}" and options == {"type": "pose"}
+        # another assistant in the room hears the pose as it was shown
+        events = self.npc.assistant.ports().state.get("pending_events")
+        assert events[-1]["text"] == f"Lin the librarian {text}"
+
+    def test_mode_changes_are_told_in_the_actor_stance(self):
+        lin = create.create_object(Librarian, key="Lin", location=self.room1, home=self.room1)
+        with patch.object(self.char2, "msg") as seen, patch.object(lin, "msg") as own:
+            lin.assistant.set_mode("sleep", "test")
+            lin.assistant.set_mode("awake", "test")
+        assert [c.kwargs["text"][0] for c in seen.call_args_list] == [
+            "Lin the librarian dozes off.", "Lin the librarian wakes up."]
+        assert [c.kwargs["text"][0] for c in own.call_args_list] == [
+            "You doze off.", "You wake up."]
+
+    def test_talk_reaches_the_room_as_typed(self):
+        with patch.object(self.char2, "msg") as seen:
+            self.call(CmdTalk(), "Ada = {hi} $You() {0}", 'You say to Ada, "{hi} $You() {0}"')
+        assert seen.call_args.kwargs["text"][0] == f'{self.char1.key} says to Ada, "{{hi}} ' \
+            '$You() {0}"'
+        assert self.npc.assistant.ports().state.get("pending_events")[0]["text"] == (
+            "{hi} $You() {0}")
+
+    # --- the tool commands when an admin puppets the NPC --------------------------------------
+
+    def _as_puppet(self, line):
+        """Run `line` as the admin's session puppeting Ada; return what Ada was sent."""
+        with patch.object(self.npc, "msg") as sent:
+            cmdhandler(self.session, line, callertype="session", session=self.session)
+        return strip_ansi("\n".join(str(c.kwargs.get("text") or (c.args[0] if c.args else ""))
+                                    for c in sent.call_args_list))
+
+    def test_tool_commands_do_not_shadow_the_default_commands(self):
+        self.account.puppet_object(self.session, self.npc)
+        try:
+            said = self._as_puppet("say hello")
+            assert 'You say, "hello"' in said and "say ->" not in said
+            posed = self._as_puppet("emote smiles")
+            assert "Ada smiles" in posed and "emote ->" not in posed
+            # a tool whose name clashes with nothing is still a command
+            ran = self._as_puppet('add_journal_entry {"content": "The gate is red"}')
+            assert "Ada add_journal_entry ->" in ran
+            entries = self.npc.assistant.ports().state.get("journal")["entries"]
+            assert entries[-1]["content"] == "The gate is red"
+        finally:
+            self.account.unpuppet_object(self.session)
+
+    def test_tool_commands_are_for_admins(self):
+        cmdset = AssistantToolCmdSet()
+        cmdset.at_cmdset_creation()
+        assert cmdset.priority < -10  # below the account's and the character's cmdsets
+        keys = {cmd.key for cmd in cmdset.commands}
+        assert "recall" in keys and not keys & {"say", "emote", "whisper", "page"}
+        journal = next(cmd for cmd in cmdset.commands if cmd.key == "add_journal_entry")
+        assert journal.locks == "cmd:perm(Admin)"
+        assert not journal.access(self.char2, "cmd")
+        assert journal.access(self.char1, "cmd")

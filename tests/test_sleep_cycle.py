@@ -22,18 +22,32 @@ import re
 from datetime import timedelta
 
 import pytest
+import support
 from scripted_llm import FakeWorld, Reply, sync_runner
 from twisted.internet import task
 from twisted.python.failure import Failure
 
-from ai_assistant.agent import awake, compaction, perception
+from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import consolidation, entities, importance, journal, reflection
+from ai_assistant.memory import entities, journal, reflection_state
+from ai_assistant.memory import links as memory_links
 from ai_assistant.memory.semantic import make_semantic_store
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso, parse_iso
+from ai_assistant.plumbing.ports import MemoryState, iso, parse_iso
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
-from ai_assistant.sleep import cycle, modes
+from ai_assistant.sleep import (
+    compaction,
+    consolidation,
+    cycle,
+    entity_consolidation,
+    facts,
+    modes,
+    reflection,
+    scoring,
+)
+
+pytestmark = pytest.mark.core
 
 KEY = "ada"
 NAME = "Ada"
@@ -117,18 +131,18 @@ class Responder:
         if system == reflection.INSIGHTS_SYSTEM_PROMPT:
             self.kinds["reflection_insights"] += 1
             return Reply.text(json.dumps({"insights": INSIGHTS}))
-        if system == entities.CONSOLIDATION_SYSTEM:
+        if system == entity_consolidation.CONSOLIDATION_SYSTEM:
             self.kinds["entity_consolidation"] += 1
             attributes = ALICE_ATTRIBUTES if "Character: Alice" in user else {}
             return Reply.text(json.dumps({"attributes": attributes}))
         if system == compaction.SUMMARY_SYSTEM:
             self.kinds["compaction_summary"] += 1
             return Reply.text(SUMMARY)
-        if system == consolidation.EXTRACTION_SYSTEM_PROMPT:
+        if system == facts.EXTRACTION_SYSTEM_PROMPT:
             # consolidation's batched extraction, for entries the scoring call gave no facts
             self.kinds["fact_extraction"] += 1
             return Reply.text(json.dumps({"entries": self._entry_items(user, score=False)}))
-        if system == importance.SCORING_SYSTEM_PROMPT:
+        if system == scoring.SCORING_SYSTEM_PROMPT:
             self.kinds["scoring"] += 1
             return Reply.text(json.dumps({"scores": self._entry_items(user, score=True)}))
         self.unrecognised.append(request)
@@ -223,23 +237,24 @@ def make_ports(tmp_path, llm_config):
     opened = []
 
     def _make(overrides=None, state=None, mechanical=False, wrap=None, clock=None):
-        tree = DEFAULTS if mechanical else deep_merge(DEFAULTS, {"llm": llm_config})
-        settings = Settings(tree, overrides)
+        partial = {} if mechanical else {"llm": llm_config}
+        settings = Settings(deep_merge(DEFAULTS, partial), overrides)  # the store needs them first
         state = state if state is not None else MemoryState()
-        logs = []
+        logs = support.Log()
         store = make_semantic_store(settings, str(tmp_path / "data"), KEY, runner=sync_runner)
         opened.append(store)
         llm = None
         if not mechanical:
-            llm = LLMClient(tree["llm"], npc_key=KEY, npc_name=NAME, state=state,
-                            log=logs.append, runner=sync_runner, clock=task.Clock())
-        ports = AssistantPorts(
-            key=KEY, name=NAME, state=state, clock=clock or FixedClock(), settings=settings,
+            llm = LLMClient(deep_merge(DEFAULTS, partial)["llm"], npc_key=KEY, npc_name=NAME,
+                            state=state,
+                            log=logs, runner=sync_runner, clock=task.Clock())
+        ports = support.make_ports(
+            partial, overrides=overrides, key=KEY, name=NAME, state=state, clock=clock,
             llm=llm, semantic=wrap(store) if wrap else store,
             world=FakeWorld([{"id": i, "name": n, "is_player": True}
                              for n, i in PLAYERS.items()]),
-            log=logs.append,
-        )
+            log=logs,
+        )  # fmt: skip
         ports.logs, ports.store = logs, store
         return ports
 
@@ -285,7 +300,7 @@ def memories_by_entry(ports):
 
 def tick(ports, transition):
     ports.clock.advance(minutes=1)
-    return result_of(cycle.run_sleep_tick(ports, transition))
+    return result_of(cycle.run_sleep_tick(ports, transition, run_cycle=run_react_cycle))
 
 
 def tick_until_dreaming(ports, transition, max_ticks=10):
@@ -326,7 +341,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     assert all(e["importance_method"] == "heuristic" for e in heard_entries)
     alice = entities.get_profiles(ports)["#3"]
     assert len(alice["observations"]) == 5 and alice["attributes"] == {}
-    assert importance.check_reflection_trigger(ports)
+    assert reflection_state.check_reflection_trigger(ports)
     assert compaction.usage(ports) >= 0.70
     assert ports.state.get("operating_mode", "awake") == "awake"
 
@@ -352,7 +367,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
         assert sorted(m["memory"] for m in memories) == sorted(facts_in(entry["content"]))
         assert all(m["metadata"]["source_trust"] == 0.9 for m in memories)
         assert all(m["metadata"]["importance_method"] == "llm" for m in memories)
-        assert consolidation.memory_ids_for_entry(ports, entry["id"]) == [
+        assert memory_links.memory_ids_for_entry(ports, entry["id"]) == [
             m["id"] for m in memories]
     assert not set(old_ids) & set(stored)
     assert ports.state.get("sleep_phase") == modes.DREAMING
@@ -365,7 +380,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     first = dreams[0]["steps"]
     assert all(report["phase"] == "dreaming" and report["woke"] is None for report in dreams)
 
-    links = consolidation.get_links(ports)
+    links = memory_links.get_links(ports)
     by_text = {m["memory"]: m["id"] for group in stored.values() for m in group}
     tea, mornings = (by_text[fact] for fact in TEA_FACTS)
     assert mornings in [link["id"] for link in links[tea]["linked_to"]]
@@ -383,11 +398,11 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     # the window starts again; only what was journaled after the reflection counts
     extracted = [e for e in journal.get_journal(ports)["entries"] if e["content"] == EXTRACTED]
     assert len(extracted) == 1  # the pre-compaction pass, later in the same tick
-    state = importance.get_reflection_state(ports)
+    state = reflection_state.get_reflection_state(ports)
     assert state["reflection_count"] == 1
     assert state["entries_since_reflection"] == [extracted[0]["id"]]
     assert state["cumulative_importance"] == extracted[0]["importance"]
-    assert not importance.check_reflection_trigger(ports)
+    assert not reflection_state.check_reflection_trigger(ports)
 
     assert sorted(first["episodic_pruning"]["pruned"]) == sorted(old_ids)
     assert all(journal.get_entry(ports, i) is None for i in old_ids)
@@ -441,7 +456,7 @@ def test_urgent_message_wakes_from_dreaming(make_ports, responder):
     assert transition.calls[-1] == ("awake", "urgent event from Bob")
     assert ports.state.get("operating_mode") == "awake"
     # the message itself waits for the first awake tick
-    assert [e["text"] for e in ports.state.get("pending_events")] == [
+    assert [e["text"] for e in ports.state.get(documents.PENDING_EVENTS)] == [
         "Ada, wake up, the mill is on fire!"]
 
 
@@ -508,7 +523,7 @@ def test_reload_in_the_middle_of_compacting(make_ports, responder):
     assert set(stored) == set(eligible)
     for entry_id in eligible:
         assert len(stored[entry_id]) == 1, f"entry {entry_id} stored {len(stored[entry_id])}x"
-        assert consolidation.memory_ids_for_entry(ports, entry_id) == [stored[entry_id][0]["id"]]
+        assert memory_links.memory_ids_for_entry(ports, entry_id) == [stored[entry_id][0]["id"]]
     assert ports.state.get("memory_consolidation")["in_flight"] == {}
 
 

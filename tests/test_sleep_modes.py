@@ -3,11 +3,14 @@
 from datetime import UTC, datetime
 
 import pytest
+import support
 from twisted.internet import defer
 
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import Settings
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import FixedClock
 from ai_assistant.sleep import cycle, modes
+
+pytestmark = pytest.mark.core
 
 
 class Transitions:
@@ -22,10 +25,8 @@ class Transitions:
 
 def make_ports(hour=12, **overrides):
     clock = FixedClock(datetime(2025, 1, 1, hour, 0, tzinfo=UTC))
-    state = MemoryState()
-    ports = AssistantPorts(key="a1", name="Ada", state=state, clock=clock,
-                           settings=Settings(overrides=overrides), log=lambda m: None)
-    return ports, Transitions(state)
+    ports = support.make_ports(key="a1", clock=clock, overrides=overrides)
+    return ports, Transitions(ports.state)
 
 
 def result_of(deferred):
@@ -71,16 +72,17 @@ def test_wake_in_dreaming_is_immediate_and_sets_cooldown():
 def test_urgent_event_wakes_a_light_sleeper_only():
     ports, transition = make_ports()
     modes.enter_sleep(ports, "tired", transition)
-    ports.state.set("pending_events", [{"sender": "Bob", "priority": 3, "urgent": False,
+    ports.state.set(documents.PENDING_EVENTS, [{"sender": "Bob", "priority": 3, "urgent": False,
                                         "classification": "room_chatter"}])
     assert modes.check_wake_conditions(ports)[0] is False
-    ports.state.set("pending_events", [{"sender": "Bob", "classification": "direct_message"}])
+    ports.state.set(documents.PENDING_EVENTS,
+                    [{"sender": "Bob", "classification": "direct_message"}])
     assert modes.check_wake_conditions(ports) == (True, "urgent event from Bob", True)
     ports.state.set("sleep_phase", "dreaming")
     assert modes.check_wake_conditions(ports) == (True, "urgent event from Bob", False)
-    ports.state.set("pending_events", [{"sender": "Cy", "metadata": {"priority": 8}}])
+    ports.state.set(documents.PENDING_EVENTS, [{"sender": "Cy", "metadata": {"priority": 8}}])
     assert modes.check_wake_conditions(ports)[0] is True
-    ports.state.set("pending_events", [{"sender": "Cy", "metadata": {"urgent": True}}])
+    ports.state.set(documents.PENDING_EVENTS, [{"sender": "Cy", "metadata": {"urgent": True}}])
     assert modes.check_wake_conditions(ports)[0] is True
 
 
@@ -116,8 +118,8 @@ def test_sleep_tick_moves_to_dreaming_when_consolidation_completes(monkeypatch):
     def failing(ports):
         raise RuntimeError("scoring broke")
 
-    monkeypatch.setattr(cycle, "COMPACTING_STEPS", (("scoring", "x:y"), ("consolidation", "x:z")))
-    monkeypatch.setattr(cycle, "resolve", {"x:y": failing, "x:z": consolidation}.get)
+    monkeypatch.setattr(cycle, "COMPACTING_STEPS",
+                        (("scoring", failing), ("consolidation", consolidation)))
     report = result_of(cycle.run_sleep_tick(ports, transition))
     assert report["steps"]["scoring"] == {"error": "scoring broke"}
     assert ran == ["consolidation"]  # a failing step does not stop the next one
@@ -132,8 +134,8 @@ def test_deferred_wake_happens_as_soon_as_compacting_completes(monkeypatch):
     ports, transition = make_ports()
     modes.enter_sleep(ports, "admin", transition)
     modes.request_wake(ports, "admin", transition)
-    monkeypatch.setattr(cycle, "COMPACTING_STEPS", (("consolidation", "x:z"),))
-    monkeypatch.setattr(cycle, "resolve", {"x:z": lambda p: {"completed": True}}.get)
+    monkeypatch.setattr(cycle, "COMPACTING_STEPS",
+                        (("consolidation", lambda p: {"completed": True}),))
     report = result_of(cycle.run_sleep_tick(ports, transition))
     assert report["woke"] == "wake requested by admin"
     assert transition.calls[-1] == ("awake", "wake requested by admin")
@@ -144,7 +146,6 @@ def test_dreaming_runs_every_step_in_order(monkeypatch):
     modes.enter_sleep(ports, "admin", transition)
     ports.state.set("sleep_phase", "dreaming")
     order = []
-    steps = tuple((name, name) for name, _ in cycle.DREAMING_STEPS)
 
     def make(name):
         def step(ports):
@@ -154,17 +155,38 @@ def test_dreaming_runs_every_step_in_order(monkeypatch):
             return {"done": name}
         return step
 
+    steps = tuple((name, make(name)) for name, _ in cycle.DREAMING_STEPS)
     monkeypatch.setattr(cycle, "DREAMING_STEPS", steps)
-    monkeypatch.setattr(cycle, "resolve", lambda path: make(path))
     report = result_of(cycle.run_sleep_tick(ports, transition))
     assert order == [name for name, _ in steps]
     assert report["steps"]["entity_consolidation"] == {"error": "no llm"}
     assert report["steps"]["context_compaction"] == {"done": "context_compaction"}
 
 
-def test_resolve_skips_missing_modules_only():
-    assert cycle.resolve("ai_assistant.no_such_module:func") is None
-    assert cycle.resolve("ai_assistant.memory.working:clear_stale_conversations") is not None
+def test_steps_are_functions_in_their_order():
+    assert [name for name, _ in cycle.COMPACTING_STEPS] == ["importance_scoring", "consolidation"]
+    assert [name for name, _ in cycle.DREAMING_STEPS] == [
+        "memory_links", "link_cleanup", "entity_consolidation", "reflection", "episodic_pruning",
+        "stale_conversations", "pre_compaction", "context_compaction", "patrol",
+    ]
+    assert all(callable(step) for _, step in cycle.COMPACTING_STEPS + cycle.DREAMING_STEPS)
+
+
+def test_the_react_cycle_reaches_the_steps_that_run_one(monkeypatch):
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "admin", transition)
+    ports.state.set("sleep_phase", "dreaming")
+    seen = []
+
+    def extraction(ports, *, run_cycle):
+        seen.append(run_cycle)
+        return {"ran": False}
+
+    monkeypatch.setattr(cycle, "DREAMING_STEPS", (("pre_compaction", extraction),
+                                                  ("other", lambda ports: {})))
+    monkeypatch.setattr(cycle, "RUNS_A_CYCLE", (extraction,))
+    result_of(cycle.run_sleep_tick(ports, transition, run_cycle=len))
+    assert seen == [len]
 
 
 def test_wake_clears_an_emergency_stop_even_when_awake():
@@ -183,7 +205,8 @@ def test_wake_clears_an_emergency_stop_even_when_awake():
 
 
 def test_go_to_sleep_tool_requests_sleep_for_the_next_tick():
-    from ai_assistant.tools.registry import execute_tool, load_all_tools
+    from ai_assistant.tools.catalogue import load_all_tools
+    from ai_assistant.tools.registry import execute_tool
 
     load_all_tools()
     ports, transition = make_ports()

@@ -1,15 +1,17 @@
 """Self-monitoring (get_system_status) and self-modification (update_system_prompt), seed 003."""
 
-import copy
 import json
 import sys
 
 import pytest
+import support
 
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import DEFAULTS, Settings
-from ai_assistant.tools.registry import REGISTRY, execute_tool, load_all_tools
+from ai_assistant.plumbing.ports import MemoryState
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import REGISTRY, execute_tool
 from ai_assistant.workspace.status import count_history_tokens, token_advisory
+
+pytestmark = pytest.mark.core
 
 load_all_tools()
 
@@ -44,16 +46,8 @@ class RecordingState(MemoryState):
 
 
 def make_ports(initial=None, overrides=None):
-    logged = []
-    ports = AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=RecordingState(initial),
-        clock=FixedClock(),
-        settings=Settings(copy.deepcopy(DEFAULTS), overrides),
-        log=logged.append,
-    )
-    ports.logged = logged
+    ports = support.make_ports(key="ada", state=RecordingState(initial), overrides=overrides)
+    ports.logged = ports.log
     return ports
 
 

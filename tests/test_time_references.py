@@ -5,12 +5,14 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy
 import pytest
 
-from ai_assistant.memory.time_references import (
+from ai_assistant.memory.search.time_references import (
     TimeWindow,
     find_time_references,
     strip_spans,
     window_mask,
 )
+
+pytestmark = pytest.mark.core
 
 NOW = datetime(2023, 10, 20, 15, 30, tzinfo=UTC)  # a Friday
 

@@ -1,17 +1,13 @@
 """The world tools, run the one way tools run: through `execute_tool`, against a fake body."""
 
 import pytest
+import support
 from scripted_llm import FakeWorld, drive
 
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
-from ai_assistant.plumbing.settings import Settings
 from ai_assistant.tools import world as world_tools
 from ai_assistant.tools.registry import REGISTRY, ToolCache, ToolCategory, execute_tool
 
-
-class Log(list):
-    def __call__(self, message):
-        self.append(message)
+pytestmark = pytest.mark.core
 
 
 @pytest.fixture
@@ -21,15 +17,7 @@ def world():
 
 @pytest.fixture
 def ports(world):
-    return AssistantPorts(
-        key="ada",
-        name="Ada",
-        state=MemoryState(),
-        clock=FixedClock(),
-        settings=Settings({}),
-        world=world,
-        log=Log(),
-    )
+    return support.make_ports(key="ada", world=world)
 
 
 def run(ports, name, arguments, cache=None):

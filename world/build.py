@@ -8,8 +8,6 @@ from the game as a superuser:
     py from world.build import build_world; build_world()
 """
 
-from django.conf import settings
-
 DEMO_NPC = "Ada"
 DEMO_DESC = (
     "A calm woman with ink-stained fingers and a notebook that never seems to fill up. "
@@ -24,14 +22,19 @@ def build_world():
     Returns:
         tuple: `(npc, created)`.
     """
+    from django.conf import settings
     from evennia import search_object, search_tag
     from evennia.utils import create
 
-    for obj in search_tag("ai_assistant", category="ai_assistant"):
+    from ai_assistant.adapters import game_settings
+    from ai_assistant.handler import ASSISTANT_TAG
+    from ai_assistant.plumbing.settings import Settings
+
+    for obj in search_tag(ASSISTANT_TAG[0], category=ASSISTANT_TAG[1]):
         if obj.key.lower() == DEMO_NPC.lower():
             return obj, False
     limbo = search_object(settings.DEFAULT_HOME)[0]
-    typeclass = settings.AI_ASSISTANT.get("typeclass", "ai_assistant.typeclasses.AssistantCharacter")
+    typeclass = Settings(game_settings()).get("typeclass")
     npc = create.create_object(typeclass, key=DEMO_NPC, location=limbo, home=limbo)
     npc.db.desc = DEMO_DESC
     return npc, True

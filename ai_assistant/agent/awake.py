@@ -2,9 +2,9 @@
 The awake tick: turn what the assistant perceived into conversation and action.
 
 Each awake tick drains the perception queue, hands every event to the perception listeners
-(journal, entity profiles... register with `add_perception_listener`), records speech in working
-memory, and runs one ReAct cycle per interlocutor who addressed the assistant. An idle tick
-(nothing queued) does no work at all.
+(`PERCEPTION_LISTENERS`: the journal of what was heard, the entity profiles), records speech in
+working memory and in the conversation history, and runs one ReAct cycle per interlocutor who
+addressed the assistant. An idle tick (nothing queued) does no work at all.
 
 During a cycle the world port is wrapped in `ConversationWorld`, which records what the NPC says
 in working memory and keeps it from talking to an empty room: if the person it answers has left
@@ -15,8 +15,10 @@ import dataclasses
 
 from twisted.internet import defer
 
-from ai_assistant.agent import compaction, perception
-from ai_assistant.memory import entities, working
+from ai_assistant.agent import perception
+from ai_assistant.memory import entities, journal, working
+from ai_assistant.memory.semantic_recall import memory_context_block
+from ai_assistant.sleep import compaction
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 ANSWERED = ("direct_message", "direct_addressing")
@@ -28,20 +30,6 @@ MECHANICAL_NOTICE = (
 UNAVAILABLE_NOTICE = (
     "seems lost in thought and does not answer. (The assistant's LLM is unavailable: {reason})"
 )
-
-_perception_listeners = []
-
-
-def add_perception_listener(listener):
-    """
-    Register `listener(ports, events)`, called on the reactor thread with every drained batch.
-
-    Listeners must be fast and synchronous (they update state; slow work belongs in sleep).
-    A listener that raises is logged and skipped; it never stops the tick.
-    """
-    if listener not in _perception_listeners:
-        _perception_listeners.append(listener)
-
 
 class ConversationWorld:
     """
@@ -92,8 +80,8 @@ class ConversationWorld:
         self._speak("emote", text)
 
 
-# How what the assistant hears becomes journal entries (seed 000 source types): what is said
-# to it is told directly; chatter it overhears is environmental; a pose it sees is observed.
+# How what the assistant hears becomes journal entries (the journal's source types): what is
+# said to it is told directly; chatter it overhears is environmental; a pose it sees is observed.
 HEARD_SOURCE = {
     "direct_message": ("direct", 'said to me: "{text}"'),
     "direct_addressing": ("direct", 'said to me: "{text}"'),
@@ -108,8 +96,6 @@ def journal_heard_events(ports, events):
     Arrivals and departures are not journaled (entity profiles keep who was seen); poses are
     observations. Importance is scored by the heuristic now and by the LLM during sleep.
     """
-    from ai_assistant.memory import journal
-
     if not ports.settings.get("journal.record_heard"):
         return
     for event in events:
@@ -133,12 +119,14 @@ def journal_heard_events(ports, events):
             ports.log(f"{ports.name}: could not journal what {event['sender']} said: {err}")
 
 
-add_perception_listener(journal_heard_events)
-add_perception_listener(entities.observe_events)
+# `listener(ports, events)`, called on the reactor thread with every drained batch, in order.
+# Listeners must be fast and synchronous (they update state; slow work belongs in sleep). A
+# listener that raises is logged and skipped; it never stops the tick.
+PERCEPTION_LISTENERS = (journal_heard_events, entities.observe_events)
 
 
 def _notify_listeners(ports, events):
-    for listener in list(_perception_listeners):
+    for listener in PERCEPTION_LISTENERS:
         try:
             listener(ports, events)
         except Exception as err:  # a broken listener must not stop the tick
@@ -159,8 +147,6 @@ def _relevant_memories(ports, events):
     """Deferred[str]: the semantic memories relevant to `events` ("" without the tier)."""
     if ports.semantic is None:
         return defer.succeed("")
-    from ai_assistant.memory.consolidation import memory_context_block
-
     return defer.maybeDeferred(memory_context_block, ports, events=events)
 
 
@@ -172,7 +158,8 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
     Args:
         ports (AssistantPorts): The assistant.
         run_cycle (callable): `run_cycle(ports, situation, cache=...) -> Deferred[dict]`,
-            normally `react.run_react_cycle`.
+            normally `react.run_react_cycle` (also used for the emergency compaction's
+            extraction pass).
         call_later (callable, optional): `call_later(seconds, func)` returning a cancellable
             call, for the "thinking" emote; none is shown when omitted.
         cache (ToolCache, optional): The assistant's tool cache.
@@ -185,6 +172,33 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
     if not events:
         return report
     _notify_listeners(ports, events)
+    compaction_due = _record_speech(ports, events)
+    for interlocutor in _interlocutors(events):
+        world = ConversationWorld(ports.world, ports, interlocutor) if ports.world else None
+        if ports.mechanical:
+            if world is not None:
+                world.notice(MECHANICAL_NOTICE.format(sender=interlocutor["name"]))
+            report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True})
+            continue
+        result = yield _answer(ports, world, interlocutor, events, run_cycle=run_cycle,
+                               call_later=call_later, cache=cache)  # fmt: skip
+        compaction_due |= bool(world is not None and world.compaction_due)
+        report["cycles"].append(result)
+        report["answered"] += 1
+    if compaction_due:
+        # the context is over the emergency threshold: extract, then compact (or, with no
+        # LLM, trim into the journal), now
+        report["compaction"] = yield compaction.compact_if_emergency(ports, run_cycle=run_cycle)
+    return report
+
+
+def _record_speech(ports, events):
+    """
+    Record what others said in working memory and the conversation history.
+
+    Returns:
+        bool: True when the history reached the emergency compaction threshold.
+    """
     compaction_due = False
     for event in events:
         if event["kind"] in SPEECH_KINDS and event["classification"] != "self":
@@ -193,48 +207,43 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
             )
             compaction_due |= compaction.append_history(
                 ports, "user", event["sender"], event["text"])
+    return compaction_due
 
-    for interlocutor in _interlocutors(events):
-        their_events = [e for e in events if e["sender_id"] == interlocutor["id"]]
-        context_events = their_events + [
-            e for e in events if e["sender_id"] != interlocutor["id"] and e["priority"] < 8
-        ]
-        world = ConversationWorld(ports.world, ports, interlocutor) if ports.world else None
-        cycle_ports = dataclasses.replace(ports, world=world)
-        if ports.mechanical:
-            if world is not None:
-                world.notice(MECHANICAL_NOTICE.format(sender=interlocutor["name"]))
-            report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True})
-            continue
-        situation = {
-            "events": context_events,
-            "history": working.history(ports, interlocutor["id"]),
-            "interlocutor": interlocutor,
-            "mode": "awake",
-            "purpose": "conversation",
-            "memories": (yield _relevant_memories(ports, context_events)),
-            "present": ports.world.present() if ports.world else [],
-        }
-        thinking = None
-        delay = ports.settings.get("react.thinking_delay")
-        if call_later is not None and world is not None and delay and delay > 0:
-            thinking = call_later(delay, ports.world.emote, "pauses, thinking.")
-        try:
-            result = yield run_cycle(cycle_ports, situation, cache=cache)
-        finally:
-            if thinking is not None and thinking.active():
-                thinking.cancel()
-        stopped = str(result.get("stopped", ""))
-        if stopped.startswith("llm_error") and world is not None and not result.get("tools"):
-            world.notice(UNAVAILABLE_NOTICE.format(reason=stopped.partition(": ")[2] or stopped))
-        result = {**result, "interlocutor": interlocutor["id"]}
-        if world is not None and world.suppressed:
-            result["suppressed"] = list(world.suppressed)
-        compaction_due |= bool(world is not None and world.compaction_due)
-        report["cycles"].append(result)
-        report["answered"] += 1
-    if compaction_due:
-        # the context is over the emergency threshold: extract, then compact (or, with no
-        # LLM, trim into the journal), now
-        report["compaction"] = yield compaction.compact_if_emergency(ports)
-    return report
+
+@defer.inlineCallbacks
+def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache):
+    """
+    Run one ReAct cycle answering `interlocutor`, showing a "thinking" emote meanwhile.
+
+    Returns:
+        Deferred[dict]: The cycle's summary, with the interlocutor and any suppressed speech.
+    """
+    their_events = [e for e in events if e["sender_id"] == interlocutor["id"]]
+    context_events = their_events + [
+        e for e in events if e["sender_id"] != interlocutor["id"] and e["priority"] < 8
+    ]
+    situation = {
+        "events": context_events,
+        "history": working.history(ports, interlocutor["id"]),
+        "interlocutor": interlocutor,
+        "mode": "awake",
+        "purpose": "conversation",
+        "memories": (yield _relevant_memories(ports, context_events)),
+        "present": ports.world.present() if ports.world else [],
+    }
+    thinking = None
+    delay = ports.settings.get("react.thinking_delay")
+    if call_later is not None and world is not None and delay and delay > 0:
+        thinking = call_later(delay, ports.world.emote, "pauses, thinking.")
+    try:
+        result = yield run_cycle(dataclasses.replace(ports, world=world), situation, cache=cache)
+    finally:
+        if thinking is not None and thinking.active():
+            thinking.cancel()
+    stopped = str(result.get("stopped", ""))
+    if stopped.startswith("llm_error") and world is not None and not result.get("tools"):
+        world.notice(UNAVAILABLE_NOTICE.format(reason=stopped.partition(": ")[2] or stopped))
+    result = {**result, "interlocutor": interlocutor["id"]}
+    if world is not None and world.suppressed:
+        result["suppressed"] = list(world.suppressed)
+    return result

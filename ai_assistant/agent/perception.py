@@ -4,7 +4,7 @@ Perception: what the assistant hears in its room, classified and queued as event
 Every message the NPC receives becomes (at most) one event:
 `{"sender", "sender_id", "text", "kind", "classification", "time", "priority", "urgent"}`.
 
-Classification (seed 001/002 "Message Classification"):
+Message classification:
 
 - `self`: the NPC's own output echoed back - ignored;
 - `direct_message`: `talk <npc> = ...` or a whisper/page to the NPC - urgent;
@@ -12,11 +12,14 @@ Classification (seed 001/002 "Message Classification"):
 - `room_chatter`: other speech and poses in the room;
 - `ambient`: arrivals, departures and other room events.
 
-The queue is a bounded list in the state doc "pending_events". When it is full the oldest
-event of the lowest priority is dropped first, and drops are counted in "perception_stats".
+The queue is a bounded list in the state doc `documents.PENDING_EVENTS`. When it is full the
+oldest event of the lowest priority is dropped first, and drops are counted in
+`documents.PERCEPTION_STATS`.
 """
 
 import re
+
+from ai_assistant.plumbing import documents
 
 PRIORITIES = {
     "direct_message": 9,
@@ -120,7 +123,7 @@ def enqueue(ports, event):
     Returns:
         dict or None: The event dropped to make room, if any.
     """
-    queue = list(ports.state.get("pending_events", []) or [])
+    queue = list(ports.state.get(documents.PENDING_EVENTS, []) or [])
     queue.append(event)
     dropped = None
     limit = max(1, int(ports.settings.get("perception.queue_size")))
@@ -128,10 +131,10 @@ def enqueue(ports, event):
         # the lowest priority loses; among equals, the oldest
         victim = min(range(len(queue)), key=lambda i: (queue[i]["priority"], i))
         dropped = queue.pop(victim)
-        stats = dict(ports.state.get("perception_stats", {}) or {})
+        stats = dict(ports.state.get(documents.PERCEPTION_STATS, {}) or {})
         stats["dropped"] = stats.get("dropped", 0) + 1
-        ports.state.set("perception_stats", stats)
-    ports.state.set("pending_events", queue)
+        ports.state.set(documents.PERCEPTION_STATS, stats)
+    ports.state.set(documents.PENDING_EVENTS, queue)
     return dropped
 
 
@@ -142,12 +145,12 @@ def drain(ports):
     Returns:
         list[dict]: The events; the queue is left empty.
     """
-    queue = list(ports.state.get("pending_events", []) or [])
+    queue = list(ports.state.get(documents.PENDING_EVENTS, []) or [])
     if queue:
-        ports.state.set("pending_events", [])
+        ports.state.set(documents.PENDING_EVENTS, [])
     return sorted(queue, key=lambda event: -event["priority"])
 
 
 def has_urgent(ports):
     """True if an urgent event is waiting (wakes a light sleeper)."""
-    return any(event.get("urgent") for event in ports.state.get("pending_events", []) or [])
+    return any(event.get("urgent") for event in ports.state.get(documents.PENDING_EVENTS, []) or [])

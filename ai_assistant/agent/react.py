@@ -21,9 +21,9 @@ A plain-text reply is the assistant speaking: it goes out through the `say` tool
 never exceptions. At most one DANGEROUS tool runs per cycle.
 
 State documents kept here (read by the get_system_status tool):
-"loop_state" - {iteration, max_iterations, tools_this_cycle, tool_count_this_cycle, in_chain,
-chain_depth, pending_tools, last_context_tokens};
-"session_metrics" - {total_tool_calls, successful_calls, failed_calls, session_start}.
+`documents.LOOP_STATE` - {iteration, max_iterations, tools_this_cycle, tool_count_this_cycle,
+in_chain, chain_depth, pending_tools, last_context_tokens};
+`documents.SESSION_METRICS` - {total_tool_calls, successful_calls, failed_calls, session_start}.
 """
 
 import json
@@ -31,21 +31,19 @@ import json
 from twisted.internet import defer
 
 from ai_assistant.agent import context
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMRequestError
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, ToolCall, iso
 from ai_assistant.plumbing.replies import parse_json_reply
 from ai_assistant.plumbing.tokens import count_message_tokens
+from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import (
     REGISTRY,
     ToolCache,
     ToolCategory,
     error_result,
     execute_tool,
-    load_all_tools,
 )
-
-LOOP_STATE_DOC = "loop_state"
-SESSION_METRICS_DOC = "session_metrics"
 
 MAX_OBSERVATION_CHARS = 4000
 
@@ -53,10 +51,13 @@ MAX_OBSERVATION_CHARS = 4000
 # with tools, usually "I don't do native tool calling".
 TOOLS_REJECTED_STATUSES = (400, 404, 415, 422, 501)
 
-# Assistants whose endpoint rejected native tools: they use the JSON protocol from then on
-# (until the server reloads), instead of paying a failed call every cycle.
-_native_rejected = set()
-_mechanical_logged = set()
+# An assistant whose endpoint rejected native tools uses the JSON protocol from then on (until
+# the server reloads: `ports.runtime.native_tools_rejected`), instead of paying a failed call
+# every cycle.
+
+# What `_ask` returns when the endpoint refused native tools and the same iteration is retried
+# with the JSON protocol.
+_RETRY = object()
 
 JSON_PROTOCOL = """\
 ## How to act
@@ -147,7 +148,10 @@ def _observation_text(result):
 
 
 class _Cycle:
-    """The mutable bookkeeping of one cycle (kept off the state documents until written)."""
+    """
+    One cycle: what it offers, the messages so far, and its bookkeeping (kept off the state
+    documents until written).
+    """
 
     def __init__(self, ports, max_iterations):
         self.ports = ports
@@ -161,12 +165,24 @@ class _Cycle:
         }
         self.chain_depth = 0
         self.dangerous_ran = False
+        self.registry = REGISTRY
+        self.offered = {}
+        self.cache = None
+        self.situation = {}
+        self.native = False
+        self.switched_to_json = False
+        self.messages = []
+
+    def fresh_messages(self):
+        """The prompt, with the JSON tool protocol when native tool calling is off."""
+        extra = None if self.native else json_protocol_prompt(self.offered.values())
+        return context.build_messages(self.ports, {**self.situation, "extra_system": extra})
 
     # The writers below run right after a yield, with no yield inside: fresh reads, one write.
 
     def write_loop_state(self, *, pending=(), context_tokens=None, in_chain=None):
         state = self.ports.state
-        loop = state.get(LOOP_STATE_DOC, None) or empty_loop_state(self.max_iterations)
+        loop = state.get(documents.LOOP_STATE, None) or empty_loop_state(self.max_iterations)
         loop.update(
             iteration=self.summary["iterations"],
             max_iterations=self.max_iterations,
@@ -178,11 +194,11 @@ class _Cycle:
         )
         if context_tokens is not None:
             loop["last_context_tokens"] = context_tokens
-        state.set(LOOP_STATE_DOC, loop)
+        state.set(documents.LOOP_STATE, loop)
 
     def record_tool(self, tool, result):
         state = self.ports.state
-        metrics = state.get(SESSION_METRICS_DOC, None) or {}
+        metrics = state.get(documents.SESSION_METRICS, None) or {}
         metrics.setdefault("total_tool_calls", 0)
         metrics.setdefault("successful_calls", 0)
         metrics.setdefault("failed_calls", 0)
@@ -192,7 +208,7 @@ class _Cycle:
             metrics["successful_calls"] += 1
         else:
             metrics["failed_calls"] += 1
-        state.set(SESSION_METRICS_DOC, metrics)
+        state.set(documents.SESSION_METRICS, metrics)
         self.summary["tools"].append(tool.name)
         if tool.category == ToolCategory.SAFE_CHAIN and result.get("success"):
             self.chain_depth += 1
@@ -230,115 +246,36 @@ def run_react_cycle(
     if max_iterations is None:
         max_iterations = int(settings.get("react.max_iterations_per_tick"))
     max_errors = int(settings.get("react.max_errors_per_tick"))
-    dangerous_enabled = bool(settings.get("react.dangerous_tools_enabled"))
     cycle = _Cycle(ports, max_iterations)
     summary = cycle.summary
-
     if ports.llm is None:
-        if ports.key not in _mechanical_logged:
-            _mechanical_logged.add(ports.key)
-            ports.log(f"{ports.name}: mechanical mode (no LLM configured): not thinking")
+        _log_mechanical_once(ports)
         summary["stopped"] = "mechanical"
         return summary
-
-    if registry is REGISTRY:
-        try:
-            load_all_tools()
-        except Exception as err:  # one broken tool family must not silence the assistant
-            ports.log(f"{ports.name}: could not load every tool family: {err!r}")
-    offered = {tool.name: tool for tool in registry.available(mode, dangerous_enabled, only_tools)}
-    if not offered:
+    cycle.offered = _offered_tools(ports, registry, mode, only_tools)
+    if not cycle.offered:
         summary["stopped"] = "no_tools"
         return summary
-    native = bool(settings.get("llm.native_tools")) and ports.key not in _native_rejected
-    cache = cache if cache is not None else ToolCache()
-    situation = {**(situation or {}), "mode": mode}
-    purpose = situation.get("purpose") or "react"
-
-    def fresh_messages():
-        extra = None if native else json_protocol_prompt(offered.values())
-        return context.build_messages(ports, {**situation, "extra_system": extra})
-
-    messages = fresh_messages()
-    switched_to_json = False
+    cycle.registry = registry
+    cycle.native = (bool(settings.get("llm.native_tools"))
+                    and not ports.runtime.native_tools_rejected)  # fmt: skip
+    cycle.cache = cache if cache is not None else ToolCache()
+    cycle.situation = {**(situation or {}), "mode": mode}
+    purpose = cycle.situation.get("purpose") or "react"
+    cycle.messages = cycle.fresh_messages()
     while summary["iterations"] < max_iterations:
         summary["iterations"] += 1
-        context_tokens = count_message_tokens(messages)
-        cycle.write_loop_state(context_tokens=context_tokens)
-        specs = [tool.spec() for tool in offered.values()] if native else None
-        try:
-            reply = yield ports.llm.complete(messages, tools=specs, purpose=purpose)
-        except LLMRequestError as err:
-            if native and err.status_code in TOOLS_REJECTED_STATUSES:
-                # the endpoint does not take `tools`: switch to the JSON protocol and retry
-                native = False
-                switched_to_json = True
-                ports.log(
-                    f"{ports.name}: endpoint rejected native tools ({err}); using JSON protocol"
-                )
-                messages = fresh_messages()
-                summary["iterations"] -= 1
-                continue
-            summary["stopped"] = f"llm_error: {err}"
+        cycle.write_loop_state(context_tokens=count_message_tokens(cycle.messages))
+        reply = yield _ask(cycle, purpose)
+        if reply is _RETRY:
+            summary["iterations"] -= 1
+            continue
+        if reply is None:
             break
-        except LLMError as err:
-            summary["stopped"] = f"llm_error: {err}"
+        ended = yield _act_on_reply(cycle, reply)
+        if ended:
+            summary["stopped"] = "terminal"
             break
-        except Exception as err:  # a broken port must not kill the tick
-            ports.log(f"{ports.name}: unexpected LLM failure: {err!r}")
-            summary["stopped"] = f"llm_error: {type(err).__name__}: {err}"
-            break
-
-        if switched_to_json:
-            # the JSON protocol works where native tools did not: remember that
-            _native_rejected.add(ports.key)
-            switched_to_json = False
-        calls, protocol_error = _calls_from_reply(reply, native)
-        text = (reply.content or "").strip()
-        if not calls and not protocol_error:
-            if not text:
-                protocol_error = "empty reply: call a tool, or use noop to do nothing"
-            elif "say" not in offered:
-                protocol_error = "plain text cannot be said now; use one of the tools"
-            else:
-                # plain speech is the assistant talking: it goes out through `say`
-                call = ToolCall(name="say", arguments={"message": text}, id="speech")
-                messages.append({"role": "assistant", "content": text})
-                result = yield _execute(cycle, offered, registry, ports, call, cache)
-                _observe(messages, call, result, native=False)
-                if result.get("success"):
-                    summary["terminal"] = True
-                    summary["stopped"] = "terminal"
-                    break
-                summary["errors"] += 1
-        if protocol_error:
-            summary["errors"] += 1
-            messages.append({"role": "assistant", "content": reply.content or ""})
-            messages.append(
-                {
-                    "role": "user",
-                    "content": f"Observation: {_observation_text(error_result(protocol_error))}",
-                }
-            )
-        if calls:
-            if native:
-                messages.append(_assistant_tool_message(reply, calls))
-            else:
-                messages.append({"role": "assistant", "content": reply.content or ""})
-            for index, call in enumerate(calls):
-                cycle.write_loop_state(pending=calls[index:])
-                result = yield _execute(cycle, offered, registry, ports, call, cache)
-                _observe(messages, call, result, native)
-                if not result.get("success"):
-                    summary["errors"] += 1
-                    continue
-                tool = offered.get(call.name)
-                if tool is not None and tool.category == ToolCategory.TERMINAL:
-                    summary["terminal"] = True
-                    break
-            if summary["terminal"]:
-                summary["stopped"] = "terminal"
-                break
         if summary["errors"] >= max_errors:
             summary["stopped"] = "max_errors"
             break
@@ -346,6 +283,129 @@ def run_react_cycle(
         summary["stopped"] = "max_iterations"
     cycle.write_loop_state(in_chain=False)
     return summary
+
+
+def _log_mechanical_once(ports):
+    """Mechanical mode (no LLM) is logged once per assistant, not every tick."""
+    if not ports.runtime.mechanical_logged:
+        ports.runtime.mechanical_logged = True
+        ports.log(f"{ports.name}: mechanical mode (no LLM configured): not thinking")
+
+
+def _offered_tools(ports, registry, mode, only_tools):
+    """The tools this cycle offers, by name (the catalogue is loaded for the global registry)."""
+    if registry is REGISTRY:
+        try:
+            load_all_tools()
+        except Exception as err:  # one broken tool family must not silence the assistant
+            ports.log(f"{ports.name}: could not load every tool family: {err!r}")
+    dangerous_enabled = bool(ports.settings.get("react.dangerous_tools_enabled"))
+    return {tool.name: tool for tool in registry.available(mode, dangerous_enabled, only_tools)}
+
+
+@defer.inlineCallbacks
+def _ask(cycle, purpose):
+    """
+    Ask the model for the next step.
+
+    Returns:
+        Deferred: The reply; `_RETRY` when the endpoint refused native tools (the cycle now
+        uses the JSON protocol); None when the LLM failed (`stopped` says why).
+    """
+    ports, summary = cycle.ports, cycle.summary
+    specs = [tool.spec() for tool in cycle.offered.values()] if cycle.native else None
+    try:
+        reply = yield ports.llm.complete(cycle.messages, tools=specs, purpose=purpose)
+    except LLMRequestError as err:
+        if cycle.native and err.status_code in TOOLS_REJECTED_STATUSES:
+            # the endpoint does not take `tools`: switch to the JSON protocol and retry
+            cycle.native = False
+            cycle.switched_to_json = True
+            ports.log(f"{ports.name}: endpoint rejected native tools ({err}); using JSON protocol")
+            cycle.messages = cycle.fresh_messages()
+            return _RETRY
+        summary["stopped"] = f"llm_error: {err}"
+        return None
+    except LLMError as err:
+        summary["stopped"] = f"llm_error: {err}"
+        return None
+    except Exception as err:  # a broken port must not kill the tick
+        ports.log(f"{ports.name}: unexpected LLM failure: {err!r}")
+        summary["stopped"] = f"llm_error: {type(err).__name__}: {err}"
+        return None
+    if cycle.switched_to_json:
+        # the JSON protocol works where native tools did not: remember that
+        ports.runtime.native_tools_rejected = True
+        cycle.switched_to_json = False
+    return reply
+
+
+@defer.inlineCallbacks
+def _act_on_reply(cycle, reply):
+    """
+    Act on one reply: speak its plain text, or run its tool calls, or explain the mistake.
+
+    Returns:
+        Deferred[bool]: True when a terminal tool (or speech) ended the turn.
+    """
+    summary, messages = cycle.summary, cycle.messages
+    calls, protocol_error = _calls_from_reply(reply, cycle.native)
+    text = (reply.content or "").strip()
+    if not calls and not protocol_error:
+        if not text:
+            protocol_error = "empty reply: call a tool, or use noop to do nothing"
+        elif "say" not in cycle.offered:
+            protocol_error = "plain text cannot be said now; use one of the tools"
+        else:
+            # plain speech is the assistant talking: it goes out through `say`
+            call = ToolCall(name="say", arguments={"message": text}, id="speech")
+            messages.append({"role": "assistant", "content": text})
+            result = yield _execute(cycle, call)
+            _observe(messages, call, result, native=False)
+            if result.get("success"):
+                summary["terminal"] = True
+                return True
+            summary["errors"] += 1
+    if protocol_error:
+        summary["errors"] += 1
+        messages.append({"role": "assistant", "content": reply.content or ""})
+        messages.append(
+            {
+                "role": "user",
+                "content": f"Observation: {_observation_text(error_result(protocol_error))}",
+            }
+        )
+    if calls:
+        ended = yield _run_calls(cycle, reply, calls)
+        return ended
+    return False
+
+
+@defer.inlineCallbacks
+def _run_calls(cycle, reply, calls):
+    """
+    Run the tool calls of one reply in order, until a terminal one succeeds.
+
+    Returns:
+        Deferred[bool]: True when a terminal tool ended the turn.
+    """
+    summary, messages = cycle.summary, cycle.messages
+    if cycle.native:
+        messages.append(_assistant_tool_message(reply, calls))
+    else:
+        messages.append({"role": "assistant", "content": reply.content or ""})
+    for index, call in enumerate(calls):
+        cycle.write_loop_state(pending=calls[index:])
+        result = yield _execute(cycle, call)
+        _observe(messages, call, result, cycle.native)
+        if not result.get("success"):
+            summary["errors"] += 1
+            continue
+        tool = cycle.offered.get(call.name)
+        if tool is not None and tool.category == ToolCategory.TERMINAL:
+            summary["terminal"] = True
+            break
+    return summary["terminal"]
 
 
 def _calls_from_reply(reply, native):
@@ -394,16 +454,17 @@ def _observe(messages, call, result, native):
         messages.append({"role": "user", "content": f"Observation ({call.name}): {text}"})
 
 
-def _execute(cycle, offered, registry, ports, call, cache):
+def _execute(cycle, call):
     """
     Run one call through `execute_tool`, or explain why it cannot run.
 
     Returns:
         Deferred[dict]: The result; the cycle's bookkeeping is written when it fires.
     """
+    ports, offered = cycle.ports, cycle.offered
     tool = offered.get(call.name)
     if tool is None:
-        if registry.get(call.name) is not None:
+        if cycle.registry.get(call.name) is not None:
             message = f"'{call.name}' is not available now"
         else:
             message = f"unknown tool '{call.name}'"
@@ -419,7 +480,7 @@ def _execute(cycle, offered, registry, ports, call, cache):
             )
         cycle.dangerous_ran = True
     deferred = execute_tool(
-        tool, ports, call.arguments, cache=cache, allow_dangerous=allow_dangerous
+        tool, ports, call.arguments, cache=cycle.cache, allow_dangerous=allow_dangerous
     )
 
     def _recorded(result):

@@ -9,11 +9,11 @@ small CPU, and pulls no torch. `docs/embedder-choice.md` records the measurement
 A static model's cosine scores live on their own scale: on our check set WordLlama scores
 unrelated sentences 0.06 on average (at most 0.22), related ones 0.36 (at most 0.52),
 paraphrases 0.81 (at least 0.49), and a question against the fact that answers it 0.25-0.74;
-MiniLM gives 0.14 / 0.46 / 0.88 and at least 0.27 on the same pairs. The seed's thresholds
-(relevance 0.7, link similarity 0.7) are on a transformer scale, so every embedder reports
-its own calibrated equivalents (`relevance_threshold`, `link_similarity`,
-`duplicate_similarity`), and the semantic store uses them whenever the
-game leaves the seed defaults in place.
+MiniLM gives 0.14 / 0.46 / 0.88 and at least 0.27 on the same pairs. The specification's
+thresholds (relevance 0.7, link similarity 0.7) are on a transformer scale, so every embedder
+reports its own calibrated equivalents (`relevance_threshold`, `link_similarity`,
+`duplicate_similarity`), and the semantic store uses them whenever the game leaves the
+specification's defaults in place.
 
 `memory.mem0_embedding.Mem0Embedder` adapts any `LocalEmbedder` to mem0's `EmbeddingBase`, so
 mem0 stores and searches with our vectors.
@@ -28,6 +28,7 @@ import numpy as np
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
 
+# Process-wide: a model is loaded once per process and shared by every assistant.
 _load_lock = threading.Lock()
 
 
@@ -66,9 +67,9 @@ class LocalEmbedder:
         name (str): Identifies the model (recorded in the store's config).
         dims (int): Vector size.
         relevance_threshold (float): Cosine above which a memory counts as relevant to a
-            query; the equivalent of the seed's 0.7 on a transformer scale.
+            query; the equivalent of the specification's 0.7 on a transformer scale.
         link_similarity (float): Cosine at which two memories get an A-MEM link; the
-            equivalent of the seed's 0.7.
+            equivalent of the specification's 0.7.
         duplicate_similarity (float): Cosine at or above which a new text counts as a
             near-exact duplicate of a stored one and is not stored again.
     """

@@ -1,7 +1,7 @@
 """
-The journal: the assistant's episodic memory (seed 000, "Journal Entry Structure").
+The journal: the assistant's episodic memory (the specification's journal entry structure).
 
-Stored in the state document "journal"::
+Stored in the state document `documents.JOURNAL`::
 
     {
         "entries": [
@@ -31,8 +31,11 @@ time until the journal fits:
    because they condense many entries that may be gone already.
 
 Lifecycle pruning during sleep (`prune_low_importance_entries`) is separate: it removes old,
-unimportant, unconsolidated entries in small batches (seed: importance <= 3 and age > 30 days,
-10 per call, consolidated entries preserved).
+unimportant, unconsolidated entries in small batches (the specification's defaults: importance
+<= 3 and age > 30 days, 10 per call, consolidated entries preserved).
+
+Every new entry counts toward the next reflection (`memory.reflection_state`), unless the
+writer says otherwise (a reflection's own synthesis does not).
 """
 
 import heapq
@@ -42,15 +45,15 @@ from ai_assistant.memory.importance import (
     MAX_IMPORTANCE,
     MIN_IMPORTANCE,
     score_importance_heuristic,
-    update_reflection_state,
 )
+from ai_assistant.memory.reflection_state import update_reflection_state
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
-JOURNAL_DOC = "journal"
 SYNTHESIS_PREFIX = "[SYNTHESIS]"
 SYNTHESIS_TAGS = ("synthesis", "meta_learning")
 
-# Seed 000, "Source Types and Trust".
+# The specification's default trust per source type.
 DEFAULT_SOURCE_TRUST = {
     "direct": 0.9,
     "observation": 0.8,
@@ -88,7 +91,7 @@ def get_journal(ports):
         dict: The journal document with missing keys filled in. Change it, then `save_journal`.
     """
     max_entries = ports.settings.get("journal.max_entries")
-    journal = ports.state.get(JOURNAL_DOC, None)
+    journal = ports.state.get(documents.JOURNAL, None)
     if not isinstance(journal, dict):
         journal = new_journal(max_entries)
     for key, value in new_journal(max_entries).items():
@@ -99,7 +102,7 @@ def get_journal(ports):
 
 def save_journal(ports, journal):
     """Write the journal document back."""
-    ports.state.set(JOURNAL_DOC, journal)
+    ports.state.set(documents.JOURNAL, journal)
 
 
 def get_entry(ports, entry_id):
@@ -223,7 +226,7 @@ def add_entry(
     count_for_reflection=True,
 ):
     """
-    Write a journal entry (seed 000, `add_journal_entry`).
+    Write a journal entry (the specification's `add_journal_entry`).
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -254,36 +257,40 @@ def add_entry(
         source_entity,
         importance,
     )
+    journal = get_journal(ports)
+    entry = _new_entry(ports, journal, fields, evidence)
+    journal["entry_count"] = entry["id"]
+    journal["entries"].append(entry)
+    auto_prune(journal)
+    save_journal(ports, journal)
+    if count_for_reflection:
+        update_reflection_state(ports, entry["importance"], entry["id"])
+    return entry
+
+
+def _new_entry(ports, journal, fields, evidence):
+    """The entry for validated `fields`, with the next id; scored by heuristic if need be."""
     if fields["importance"] is None:
-        fields["importance"] = score_importance_heuristic(
+        importance = score_importance_heuristic(
             fields["content"], fields["source_type"], fields["tags"]
         )
         method = "heuristic"
     else:
-        method = "manual"
-
-    journal = get_journal(ports)
-    entry_id = int(journal["entry_count"]) + 1
+        importance, method = fields["importance"], "manual"
     entry = {
-        "id": entry_id,
+        "id": int(journal["entry_count"]) + 1,
         "timestamp": iso(ports.clock.now()),
         "content": fields["content"],
         "source_type": fields["source_type"],
         "source_trust": fields["source_trust"],
         "source_entity": fields["source_entity"],
-        "importance": fields["importance"],
+        "importance": importance,
         "importance_method": method,
         "tags": fields["tags"],
         "related_projects": fields["related_projects"],
     }
     if evidence:
         entry["evidence"] = list(evidence)
-    journal["entry_count"] = entry_id
-    journal["entries"].append(entry)
-    auto_prune(journal)
-    save_journal(ports, journal)
-    if count_for_reflection:
-        update_reflection_state(ports, entry["importance"], entry_id)
     return entry
 
 
@@ -391,7 +398,7 @@ def set_importance(ports, entry_id, importance):
 
 def prune_low_importance_entries(ports, *, max_importance=None, max_age_days=None, limit=None):
     """
-    Remove old, unimportant entries (dreaming phase; seed 000 "Journal Lifecycle").
+    Remove old, unimportant entries (a dreaming-phase step: the journal lifecycle).
 
     An entry goes when its importance is at most `journal.prune_importance` (3) AND it is older
     than `journal.prune_age_days` (30), oldest first, at most `journal.prune_batch` (10) per

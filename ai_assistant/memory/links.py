@@ -1,111 +1,83 @@
 """
-A-MEM links between memories: the dreaming phase of sleep (seed 001 §4, seed 002 §4.1, §4.4).
+The links store: what connects journal entries and semantic memories, and memories to each other.
 
-`run_dreaming_tick` takes a few recent, important memories that have not been processed yet,
-finds the memories most similar to each (cosine >= the calibrated `memory.link_similarity`)
-and records bidirectional links in the state doc `memory_links`::
+`documents.MEMORY_LINKS` maps a semantic memory's id to its record::
 
     {mem_id: {"linked_to": [{"id": other_id, "score": 0.85}], "journal_ids": [...],
               "processed_at": "2025-12-06T10:00:00Z"}}
 
-`prune_orphaned_memory_links` removes records and links of memories that no longer exist.
+- `journal_ids`: the journal entries the memory was consolidated from (written by sleep
+  consolidation, `ai_assistant.sleep.consolidation`);
+- `linked_to` and `processed_at`: the A-MEM links of the dreaming phase
+  (`ai_assistant.sleep.linking`), bidirectional, strongest first.
+
+`prune_orphaned_memory_links` (a dreaming-phase step) removes records and links of memories that
+no longer exist in the semantic store.
 """
 
 from twisted.internet import defer
 
-from ai_assistant.memory.consolidation import (
-    LINKS_DOC,
-    calibrated_threshold,
-    get_links,
-    link_record,
-)
-from ai_assistant.plumbing.ports import iso
+from ai_assistant.plumbing import documents
 
-# How many memories one dreaming tick may look at when choosing what to process.
+# How many memories one listing of the store may return when scanning it (link generation picks
+# its candidates from such a listing; pruning lists at least this many).
 SCAN_LIMIT = 500
 
 
-def _importance(memory):
-    value = (memory.get("metadata") or {}).get("importance")
-    return value if isinstance(value, int | float) else 0
+def get_links(ports):
+    """
+    The `documents.MEMORY_LINKS` document: `{mem_id: {"linked_to": [{"id", "score"}],
+    "journal_ids": [entry ids], "processed_at": iso or None}}`.
+    """
+    links = ports.state.get(documents.MEMORY_LINKS, {})
+    return links if isinstance(links, dict) else {}
 
 
-def _add_link(record, other_id, score, max_links):
-    """Add or refresh one link, keeping the strongest `max_links`."""
-    linked = [link for link in record["linked_to"] if link.get("id") != other_id]
-    linked.append({"id": other_id, "score": round(float(score), 4)})
-    linked.sort(key=lambda link: link["score"], reverse=True)
-    record["linked_to"] = linked[:max_links]
+def save_links(ports, links):
+    """Write the links document back."""
+    ports.state.set(documents.MEMORY_LINKS, links)
+
+
+def link_record(links, memory_id):
+    """The record of `memory_id` in `links`, created empty if missing."""
+    record = links.setdefault(memory_id, {})
+    record.setdefault("linked_to", [])
+    record.setdefault("journal_ids", [])
+    record.setdefault("processed_at", None)
+    return record
+
+
+def link_entry_to_memories(links, entry_id, memory_ids):
+    """Record, in `links`, that the memories `memory_ids` came from journal entry `entry_id`."""
+    for memory_id in memory_ids:
+        record = link_record(links, memory_id)
+        if entry_id not in record["journal_ids"]:
+            record["journal_ids"].append(entry_id)
+
+
+def memory_ids_for_entry(ports, entry_id):
+    """
+    Returns:
+        list: Ids of the memories consolidated from journal entry `entry_id`.
+    """
+    return [mem_id for mem_id, record in get_links(ports).items()
+            if entry_id in (record.get("journal_ids") or ())]
 
 
 @defer.inlineCallbacks
-def run_dreaming_tick(ports, batch_size=None):
-    """
-    Link up to `memory.link_batch` unprocessed memories to their similar memories.
-
-    Memories qualify when their metadata importance is at least `memory.link_min_importance`;
-    the most important (then most recent) go first.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        batch_size (int, optional): Override of `memory.link_batch`.
-
-    Returns:
-        Deferred[dict]: `{"success", "processed": [mem ids], "links_created": n,
-        "remaining": n, "error"?}`. Never errbacks.
-    """
-    result = {"success": True, "processed": [], "links_created": 0, "remaining": 0}
-    store = ports.semantic
-    if store is None:
-        result["skipped"] = "semantic memory is off"
-        return result
-    settings = ports.settings
-    batch_size = int(batch_size or settings.get("memory.link_batch"))
-    min_importance = settings.get("memory.link_min_importance")
-    max_links = int(settings.get("memory.link_max_per_memory"))
-    threshold = calibrated_threshold(ports, "link_similarity")
-
-    try:
-        memories = yield store.list(limit=SCAN_LIMIT)
-    except Exception as err:
-        ports.log(f"{ports.name}: dreaming could not list memories: {err}")
-        return {**result, "success": False, "error": str(err)}
-    processed = {mem_id for mem_id, record in get_links(ports).items()
-                 if record.get("processed_at")}
-    candidates = [memory for memory in memories or ()
-                  if memory["id"] not in processed and _importance(memory) >= min_importance]
-    candidates.sort(key=lambda memory: (_importance(memory), memory.get("created_at") or ""),
-                    reverse=True)
-    batch = candidates[:batch_size]
-
-    neighbours = {}
-    for memory in batch:
-        try:
-            hits = yield store.search(memory["memory"], limit=max_links + 1)
-        except Exception as err:
-            ports.log(f"{ports.name}: dreaming search failed for {memory['id']}: {err}")
-            result.update(success=False, error=str(err))
-            break
-        neighbours[memory["id"]] = [
-            hit for hit in hits or ()
-            if hit["id"] != memory["id"] and hit.get("score", 0.0) >= threshold
-        ]
-
-    # No yield from here on: links are written from fresh state in one step.
-    links = get_links(ports)
-    now = iso(ports.clock.now())
-    for memory_id, hits in neighbours.items():
-        record = link_record(links, memory_id)
-        for hit in hits:
-            _add_link(record, hit["id"], hit["score"], max_links)
-            _add_link(link_record(links, hit["id"]), memory_id, hit["score"], max_links)
-            result["links_created"] += 1
-        record["processed_at"] = now
-        result["processed"].append(memory_id)
-    if neighbours:
-        ports.state.set(LINKS_DOC, links)
-    result["remaining"] = max(0, len(candidates) - len(result["processed"]))
-    return result
+def _alive_memory_ids(store, referenced):
+    """The ids among `referenced` that the store still holds (errbacks on a store failure)."""
+    # One listing when it can hold everything; it is complete if it came back short.
+    limit = max(SCAN_LIMIT, 2 * len(referenced))
+    memories = yield store.list(limit=limit)
+    if len(memories) < limit:
+        return {memory["id"] for memory in memories}
+    alive = set()
+    for memory_id in sorted(referenced):
+        found = yield store.get(memory_id)
+        if found is not None:
+            alive.add(memory_id)
+    return alive
 
 
 @defer.inlineCallbacks
@@ -126,18 +98,8 @@ def prune_orphaned_memory_links(ports):
     for record in links.values():
         referenced.update(link.get("id") for link in record.get("linked_to") or ())
     referenced.discard(None)
-    alive = set()
     try:
-        # One listing when it can hold everything; it is complete if it came back short.
-        limit = max(SCAN_LIMIT, 2 * len(referenced))
-        memories = yield store.list(limit=limit)
-        if len(memories) < limit:
-            alive = {memory["id"] for memory in memories}
-        else:
-            for memory_id in sorted(referenced):
-                found = yield store.get(memory_id)
-                if found is not None:
-                    alive.add(memory_id)
+        alive = yield _alive_memory_ids(store, referenced)
     except Exception as err:
         ports.log(f"{ports.name}: link pruning could not read the store: {err}")
         return {**result, "success": False, "error": str(err)}
@@ -155,5 +117,5 @@ def prune_orphaned_memory_links(ports):
         result["removed_links"] += len(record.get("linked_to") or ()) - len(kept)
         record["linked_to"] = kept
     if result["removed_records"] or result["removed_links"]:
-        ports.state.set(LINKS_DOC, links)
+        save_links(ports, links)
     return result

@@ -1,9 +1,10 @@
 """
-Memory nodes and clusters (seed 004, "Memory Structure"): the data model the patrol works on.
+Memory nodes and clusters: the data model of the memory patrol (the specification's "Memory
+Structure").
 
 A **scene note** is what the assistant jots down while awake: a JSON scene (action, actors,
 when, setting, dialogue, sensory) with a first-person `feeling`, an `importance` 0-1, `themes`
-and the VADSNT `emotion` vector. The patrol (memory/patrol.py) turns notes into **nodes**, one
+and the VADSNT `emotion` vector. The patrol (`sleep.patrol`) turns notes into **nodes**, one
 per scene, and files each node in a **cluster**: the two roots `Business` and `Private`
 (created lazily, never split) or a topic sub-cluster under one of them.
 
@@ -13,32 +14,22 @@ State documents (per assistant, so every assistant's memory is isolated from eve
   `type` "scene" notes are patrol input (`text` is the raw JSON); `status` is "pending" or
   `PARSE_FAILED` (kept for repair, never dropped). Notes of any other type (todo, reminder)
   are shown as unread notes in the prompt snapshot until `read` is set.
-- "memory_nodes": `{node id: node}` with every field of the seed's table except the vector.
+- "memory_nodes": `{node id: node}` with every field of the specification's node table
+  except the vector.
 - "memory_clusters": `{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}}`;
   a root's `parent_id` is its own id.
-- "node_vectors": `{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {...}}`,
-  the node vectors and the cluster centroids, kept apart from the documents so that reading a
-  node never decodes vectors. `VectorIndex` caches them as one numpy matrix per assistant
-  (keyed by `revision`, which changes on every write), so a search over 10,000 nodes is one
-  matrix product.
+- "node_vectors": the node vectors and cluster centroids (`memory.node_vectors`).
 
-Decay, as the seed's own code computes it (its plain formula could never revive a node):
-`eff_imp = importance * exp(-(session_count - reactivation_count) / decay_sessions)`.
+Decay, as the specification's own code computes it (its plain formula could never revive a
+node): `eff_imp = importance * exp(-(session_count - reactivation_count) / decay_sessions)`.
 """
 
-import base64
 import json
 import math
 import uuid
 
-import numpy as np
-
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
-
-SCENE_NOTES_DOC = "scene_notes"
-NODES_DOC = "memory_nodes"
-CLUSTERS_DOC = "memory_clusters"
-VECTORS_DOC = "node_vectors"
 
 PARSE_FAILED = "[PARSE_FAILED]"
 PENDING = "pending"
@@ -53,17 +44,6 @@ EMOTION_AXES = ("valence", "arousal", "dominance", "safety", "novelty", "trust")
 MAX_LIST_ITEMS = 20
 MAX_FIELD_CHARS = 1000
 
-# The seed's thresholds are on text-embedding-3-small's cosine scale. WordLlama's scores sit
-# lower (unrelated scenes score at most ~0.22, same-topic scenes 0.19-0.59, a scene against
-# the centroid of its topic 0.67-0.88, a question against the scene that answers it
-# 0.29-0.48), so while a game leaves a seed default in place, the embedder's equivalent is
-# used: recall at 0.30 (above every unrelated pair, below most answers) and clustering at
-# 0.40 (a newcomer to a topic clears it, a scene from another topic does not).
-SEED_DEFAULTS = {"recall_threshold": 0.35, "cluster_threshold": 0.45}
-CALIBRATED_THRESHOLDS = {
-    "wordllama-l2_supercat-256": {"recall_threshold": 0.30, "cluster_threshold": 0.40},
-}
-
 
 class SceneError(ValueError):
     """A scene note that is not a valid scene (the message says why)."""
@@ -76,26 +56,6 @@ class SceneError(ValueError):
 def setting(ports, name):
     """A `nodes.<name>` setting."""
     return ports.settings.get(f"nodes.{name}")
-
-
-def threshold(ports, name, embedder=None):
-    """
-    A similarity threshold ("recall_threshold" or "cluster_threshold") on the embedder's scale.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        name (str): The setting name under `nodes`.
-        embedder (LocalEmbedder, optional): The embedder the vectors come from.
-
-    Returns:
-        float: The configured value; the embedder's calibrated equivalent when the game left
-        the seed's default in place.
-    """
-    value = float(setting(ports, name))
-    calibrated = CALIBRATED_THRESHOLDS.get(getattr(embedder, "name", None), {})
-    if name in calibrated and math.isclose(value, SEED_DEFAULTS.get(name, -1.0)):
-        return calibrated[name]
-    return value
 
 
 # ----------------------------------------------------------------------------------------------
@@ -185,7 +145,7 @@ def parse_scene_input(data, *, default_date=None):
 
     Returns:
         dict: `{"scene", "feeling", "importance", "themes", "emotion"}`; importance is clamped
-        to 0-1 (the seed's `clamp(0, 1, scene.importance ?? 0.5)`), None when absent.
+        to 0-1 (the specification's `clamp(0, 1, scene.importance ?? 0.5)`), None when absent.
 
     Raises:
         SceneError: When the JSON is unreadable or a required field is missing.
@@ -244,7 +204,7 @@ def when_text(when):
 
 
 def node_embed_text(node):
-    """The seed's `nodeToEmbedText`: `when + action + feeling`."""
+    """The specification's `nodeToEmbedText`: `when + action + feeling`."""
     scene = node.get("scene") or {}
     parts = [when_text(scene.get("when")), scene.get("action", ""), node.get("feeling", "")]
     return " ".join(part for part in parts if part)
@@ -252,8 +212,9 @@ def node_embed_text(node):
 
 def scene_to_text(node):
     """
-    The seed's `sceneToText`: `YYYY-MM-DD — setting — action — "first dialogue" — (feeling)`,
-    leaving out the parts a scene does not have.
+    The specification's `sceneToText`:
+    `YYYY-MM-DD — setting — action — "first dialogue" — (feeling)`, leaving out the parts a
+    scene does not have.
     """
     scene = node.get("scene") or {}
     when = scene.get("when") or []
@@ -267,7 +228,7 @@ def scene_to_text(node):
 
 
 def today(ports):
-    """Today's date as the seed writes it, YYYY-MM-DD."""
+    """Today's date as the specification writes it, YYYY-MM-DD."""
     return ports.clock.now().strftime("%Y-%m-%d")
 
 
@@ -277,7 +238,7 @@ def today(ports):
 
 def scene_notes(ports):
     """The "scene_notes" list (a copy to change and `set` back)."""
-    return [dict(note) for note in ports.state.get(SCENE_NOTES_DOC, None) or []]
+    return [dict(note) for note in ports.state.get(documents.SCENE_NOTES, None) or []]
 
 
 def add_scene_note(ports, scene_input):
@@ -308,7 +269,7 @@ def add_scene_note(ports, scene_input):
         note.update(status=PARSE_FAILED, error=str(err))
     notes = scene_notes(ports)
     notes.append(note)
-    ports.state.set(SCENE_NOTES_DOC, notes)
+    ports.state.set(documents.SCENE_NOTES, notes)
     return note
 
 
@@ -318,7 +279,8 @@ def add_scene_note(ports, scene_input):
 
 def new_node(node_id, parsed, *, cluster_id=None, now=None, default_importance=0.5):
     """
-    A fresh node from a parsed SceneInput (every field of the seed's table but the vector).
+    A fresh node from a parsed SceneInput (every field of the specification's node table but
+    the vector).
     """
     importance = parsed.get("importance")
     return {
@@ -341,12 +303,14 @@ def new_node(node_id, parsed, *, cluster_id=None, now=None, default_importance=0
 
 def load_nodes(ports):
     """The "memory_nodes" document: `{id: node}` (a copy to change and `set` back)."""
-    return {key: dict(node) for key, node in (ports.state.get(NODES_DOC, None) or {}).items()}
+    stored = ports.state.get(documents.MEMORY_NODES, None) or {}
+    return {key: dict(node) for key, node in stored.items()}
 
 
 def load_clusters(ports):
     """The "memory_clusters" document: `{id: cluster}` (a copy to change and `set` back)."""
-    return {key: dict(c) for key, c in (ports.state.get(CLUSTERS_DOC, None) or {}).items()}
+    stored = ports.state.get(documents.MEMORY_CLUSTERS, None) or {}
+    return {key: dict(cluster) for key, cluster in stored.items()}
 
 
 def effective_importance(node, decay_sessions=30):
@@ -355,7 +319,7 @@ def effective_importance(node, decay_sessions=30):
 
     Args:
         node (dict): The node.
-        decay_sessions (float): The decay constant (the seed's 30).
+        decay_sessions (float): The decay constant (the specification's 30).
 
     Returns:
         float: The importance decay leaves; recalls (reactivations) hold it up.
@@ -365,14 +329,14 @@ def effective_importance(node, decay_sessions=30):
 
 
 def reactivate(node, amount, now):
-    """Count a recall of `node` (+1 for a live node, +2 for a dead one as the seed says)."""
+    """Count a recall of `node` (+1 for a live node, +2 for a dead one, as specified)."""
     node["reactivation_count"] = int(node.get("reactivation_count", 0)) + int(amount)
     node["last_activated"] = iso(now)
     return node
 
 
 def reactivation_amount(node):
-    """The seed's table: dead nodes +2 (aggressive revival signal), others +1."""
+    """The specification's table: dead nodes +2 (aggressive revival signal), others +1."""
     return 2 if node.get("status") == DEAD else 1
 
 
@@ -432,218 +396,3 @@ def find_cluster(clusters, key):
         if str(cluster.get("name", "")).lower() == wanted:
             return cluster
     return None
-
-
-# ----------------------------------------------------------------------------------------------
-# Vectors
-
-
-def encode_vector(vector):
-    """A vector as compact text: base64 of its float32 bytes."""
-    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
-
-
-def decode_vector(text):
-    """The inverse of `encode_vector`."""
-    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
-
-
-def unit(vector):
-    """`vector` scaled to length 1 (zero stays zero)."""
-    vector = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm else vector
-
-
-def load_vectors(ports):
-    """The "node_vectors" document (a copy to change and pass to `save_vectors`)."""
-    doc = ports.state.get(VECTORS_DOC, None) or {}
-    return {
-        "dims": doc.get("dims"),
-        "revision": doc.get("revision"),
-        "nodes": dict(doc.get("nodes") or {}),
-        "clusters": dict(doc.get("clusters") or {}),
-    }
-
-
-def save_vectors(ports, doc):
-    """Persist the vectors with a new revision, so every cached index of them is dropped."""
-    doc["revision"] = uuid.uuid4().hex
-    ports.state.set(VECTORS_DOC, doc)
-
-
-def recompute_centroids(nodes, vectors, cluster_ids):
-    """
-    Set each cluster's centroid to the normalised mean of its active nodes' vectors (in the
-    vectors document); a cluster with no active vectors loses its centroid.
-
-    Args:
-        nodes (dict): `{id: node}`.
-        vectors (dict): The "node_vectors" document, changed in place.
-        cluster_ids (iterable): The clusters to recompute.
-    """
-    wanted = set(cluster_ids)
-    rows = {cluster_id: [] for cluster_id in wanted}
-    for node in nodes.values():
-        cluster_id = node.get("cluster_id")
-        if cluster_id in wanted and node.get("status") == ACTIVE:
-            encoded = vectors["nodes"].get(node["id"])
-            if encoded:
-                rows[cluster_id].append(decode_vector(encoded))
-    for cluster_id, members in rows.items():
-        if members:
-            vectors["clusters"][cluster_id] = encode_vector(unit(np.mean(members, axis=0)))
-        else:
-            vectors["clusters"].pop(cluster_id, None)
-
-
-class VectorIndex:
-    """
-    Node vectors as one matrix, so a similarity search is a single matrix product.
-
-    Args:
-        ids (list[str]): Node ids, one per row.
-        matrix (numpy.ndarray): `(len(ids), dims)` float32, unit rows.
-    """
-
-    def __init__(self, ids, matrix):
-        self.ids = list(ids)
-        self.matrix = matrix
-        self.rows = {node_id: row for row, node_id in enumerate(self.ids)}
-
-    @classmethod
-    def from_doc(cls, doc):
-        ids = list(doc.get("nodes") or {})
-        if not ids:
-            return cls([], np.zeros((0, int(doc.get("dims") or 0)), dtype=np.float32))
-        matrix = np.stack([decode_vector(doc["nodes"][node_id]) for node_id in ids])
-        return cls(ids, matrix)
-
-    def __len__(self):
-        return len(self.ids)
-
-    def scores(self, query):
-        """Cosine similarity of every node to the unit vector `query`."""
-        if not self.ids:
-            return np.zeros(0, dtype=np.float32)
-        return self.matrix @ np.asarray(query, dtype=np.float32)
-
-    def search(self, query, *, threshold=0.0, limit=3, accept=None):
-        """
-        The best nodes for `query`.
-
-        Args:
-            query (numpy.ndarray): A unit vector.
-            threshold (float): Minimum cosine similarity.
-            limit (int): At most this many.
-            accept (callable, optional): `accept(node_id) -> bool` filter (e.g. active only).
-
-        Returns:
-            list[tuple]: `(node_id, score)`, best first.
-        """
-        scores = self.scores(query)
-        found = []
-        for row in np.argsort(-scores, kind="stable"):
-            score = float(scores[row])
-            if score < threshold or len(found) >= limit:
-                break
-            node_id = self.ids[row]
-            if accept is None or accept(node_id):
-                found.append((node_id, score))
-        return found
-
-
-_INDEX_CACHE = {}
-
-
-def vector_index(ports):
-    """
-    The cached `VectorIndex` of this assistant's node vectors, rebuilt when they change.
-
-    The cache is keyed by assistant key and checked against the document's revision (which
-    `save_vectors` renews), so a stale index is never used and assistants never share one.
-    """
-    doc = ports.state.get(VECTORS_DOC, None) or {}
-    revision = doc.get("revision")
-    cached = _INDEX_CACHE.get(ports.key)
-    if cached is not None and revision is not None and cached[0] == revision:
-        return cached[1]
-    index = VectorIndex.from_doc(doc)
-    _INDEX_CACHE[ports.key] = (revision, index)
-    return index
-
-
-def cluster_vector(vectors, cluster_id):
-    """A cluster's centroid from the vectors document, or None."""
-    encoded = vectors["clusters"].get(cluster_id)
-    return decode_vector(encoded) if encoded else None
-
-
-def best_cluster(vectors, query, cluster_ids=None):
-    """
-    The cluster whose centroid is most similar to `query`.
-
-    Returns:
-        tuple: `(cluster_id, similarity)`, or `(None, -1.0)` when no cluster has a centroid.
-    """
-    best, best_score = None, -1.0
-    for cluster_id, encoded in vectors["clusters"].items():
-        if cluster_ids is not None and cluster_id not in cluster_ids:
-            continue
-        score = float(decode_vector(encoded) @ query)
-        if score > best_score:
-            best, best_score = cluster_id, score
-    return best, best_score
-
-
-# ----------------------------------------------------------------------------------------------
-# Embedding (off the reactor)
-
-_EMBEDDING = {"embedder": None, "runner": None}
-
-
-def set_embedding(embedder=None, runner=None):
-    """
-    Replace the embedder and/or the blocking-call runner nodes use (tests inject fakes).
-
-    Args:
-        embedder (LocalEmbedder, optional): None restores the configured one.
-        runner (callable, optional): `runner(func, *args) -> Deferred`; None restores
-            `threads.run_cpu_bound`.
-
-    Returns:
-        dict: The previous `{"embedder", "runner"}`, to restore later.
-    """
-    previous = dict(_EMBEDDING)
-    _EMBEDDING.update(embedder=embedder, runner=runner)
-    return previous
-
-
-def get_node_embedder(ports, embedder=None):
-    """The embedder to use: the one given, the injected one, else the `nodes.embedder` model."""
-    if embedder is not None:
-        return embedder
-    if _EMBEDDING["embedder"] is not None:
-        return _EMBEDDING["embedder"]
-    from ai_assistant.memory.embedder import get_embedder  # heavy (mem0): imported on use
-
-    return get_embedder(setting(ports, "embedder"))
-
-
-def embed_texts(ports, texts, *, embedder=None, runner=None):
-    """
-    Embed texts in one batch, in the thread pool.
-
-    Returns:
-        Deferred[numpy.ndarray]: `(len(texts), dims)` unit vectors.
-    """
-    from twisted.internet import defer
-
-    try:
-        model = get_node_embedder(ports, embedder)
-    except Exception as err:  # model missing: the caller's step fails, state is untouched
-        return defer.fail(err)
-    runner = runner or _EMBEDDING["runner"]
-    if runner is None:
-        from ai_assistant.plumbing.threads import run_cpu_bound as runner
-    return runner(model.embed, list(texts))

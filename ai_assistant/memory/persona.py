@@ -2,14 +2,14 @@
 Persona protection: keep the assistant's memories about the world, not about itself.
 
 One module, used by reflection (insights), session memory (facts and patterns) and semantic fact
-extraction, so the three agree on what counts as self-reference (seed 000, "Persona Protection
-in Insights"; seed 003, "Persona Protection"; seed 001, `ASSISTANT_FACT_EXTRACTION_PROMPT`).
+extraction, so the three agree on what counts as self-reference (the specification's persona
+protection for insights and for session memory, and its `ASSISTANT_FACT_EXTRACTION_PROMPT`).
 """
 
 import re
 
-# The seed's patterns, plus the first-person action forms its session-memory examples reject
-# ("I helped the player", "The assistant suggested...").
+# The specification's patterns, plus the first-person action forms its session-memory examples
+# reject ("I helped the player", "The assistant suggested...").
 SELF_REFERENCE_PATTERNS = (
     r"\bI should\b",
     r"\bmy behavior\b",

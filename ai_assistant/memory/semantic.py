@@ -42,6 +42,9 @@ COLLECTION = "ai_assistant"
 # start-up even when they are never called (mechanical mode, our own embedder).
 _UNUSED_KEY = "unused-offline"
 
+# Process-wide, not per assistant: embedded qdrant allows one client per data folder, so every
+# assistant whose store lives in the same folder shares one opened mem0 instance (keyed by
+# the vector store's config); each assistant still sees only its own memories (user_id).
 _stores = {}
 _stores_lock = threading.Lock()
 

@@ -1,7 +1,7 @@
 """
-Working memory: the state of each active conversation (seed 001, tier 3).
+Working memory: the state of each active conversation (the specification's third memory tier).
 
-State doc "working_memory" maps an interlocutor's id to::
+`documents.WORKING_MEMORY` maps an interlocutor's id to::
 
     {
         "name": "Alice",
@@ -16,6 +16,7 @@ Messages are bounded (`working_memory.max_messages`, oldest dropped first); conv
 for longer than `working_memory.stale_seconds` are cleared during sleep.
 """
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 
@@ -49,7 +50,7 @@ def record_message(ports, entity_id, name, role, content):
         dict: The conversation after the change.
     """
     now = iso(ports.clock.now())
-    memory = dict(ports.state.get("working_memory", {}) or {})
+    memory = dict(ports.state.get(documents.WORKING_MEMORY, {}) or {})
     conversation = _conversation(memory, entity_id, name, now)
     conversation["name"] = name or conversation.get("name")
     conversation["last_active"] = now
@@ -59,7 +60,7 @@ def record_message(ports, entity_id, name, role, content):
     )
     limit = max(2, int(ports.settings.get("working_memory.max_messages")))
     del conversation["messages"][:-limit]
-    ports.state.set("working_memory", memory)
+    ports.state.set(documents.WORKING_MEMORY, memory)
     return conversation
 
 
@@ -68,7 +69,7 @@ def history(ports, entity_id):
     Returns:
         list[dict]: The messages exchanged with `entity_id`, oldest first (a copy).
     """
-    conversation = (ports.state.get("working_memory", {}) or {}).get(entity_id)
+    conversation = (ports.state.get(documents.WORKING_MEMORY, {}) or {}).get(entity_id)
     return [dict(message) for message in (conversation or {}).get("messages", [])]
 
 
@@ -82,7 +83,7 @@ def clear_stale_conversations(ports, max_age_seconds=None):
     if max_age_seconds is None:
         max_age_seconds = ports.settings.get("working_memory.stale_seconds")
     now = ports.clock.now()
-    memory = dict(ports.state.get("working_memory", {}) or {})
+    memory = dict(ports.state.get(documents.WORKING_MEMORY, {}) or {})
     stale = []
     for entity_id, conversation in memory.items():
         last = parse_iso(conversation.get("last_active")) or now
@@ -91,5 +92,5 @@ def clear_stale_conversations(ports, max_age_seconds=None):
     if stale:
         for entity_id in stale:
             del memory[entity_id]
-        ports.state.set("working_memory", memory)
+        ports.state.set(documents.WORKING_MEMORY, memory)
     return stale

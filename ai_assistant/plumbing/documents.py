@@ -52,6 +52,11 @@ class Document(str):
         """A fresh copy of the value of a document never written."""
         return copy.deepcopy(self._default)
 
+    def __reduce__(self):
+        # A document is registered once: copying or pickling it (a state snapshot keyed by
+        # documents, say) gives back the registered one rather than calling __new__ again.
+        return get, (str(self),)
+
 
 def on_script(name):
     """True when the named document lives on the assistant's script, not its character."""
@@ -76,28 +81,36 @@ def get(name):
 # Modes and ticks (kept on the script)
 
 OPERATING_MODE = Document(
-    "operating_mode", on=SCRIPT, default="awake", owner="typeclasses",
+    "operating_mode", on=SCRIPT, default="awake", owner="handler", writers=("typeclasses",),
     shape='"awake" or "sleep"')
 SLEEP_PHASE = Document(
     "sleep_phase", on=SCRIPT, default=None, owner="sleep.modes", writers=("sleep.cycle",),
     shape='"compacting", "dreaming" or None when awake')
 SLEEP_STATE = Document(
     "sleep_state", on=SCRIPT, default={}, owner="sleep.modes",
-    writers=("sleep.cycle", "sleep.patrol"),
+    writers=("sleep.cycle",),
     shape='{"started_at", "reason", "ticks", "wake_requested"}')
 TICK_COUNT = Document(
     "tick_count", on=SCRIPT, default=0, owner="typeclasses", shape="ticks run so far (int)")
 SKIPPED_TICKS = Document(
     "skipped_ticks", on=SCRIPT, default=0, owner="typeclasses",
     shape="ticks skipped because the previous one was still running (int)")
+TICKER_INTERVAL = Document(
+    "ticker_interval", on=SCRIPT, default=None, owner="typeclasses",
+    shape="seconds between the ticks the script is subscribed to, None when unsubscribed; "
+          "written straight to the Attribute, never through ports.state")
+CONFIG_OVERRIDES = Document(
+    "config_overrides", on=CHARACTER, default={}, owner="commands", writers=("handler",),
+    shape="the NPC's @assistant/config settings over the game's, {dotted key: value}; read "
+          "when the ports are built, written straight to the Attribute")
 MODE_HISTORY = Document(
-    "mode_history", on=SCRIPT, default=[], owner="typeclasses",
+    "mode_history", on=SCRIPT, default=[], owner="handler", writers=("typeclasses",),
     shape='the last 20 mode changes, [{"from", "to", "reason", "time"}]')
 LAST_SLEEP_TICK = Document(
     "last_sleep_tick", on=SCRIPT, default=None, owner="sleep.cycle",
     shape='the last sleep tick\'s report {"phase", "steps", "woke", "time"}')
 AWAKE_STATE = Document(
-    "awake_state", on=CHARACTER, default={}, owner="typeclasses", writers=("sleep.modes",),
+    "awake_state", on=CHARACTER, default={}, owner="handler", writers=("sleep.modes",),
     shape='{"awake_ticks", "woke_at", ...} since the last wake')
 SLEEP_REQUEST = Document(
     "sleep_request", on=CHARACTER, default=None, owner="sleep.modes",
@@ -118,13 +131,14 @@ PERCEPTION_STATS = Document(
     shape='{"queued", "dropped", ...} counters')
 WORKING_MEMORY = Document(
     "working_memory", on=CHARACTER, default={}, owner="memory.working",
-    shape="{entity id: [recent messages]} per interlocutor")
+    shape='{entity id: {"name", "topic", "started_at", "last_active", "messages", '
+          '"pending_actions"}} per interlocutor')
 CONVERSATION_HISTORY = Document(
-    "conversation_history", on=SCRIPT, default=[], owner="agent.compaction",
+    "conversation_history", on=SCRIPT, default=[], owner="sleep.compaction",
     writers=("agent.awake",),
     shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up')
 COMPACTION_STATE = Document(
-    "compaction_state", on=CHARACTER, default={}, owner="agent.compaction",
+    "compaction_state", on=CHARACTER, default={}, owner="sleep.compaction",
     shape='{"version", "extracted_version", "compactions", "pending", ...}')
 LOOP_STATE = Document(
     "loop_state", on=SCRIPT, default={}, owner="agent.react",
@@ -154,14 +168,17 @@ SYSTEM_PROMPT_HISTORY = Document(
 
 JOURNAL = Document(
     "journal", on=CHARACTER, default=None, owner="memory.journal",
-    shape='{"entries": [entry], "next_id", "max_entries", ...} (journal.new_journal)')
+    writers=("sleep.scoring", "sleep.facts", "sleep.reflection"),
+    shape='{"entries": [entry], "entry_count", "max_entries", "last_reflection", '
+          '"consolidated_entry_ids"} (journal.new_journal)')
 IMPORTANCE_SCORING = Document(
     "importance_scoring", on=CHARACTER, default={}, owner="sleep.scoring",
-    shape="{entry id: failed LLM scoring attempts}")
+    shape='{"attempts": {entry id: failed LLM scoring attempts}}')
 REFLECTION_STATE = Document(
     "reflection_state", on=SCRIPT, default=None, owner="memory.reflection_state",
-    writers=("sleep.reflection",),
-    shape='{"accumulated_importance", "threshold", "entries_since", "last_reflection", ...}')
+    writers=("memory.journal", "sleep.scoring", "sleep.reflection"),
+    shape='{"cumulative_importance", "threshold", "last_reflection_time", "reflection_count", '
+          '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 
 # ----------------------------------------------------------------------------------------------
 # Long-term (semantic) memory
@@ -169,10 +186,11 @@ REFLECTION_STATE = Document(
 MEMORY_LINKS = Document(
     "memory_links", on=SCRIPT, default={}, owner="memory.links",
     writers=("sleep.consolidation", "sleep.linking"),
-    shape="{memory id: {entry_id, links: [{id, score}], ...}} between journal and mem0")
+    shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}')
 MEMORY_CONSOLIDATION = Document(
     "memory_consolidation", on=CHARACTER, default={}, owner="sleep.consolidation",
-    shape='consolidation progress: {"in_flight", "extraction_failures", ...}')
+    shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_failures", '
+          '"stored_total", "last_run"}')
 
 # ----------------------------------------------------------------------------------------------
 # People
@@ -200,23 +218,27 @@ SESSION_MEMORY = Document(
 
 SCENE_NOTES = Document(
     "scene_notes", on=CHARACTER, default=[], owner="memory.nodes", writers=("sleep.patrol",),
-    shape="scene notes waiting for the patrol to turn them into nodes")
+    shape='[{"id", "type", "created_at", "text", "status", "error"}]: "scene" notes wait for '
+          'the patrol to turn them into nodes; other types (todos) show until "read"')
 MEMORY_NODES = Document(
     "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
     writers=("sleep.patrol", "tools.nodes"),
     shape="{node id: node (scene, emotion, importance, status, timeline)}")
 MEMORY_CLUSTERS = Document(
     "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
-    shape="{cluster id: {name, parent, centroid ...}} under the Business and Private roots")
+    shape='{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}} under the '
+          "Business and Private roots")
 NODE_VECTORS = Document(
-    "node_vectors", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
-    shape='{"nodes": {id: base64 vector}, "clusters": {id: base64 centroid}, "embedder"}')
+    "node_vectors", on=CHARACTER, default={}, owner="memory.node_vectors",
+    writers=("sleep.patrol",),
+    shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
+          'centroid}}')
 PATROL_STATE = Document(
     "patrol_state", on=CHARACTER, default={}, owner="sleep.patrol",
-    shape='{"runs", "last_run", "last_report", ...}')
+    shape='{"runs", "last_run_at", "last_report", "last_sleep", "diary_pending"}')
 DIARY = Document(
-    "diary", on=CHARACTER, default=[], owner="sleep.patrol",
-    shape='[{"date", "text"}] written by the patrol')
+    "diary", on=CHARACTER, default={}, owner="sleep.patrol",
+    shape='{"YYYY-MM-DD": {"date", "text", "updated_at"}}: one entry a day, by the patrol')
 THINK_NOTES = Document(
-    "think_notes", on=CHARACTER, default=[], owner="sleep.patrol",
-    shape="the bullets the patrol distilled for the next day")
+    "think_notes", on=CHARACTER, default={}, owner="sleep.patrol",
+    shape='{"text", "bullets", "updated_at"}: the notes the patrol distilled for the next day')

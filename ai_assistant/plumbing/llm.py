@@ -7,7 +7,8 @@ retries, backoff, the circuit breaker, the emergency stop, concurrency caps and 
 accounting - happens in Twisted on the reactor thread, so no thread ever sleeps and every state
 write happens in a callback on the reactor.
 
-Failure handling, from the inside out:
+Failure handling, from the inside out (the classification, the breakers and the process-wide
+concurrency cap live in `plumbing.llm_resilience`):
 
 - retries: 429, 5xx, timeouts and connection errors are retried `max_retries` times with
   exponential backoff and full jitter (`uniform(0, min(backoff_max, backoff_base * 2**n))`), or
@@ -17,33 +18,27 @@ Failure handling, from the inside out:
   with `LLMUnavailable`; after `breaker_cooldown` seconds one trial call is let through
   (half-open) and its outcome closes or re-opens the breaker. Only failures that say the
   endpoint is unhealthy count (retryable ones and garbage answers), not a request it refused.
-- emergency stop (per NPC, persisted in the "llm_stats" state document so it survives a
+- emergency stop (per NPC, persisted in the `documents.LLM_STATS` state document so it survives a
   reload): after `max_consecutive_errors` consecutive failed calls the client refuses every
   call until an admin runs `clear_emergency_stop()`.
 """
 
-import json
 import random
 import threading
 import time
 
 from twisted.internet import defer, task
 
-from ai_assistant.plumbing import tokens
-from ai_assistant.plumbing.ports import (
-    LLMBadResponse,
-    LLMError,
-    LLMReply,
-    LLMTimeout,
-    LLMUnavailable,
-    ToolCall,
+from ai_assistant.plumbing import documents, tokens
+from ai_assistant.plumbing.llm_resilience import (  # the errors are caught by callers from here
+    AttemptFailed,
+    LLMConnectionError,  # noqa: F401
+    LLMRequestError,  # noqa: F401
+    classify_failure,
+    get_breaker,
+    get_global_semaphore,
 )
-
-STATS_DOC = "llm_stats"
-
-# Retry-After values larger than this are treated as this (a misconfigured proxy must not
-# park an NPC for hours).
-MAX_RETRY_AFTER = 60.0
+from ai_assistant.plumbing.ports import LLMBadResponse, LLMReply, LLMUnavailable, ToolCall
 
 # Keyword arguments `chat.completions.create` takes directly; any other per-call parameter
 # goes in the request body through `extra_body`.
@@ -66,27 +61,8 @@ _SDK_PARAMS = frozenset(
 )
 
 
-class LLMRequestError(LLMError):
-    """
-    The endpoint answered with an HTTP error (after retries, if it was retryable).
-
-    Attributes:
-        status_code (int): The HTTP status.
-        retryable (bool): Whether it was a transient kind (429/5xx).
-    """
-
-    def __init__(self, message, status_code=None, retryable=False):
-        super().__init__(message)
-        self.status_code = status_code
-        self.retryable = retryable
-
-
-class LLMConnectionError(LLMError):
-    """The endpoint could not be reached (after retries)."""
-
-
 def empty_stats():
-    """A fresh "llm_stats" document."""
+    """A fresh `documents.LLM_STATS` document."""
     return {
         "calls": 0,
         "failures": 0,
@@ -119,182 +95,7 @@ def mask_secret(key):
 
 
 # ----------------------------------------------------------------------------------------------
-# Circuit breaker
-
-
-class CircuitBreaker:
-    """
-    Consecutive-failure breaker for one endpoint. Times are passed in (reactor seconds), so
-    tests drive it with a fake clock.
-
-    Args:
-        threshold (int): Consecutive failed calls that open it.
-        cooldown (float): Seconds open before one trial call is let through.
-    """
-
-    CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
-
-    def __init__(self, threshold=5, cooldown=30.0):
-        self.threshold = max(1, int(threshold))
-        self.cooldown = float(cooldown)
-        self.state = self.CLOSED
-        self.failures = 0
-        self.opened_at = 0.0
-        self._trial_in_flight = False
-
-    def allow(self, now):
-        """
-        Whether a call may go out now. In half-open state only one trial call is let through.
-
-        Returns:
-            bool: True to proceed.
-        """
-        if self.state == self.CLOSED:
-            return True
-        if self.state == self.OPEN and now - self.opened_at >= self.cooldown:
-            self.state = self.HALF_OPEN
-            self._trial_in_flight = False
-        if self.state == self.HALF_OPEN and not self._trial_in_flight:
-            self._trial_in_flight = True
-            return True
-        return False
-
-    def retry_in(self, now):
-        """Seconds until a trial call will be allowed (0 when not open)."""
-        if self.state != self.OPEN:
-            return 0.0
-        return max(0.0, self.cooldown - (now - self.opened_at))
-
-    def record_success(self):
-        self.state = self.CLOSED
-        self.failures = 0
-        self._trial_in_flight = False
-
-    def record_failure(self, now):
-        """Count a failed call. Returns True if this failure opened the breaker."""
-        self.failures += 1
-        was_open = self.state == self.OPEN
-        if self.state == self.HALF_OPEN or self.failures >= self.threshold:
-            self.state = self.OPEN
-            self.opened_at = now
-            self._trial_in_flight = False
-        return self.state == self.OPEN and not was_open
-
-    def release_trial(self):
-        """A trial call ended without a verdict on the endpoint (e.g. a refused request)."""
-        self._trial_in_flight = False
-
-
-_breakers = {}
-_breakers_lock = threading.Lock()
-
-
-def get_breaker(base_url, threshold=5, cooldown=30.0):
-    """The shared breaker of one endpoint (created on first use)."""
-    key = (base_url or "https://api.openai.com/v1").rstrip("/")
-    with _breakers_lock:
-        breaker = _breakers.get(key)
-        if breaker is None:
-            breaker = _breakers[key] = CircuitBreaker(threshold, cooldown)
-        else:  # the latest configuration wins (an admin may have tuned it)
-            breaker.threshold = max(1, int(threshold))
-            breaker.cooldown = float(cooldown)
-        return breaker
-
-
-def reset_breakers():
-    """Forget every breaker (tests; an admin after fixing an endpoint)."""
-    with _breakers_lock:
-        _breakers.clear()
-
-
-# ----------------------------------------------------------------------------------------------
-# Concurrency caps
-
-_global_semaphore = None
-_npc_semaphores = {}
-
-
-def _get_global_semaphore(limit):
-    global _global_semaphore
-    if _global_semaphore is None:
-        _global_semaphore = defer.DeferredSemaphore(max(1, int(limit)))
-    return _global_semaphore
-
-
-def _get_npc_semaphore(npc_key, limit):
-    semaphore = _npc_semaphores.get(npc_key)
-    if semaphore is None:
-        semaphore = _npc_semaphores[npc_key] = defer.DeferredSemaphore(max(1, int(limit)))
-    return semaphore
-
-
-# ----------------------------------------------------------------------------------------------
 # The client
-
-
-class _AttemptFailed(Exception):
-    """One HTTP attempt failed; carries what the retry logic needs."""
-
-    def __init__(self, error, retryable=False, retry_after=None, unhealthy=False):
-        super().__init__(str(error))
-        self.error = error
-        self.retryable = retryable
-        self.retry_after = retry_after
-        # whether this failure says the endpoint is unhealthy (counts for the breaker)
-        self.unhealthy = unhealthy or retryable
-
-
-def _parse_retry_after(headers):
-    if headers is None:
-        return None
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return min(MAX_RETRY_AFTER, max(0.0, float(value)))
-    except (TypeError, ValueError):  # an HTTP date: not worth parsing, use our backoff
-        return None
-
-
-def _classify(exc):
-    """Turn an exception from the SDK call into an `_AttemptFailed`."""
-    import openai
-
-    if isinstance(exc, _AttemptFailed):
-        return exc
-    if isinstance(exc, openai.APITimeoutError):
-        return _AttemptFailed(LLMTimeout("request timed out"), retryable=True)
-    if isinstance(exc, openai.APIConnectionError):
-        return _AttemptFailed(LLMConnectionError(f"connection failed: {exc}"), retryable=True)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retryable = status in (408, 409, 429) or status >= 500
-        detail = _error_detail(exc)
-        error = LLMRequestError(f"HTTP {status}: {detail}", status_code=status, retryable=retryable)
-        return _AttemptFailed(
-            error,
-            retryable=retryable,
-            retry_after=_parse_retry_after(getattr(exc.response, "headers", None)),
-        )
-    if isinstance(exc, LLMBadResponse):
-        return _AttemptFailed(exc, unhealthy=True)
-    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, ValueError)):
-        return _AttemptFailed(LLMBadResponse(f"unreadable response: {exc}"), unhealthy=True)
-    if isinstance(exc, LLMError):
-        return _AttemptFailed(exc)
-    return _AttemptFailed(LLMError(f"{type(exc).__name__}: {exc}"))
-
-
-def _error_detail(exc):
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        message = body.get("message") or body.get("error", {})
-        if isinstance(message, dict):
-            message = message.get("message")
-        if message:
-            return str(message)[:200]
-    return str(getattr(exc, "message", "") or exc)[:200]
 
 
 class LLMClient:
@@ -303,9 +104,9 @@ class LLMClient:
 
     Args:
         config (Mapping): The `llm` settings subtree (see `conf.DEFAULTS["llm"]`).
-        npc_key (str): The NPC's unique key (scopes its concurrency cap).
+        npc_key (str): The NPC's unique key.
         npc_name (str): For log lines.
-        state (StateStore, optional): Where "llm_stats" lives; in memory when None.
+        state (StateStore, optional): Where `documents.LLM_STATS` lives; in memory when None.
         log (callable, optional): `log(message)`.
         runner (callable, optional): `runner(func, *args) -> Deferred`; the thread pool by
             default. Tests inject a synchronous one.
@@ -351,9 +152,10 @@ class LLMClient:
             self.config.get("breaker_threshold", 5),
             self.config.get("breaker_cooldown", 30.0),
         )
-        self.global_semaphore = _get_global_semaphore(self.config.get("global_concurrency", 4))
-        self.npc_semaphore = _get_npc_semaphore(
-            self.npc_key, self.config.get("per_npc_concurrency", 1)
+        self.global_semaphore = get_global_semaphore(self.config.get("global_concurrency", 4))
+        # the client belongs to one assistant, so its per-assistant cap lives with it
+        self.npc_semaphore = defer.DeferredSemaphore(
+            max(1, int(self.config.get("per_npc_concurrency", 1)))
         )
 
     def __repr__(self):
@@ -401,10 +203,10 @@ class LLMClient:
     # -- stats document ------------------------------------------------------------------------
 
     def stats(self):
-        """The current "llm_stats" document (a copy-safe read)."""
+        """The current `documents.LLM_STATS` document (a copy-safe read)."""
         if self.state is None:
             return self._memory_stats
-        stats = self.state.get(STATS_DOC, None)
+        stats = self.state.get(documents.LLM_STATS, None)
         if not isinstance(stats, dict):
             stats = empty_stats()
         for key, value in empty_stats().items():
@@ -415,7 +217,7 @@ class LLMClient:
         if self.state is None:
             self._memory_stats = stats
         else:
-            self.state.set(STATS_DOC, stats)
+            self.state.set(documents.LLM_STATS, stats)
 
     @property
     def emergency_stopped(self):
@@ -535,7 +337,7 @@ class LLMClient:
                 reply = yield self.global_semaphore.run(self._run, self._blocking_call, request)
                 return reply
             except Exception as exc:
-                failure = _classify(exc)
+                failure = classify_failure(exc)
             if not failure.retryable or attempt >= self.max_retries:
                 raise failure
             delay = failure.retry_after
@@ -560,9 +362,9 @@ class LLMClient:
         return reply
 
     def _call_failed(self, failure, purpose):
-        attempt = failure.value if isinstance(failure.value, _AttemptFailed) else None
+        attempt = failure.value if isinstance(failure.value, AttemptFailed) else None
         if attempt is None:
-            attempt = _classify(failure.value)
+            attempt = classify_failure(failure.value)
         error = attempt.error
         if attempt.unhealthy:
             if self.breaker.record_failure(self.clock.seconds()):

@@ -72,7 +72,7 @@ class FixedClock:
 
 
 def iso(moment):
-    """Format an aware datetime the way the seeds store it: `2025-12-06T14:30:00Z`."""
+    """Format an aware datetime the way stored documents keep it: `2025-12-06T14:30:00Z`."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -1,7 +1,7 @@
 """
 Settings for ai_assistant: the defaults, the game's `AI_ASSISTANT` setting, per-NPC overrides.
 
-Every number the seeds give is a default here and can be changed. A game overrides any subset
+Every number of the specification is a default here and can be changed. A game overrides any subset
 in its `server/conf/settings.py`::
 
     AI_ASSISTANT = {
@@ -66,8 +66,8 @@ DEFAULTS = {
         "prune_age_days": 30,
         "prune_batch": 10,
         # One scoring call per tick for up to 25 entries (bench/llm_economy.py): with the
-        # seed's 3, the compacting phase (5 consolidations a tick) ended before most entries
-        # were ever LLM-scored.
+        # specification's 3, the compacting phase (5 consolidations a tick) ended before most
+        # entries were ever LLM-scored.
         "scoring_max_per_tick": 25,
         "scoring_batch_size": 25,
         # Failed LLM scoring attempts after which consolidation stops waiting for an entry's
@@ -81,12 +81,14 @@ DEFAULTS = {
         "alpha_recency": 1.0,
         "alpha_importance": 1.0,
         "alpha_relevance": 1.0,
-        # The seed's recency is exp(-0.99 * age_hours); Generative Agents used 0.995 per hour.
+        # The specification's recency is exp(-0.99 * age_hours); Generative Agents used 0.995
+        # per hour.
         "recency_decay": 0.99,
-        # Relevance boosts of the episodic search (memory/retrieval.py).
+        # Relevance boosts of the episodic search (memory/search/scoring.py).
         "speaker_boost": 0.6,
         "context_weight": 0.5,
-        # entries from the time a query names ("on 9 May", "yesterday"): memory/time_references.py
+        # entries from the time a query names ("on 9 May", "yesterday"):
+        # memory/search/time_references.py
         "time_boost": 1.0,
         # Fusion of BM25 with the local embedder's cosine (0 turns embeddings off), and
         # pseudo-relevance feedback (terms of the top entries re-query the journal).
@@ -100,7 +102,8 @@ DEFAULTS = {
         "fusion": "score",
         # Relevance gate: with a query, the weighted mean (recency, importance, relevance)
         # only reorders entries whose relevance is at least this share of the best match's,
-        # and at most the rerank_pool most relevant (0 / None: the seed's formula over all).
+        # and at most the rerank_pool most relevant (0 / None: the specification's formula over
+        # all).
         "relevance_gate": 0.5,
         "rerank_pool": 10,
     },
@@ -139,7 +142,7 @@ DEFAULTS = {
         "max_observation_chars": 500,
         "context_max_profiles": 5,
         "context_observations": 3,
-        # Dunbar bands: stranger < acquaintance <= ... (seed 001, "Relationship States").
+        # Relationship states as Dunbar bands: stranger < acquaintance <= friend <= ally.
         "acquaintance_threshold": 0.25,
         "friend_threshold": 0.50,
         "ally_threshold": 0.75,
@@ -154,7 +157,7 @@ DEFAULTS = {
         "sleep_threshold": 0.70,
         "emergency_threshold": 0.80,
         "preserve_messages": 10,
-        # agent/compaction.py: summary call, its input budget (share of llm.context_limit),
+        # sleep/compaction.py: summary call, its input budget (share of llm.context_limit),
         # the journal entry's importance, and the pre-compaction ReAct pass.
         "summary_max_tokens": 400,
         "summary_input_share": 0.5,
@@ -176,7 +179,7 @@ DEFAULTS = {
         "decay_sessions": 30,
         "split_min_active": 10,
         "small_cluster_max": 2,
-        # Added for memory/nodes.py and memory/patrol.py.
+        # Memory nodes (memory/nodes.py) and the memory patrol (sleep/patrol/).
         "embedder": "wordllama",
         "default_importance": 0.5,
         "merge_importance_bonus": 0.05,
@@ -193,7 +196,7 @@ DEFAULTS = {
         "think_max_bullets": 7,
         "relationships_max": 10,
     },
-    # Seed 003: the assistant's own workspace (projects, goals, session memory, status).
+    # The assistant's own workspace (projects, goals, session memory, status).
     "workspace": {
         "projects": {"max_projects": 20, "max_summary_chars": 500, "max_context_chars": 8000},
         "goals": {
@@ -208,6 +211,49 @@ DEFAULTS = {
         "system_prompt": {"max_chars": 4000, "history_max": 20},
     },
 }
+
+
+# The type of every setting whose default does not show it (None means "unset"). Every other
+# setting has the type of its default (an int default takes an int, a float one any number).
+TYPES = {
+    "llm.base_url": str,
+    "llm.api_key": str,
+    "threads.switch_interval": float,
+}
+FREE_FORM = ("llm.extra", "memory.mem0")  # subtrees handed on whole to the client or to mem0
+
+
+def setting_type(dotted_key):
+    """
+    The type a setting takes.
+
+    Args:
+        dotted_key (str): A leaf key of `DEFAULTS` (or a free-form subtree).
+
+    Returns:
+        type: `str`, `int`, `float`, `bool`, `dict`...
+
+    Raises:
+        KeyError: For a key that `DEFAULTS` does not define.
+    """
+    if dotted_key in TYPES:
+        return TYPES[dotted_key]
+    node = DEFAULTS
+    for part in dotted_key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(f"unknown ai_assistant setting {dotted_key!r}")
+        node = node[part]
+    return type(node)
+
+
+def leaf_keys(tree=DEFAULTS, prefix=""):
+    """Every settable dotted key of `tree`, free-form subtrees as one key each."""
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and dotted not in FREE_FORM:
+            yield from leaf_keys(value, dotted + ".")
+        else:
+            yield dotted
 
 
 def deep_merge(base, override):
@@ -322,9 +368,9 @@ class Settings:
                 return False
             if part not in node:
                 # free-form subtrees (llm.extra, memory.mem0) accept any key below them
-                return i > 0 and parts[i - 1] in ("extra", "mem0")
+                return ".".join(parts[:i]) in FREE_FORM
             node = node[part]
-        return not isinstance(node, Mapping) or dotted_key in ("llm.extra", "memory.mem0")
+        return not isinstance(node, Mapping) or dotted_key in FREE_FORM
 
 
 def _set_dotted(tree, dotted_key, value):

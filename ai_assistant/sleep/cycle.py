@@ -1,5 +1,5 @@
 """
-`run_sleep_tick`: the one orchestrator of a sleep tick (seed 002, "Sleep Tick Flow").
+`run_sleep_tick`: the one orchestrator of a sleep tick.
 
 Compacting phase: LLM importance scoring, then journal -> semantic consolidation; when the
 consolidation reports `completed`, the phase moves to dreaming. Wake is deferred meanwhile.
@@ -10,68 +10,69 @@ conversation cleanup, pre-compaction extraction, context compaction, and the mem
 
 Every step is bounded per tick by its own settings, reports what it did, and a failing step is
 recorded without stopping the others. After the steps, wake conditions are checked. The whole
-report is kept in the state doc "last_sleep_tick" for `@assistant` status.
+report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` status.
 """
-
-import importlib
 
 from twisted.internet import defer
 
+from ai_assistant.memory.journal import prune_low_importance_entries
+from ai_assistant.memory.links import prune_orphaned_memory_links
+from ai_assistant.memory.working import clear_stale_conversations
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import modes
+from ai_assistant.sleep.compaction import (
+    compact_conversation_history,
+    run_pre_compaction_extraction,
+)
+from ai_assistant.sleep.consolidation import run_sleep_consolidation
+from ai_assistant.sleep.entity_consolidation import run_entity_consolidation_batch
+from ai_assistant.sleep.linking import run_dreaming_tick
+from ai_assistant.sleep.patrol import run_patrol_if_due
+from ai_assistant.sleep.reflection import run_reflection_if_triggered
+from ai_assistant.sleep.scoring import score_pending_entries
 
-# (report name, "module:function") - looked up at run time so each step lives in the module
-# named after its concept, and a game can see the whole sequence here.
+# (report name, step): each step is `step(ports) -> report or Deferred[report]`, run in order.
 COMPACTING_STEPS = (
-    ("importance_scoring", "ai_assistant.memory.importance:score_pending_entries"),
-    ("consolidation", "ai_assistant.memory.consolidation:run_sleep_consolidation"),
+    ("importance_scoring", score_pending_entries),
+    ("consolidation", run_sleep_consolidation),
 )
 DREAMING_STEPS = (
-    ("memory_links", "ai_assistant.memory.links:run_dreaming_tick"),
-    ("link_cleanup", "ai_assistant.memory.links:prune_orphaned_memory_links"),
-    ("entity_consolidation", "ai_assistant.memory.entities:run_entity_consolidation_batch"),
-    ("reflection", "ai_assistant.memory.reflection:run_reflection_if_triggered"),
-    ("episodic_pruning", "ai_assistant.memory.journal:prune_low_importance_entries"),
-    ("stale_conversations", "ai_assistant.memory.working:clear_stale_conversations"),
-    ("pre_compaction", "ai_assistant.agent.compaction:run_pre_compaction_extraction"),
-    ("context_compaction", "ai_assistant.agent.compaction:compact_conversation_history"),
-    ("patrol", "ai_assistant.memory.patrol:run_patrol_if_due"),
+    ("memory_links", run_dreaming_tick),
+    ("link_cleanup", prune_orphaned_memory_links),
+    ("entity_consolidation", run_entity_consolidation_batch),
+    ("reflection", run_reflection_if_triggered),
+    ("episodic_pruning", prune_low_importance_entries),
+    ("stale_conversations", clear_stale_conversations),
+    ("pre_compaction", run_pre_compaction_extraction),
+    ("context_compaction", compact_conversation_history),
+    ("patrol", run_patrol_if_due),
 )
 
-
-def resolve(path):
-    """
-    Args:
-        path (str): "package.module:function".
-
-    Returns:
-        callable or None: None when that module is not part of this installation.
-    """
-    module_name, _, attribute = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if err.name == module_name:
-            return None
-        raise
-    return getattr(module, attribute, None)
+# Steps that give the assistant a ReAct pass: they are handed the agent's cycle as `run_cycle`
+# (the sleep layer never imports the agent).
+RUNS_A_CYCLE = (run_pre_compaction_extraction,)
 
 
 @defer.inlineCallbacks
-def run_steps(ports, steps):
+def run_steps(ports, steps, *, run_cycle=None):
     """
     Run steps in order; each failure is recorded and the next step still runs.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        steps (iterable): `(report name, step)` pairs.
+        run_cycle (callable, optional): The agent's ReAct cycle, for the steps in
+            `RUNS_A_CYCLE`.
 
     Returns:
         Deferred[dict]: `{step name: its report}`; a failed step reports `{"error": ...}`.
     """
     report = {}
-    for name, path in steps:
-        step = resolve(path)
-        if step is None:
-            continue
+    for name, step in steps:
+        extra = {"run_cycle": run_cycle} if step in RUNS_A_CYCLE else {}
         try:
-            report[name] = yield defer.maybeDeferred(step, ports)
+            report[name] = yield defer.maybeDeferred(step, ports, **extra)
         except Exception as err:  # one broken step must not stop the others
             ports.log(f"{ports.name}: sleep step {name} failed: {err}")
             report[name] = {"error": str(err) or type(err).__name__}
@@ -79,31 +80,34 @@ def run_steps(ports, steps):
 
 
 @defer.inlineCallbacks
-def run_sleep_tick(ports, transition):
+def run_sleep_tick(ports, transition, *, run_cycle=None):
     """
     One sleep tick.
 
     Args:
         ports (AssistantPorts): The assistant.
         transition (callable): The shell's `transition(target, reason)` (for waking).
+        run_cycle (callable, optional): The agent's ReAct cycle (normally
+            `agent.react.run_react_cycle`), for the pre-compaction extraction pass; without
+            it that pass reports that it did not run.
 
     Returns:
         Deferred[dict]: `{"phase", "steps": {...}, "woke": reason or None, "time"}`.
     """
-    phase = ports.state.get("sleep_phase") or modes.COMPACTING
-    sleep_state = dict(ports.state.get("sleep_state") or {})
-    sleep_state["ticks"] = sleep_state.get("ticks", 0) + 1
-    ports.state.set("sleep_state", sleep_state)
+    phase = ports.state.get(documents.SLEEP_PHASE) or modes.COMPACTING
+    asleep = dict(ports.state.get(documents.SLEEP_STATE) or {})
+    asleep["ticks"] = asleep.get("ticks", 0) + 1
+    ports.state.set(documents.SLEEP_STATE, asleep)
 
     if phase == modes.COMPACTING:
-        steps = yield run_steps(ports, COMPACTING_STEPS)
+        steps = yield run_steps(ports, COMPACTING_STEPS, run_cycle=run_cycle)
         consolidation = steps.get("consolidation")
         # without a consolidation step (no semantic tier) there is nothing to wait for
         if consolidation is None or (isinstance(consolidation, dict)
                                      and consolidation.get("completed")):
-            ports.state.set("sleep_phase", modes.DREAMING)
+            ports.state.set(documents.SLEEP_PHASE, modes.DREAMING)
     else:
-        steps = yield run_steps(ports, DREAMING_STEPS)
+        steps = yield run_steps(ports, DREAMING_STEPS, run_cycle=run_cycle)
 
     report = {"phase": phase, "steps": steps, "woke": None, "time": iso(ports.clock.now())}
     should_wake, reason, deferred = modes.check_wake_conditions(ports)
@@ -112,5 +116,5 @@ def run_sleep_tick(ports, transition):
         report["woke"] = reason
     elif should_wake:
         report["wake_deferred"] = reason
-    ports.state.set("last_sleep_tick", report)
+    ports.state.set(documents.LAST_SLEEP_TICK, report)
     return report

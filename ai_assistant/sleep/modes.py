@@ -1,18 +1,23 @@
 """
-Operating modes: going to sleep, waking up, and when either should happen (seed 001, section 6
-"Mode Transitions" and 7 "Sleep Schedule").
+Operating modes: going to sleep, waking up, and when either should happen.
 
 The core decides; the shell performs the switch. Functions that change mode take a
 `transition(target, reason)` callable from the shell (the script's `set_mode`, which swaps the
 ticker and tells the room), so this module never touches Evennia.
 
-State docs used: "operating_mode", "sleep_phase" ("compacting" | "dreaming" | None),
-"sleep_state" (`{"started_at", "reason", "ticks", "wake_requested"}`), "awake_state"
-(`{"awake_ticks", "auto_sleep_blocked_until"}`), "sleep_schedule".
+This module holds the rules of the two modes in one place: what the modes are, the
+assistant's own request to sleep, the sleep schedule, the conditions that wake a sleeper and the
+transitions both ways. The `go_to_sleep` tool (`tools.modes`) only records the request.
+
+State docs used (`plumbing.documents`): `OPERATING_MODE`, `SLEEP_PHASE` ("compacting" |
+"dreaming" | None), `SLEEP_STATE` (`{"started_at", "reason", "ticks", "wake_requested"}`),
+`AWAKE_STATE` (`{"awake_ticks", "auto_sleep_blocked_until"}`), `SLEEP_REQUEST`,
+`SLEEP_SCHEDULE`, and `PENDING_EVENTS` (read, for urgent events).
 """
 
 from datetime import timedelta
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 COMPACTING = "compacting"
@@ -20,7 +25,8 @@ DREAMING = "dreaming"
 
 
 def mode(ports):
-    return ports.state.get("operating_mode") or "awake"
+    """The operating mode: "awake" or "sleep"."""
+    return ports.state.get(documents.OPERATING_MODE) or "awake"
 
 
 def enter_sleep(ports, reason, transition):
@@ -38,18 +44,18 @@ def enter_sleep(ports, reason, transition):
     if mode(ports) == "sleep":
         return False
     ports.state.set(
-        "sleep_state",
+        documents.SLEEP_STATE,
         {"started_at": iso(ports.clock.now()), "reason": reason, "ticks": 0,
          "wake_requested": None},
     )
     transition("sleep", reason)
-    ports.state.set("sleep_phase", COMPACTING)
+    ports.state.set(documents.SLEEP_PHASE, COMPACTING)
     return True
 
 
 def request_sleep(ports, reason):
     """Record that the assistant chose to sleep (the `go_to_sleep` tool); see below."""
-    ports.state.set("sleep_request", {"reason": reason, "time": iso(ports.clock.now())})
+    ports.state.set(documents.SLEEP_REQUEST, {"reason": reason, "time": iso(ports.clock.now())})
 
 
 def take_sleep_request(ports, transition):
@@ -59,10 +65,10 @@ def take_sleep_request(ports, transition):
     Returns:
         bool: True if it fell asleep.
     """
-    request = ports.state.get("sleep_request")
+    request = ports.state.get(documents.SLEEP_REQUEST)
     if not request:
         return False
-    ports.state.set("sleep_request", None)
+    ports.state.set(documents.SLEEP_REQUEST, None)
     return enter_sleep(ports, f"own choice: {request.get('reason')}", transition)
 
 
@@ -79,10 +85,10 @@ def request_wake(ports, reason, transition):
         if clear_emergency_stop(ports):
             return "already awake (emergency stop cleared)"
         return "already awake"
-    if (ports.state.get("sleep_phase") or COMPACTING) == COMPACTING:
-        sleep_state = dict(ports.state.get("sleep_state") or {})
-        sleep_state["wake_requested"] = reason
-        ports.state.set("sleep_state", sleep_state)
+    if (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING:
+        asleep = dict(ports.state.get(documents.SLEEP_STATE) or {})
+        asleep["wake_requested"] = reason
+        ports.state.set(documents.SLEEP_STATE, asleep)
         return ("wake deferred: compacting memories; it will wake as soon as "
                 "consolidation completes")
     perform_wake_transition(ports, reason, transition)
@@ -91,18 +97,18 @@ def request_wake(ports, reason, transition):
 
 def perform_wake_transition(ports, reason, transition):
     """
-    The canonical wake (seed 001): cooldown before auto-sleep, activity counter reset, sleep
+    The canonical wake: cooldown before auto-sleep, activity counter reset, sleep
     state cleared, emergency stop cleared, then the switch to awake.
     """
     cooldown = ports.settings.get("sleep.wake_cooldown_minutes")
     blocked_until = ports.clock.now() + timedelta(minutes=cooldown)
     ports.state.set(
-        "awake_state", {"awake_ticks": 0, "auto_sleep_blocked_until": iso(blocked_until)}
+        documents.AWAKE_STATE, {"awake_ticks": 0, "auto_sleep_blocked_until": iso(blocked_until)}
     )
-    ports.state.set("sleep_state", None)
+    ports.state.set(documents.SLEEP_STATE, None)
     clear_emergency_stop(ports)
     transition("awake", reason)
-    ports.state.set("sleep_phase", None)
+    ports.state.set(documents.SLEEP_PHASE, None)
 
 
 def clear_emergency_stop(ports):
@@ -145,11 +151,11 @@ def schedule(ports):
         "enabled": ports.settings.get("sleep.enabled"),
         "sleep_start_hour": ports.settings.get("sleep.sleep_start_hour"),
         "sleep_duration_hours": ports.settings.get("sleep.sleep_duration_hours"),
-        # the seed's schedule shape names the sleep tick rate; its one setting is ticks.sleep
+        # the specification's schedule names the sleep tick rate; its one setting is ticks.sleep
         "tick_rate_sleep": ports.settings.get("ticks.sleep"),
         "min_awake_ticks": ports.settings.get("sleep.min_awake_ticks"),
     }
-    merged.update(ports.state.get("sleep_schedule") or {})
+    merged.update(ports.state.get(documents.SLEEP_SCHEDULE) or {})
     return merged
 
 
@@ -168,7 +174,7 @@ def check_sleep_schedule(ports):
     inside = in_sleep_window(hour, plan["sleep_start_hour"], plan["sleep_duration_hours"])
     current = mode(ports)
     if inside and current == "awake":
-        awake = ports.state.get("awake_state") or {}
+        awake = ports.state.get(documents.AWAKE_STATE) or {}
         if awake.get("awake_ticks", 0) < plan["min_awake_ticks"]:
             return False, None, "not awake long enough"
         blocked = parse_iso(awake.get("auto_sleep_blocked_until"))
@@ -184,7 +190,7 @@ URGENT_CLASSIFICATIONS = ("direct_message", "direct_addressing")
 
 
 def is_urgent(event):
-    """Urgent events wake a light sleeper (seed 001, "Urgent Events")."""
+    """Urgent events wake a light sleeper."""
     metadata = event.get("metadata") or {}
     return bool(
         event.get("urgent")
@@ -205,18 +211,19 @@ def check_wake_conditions(ports):
     if mode(ports) != "sleep":
         return False, "not asleep", False
     reason = None
-    sleep_state = ports.state.get("sleep_state") or {}
-    if sleep_state.get("wake_requested"):
-        reason = f"wake requested by {sleep_state['wake_requested']}"
+    asleep = ports.state.get(documents.SLEEP_STATE) or {}
+    if asleep.get("wake_requested"):
+        reason = f"wake requested by {asleep['wake_requested']}"
     if reason is None:
         should, target, why = check_sleep_schedule(ports)
         if should and target == "awake":
             reason = why
     if reason is None:
-        urgent = [event for event in ports.state.get("pending_events") or [] if is_urgent(event)]
+        pending = ports.state.get(documents.PENDING_EVENTS) or []
+        urgent = [event for event in pending if is_urgent(event)]
         if urgent:
             reason = f"urgent event from {urgent[0].get('sender', 'someone')}"
     if reason is None:
         return False, "sleeping", False
-    deferred = (ports.state.get("sleep_phase") or COMPACTING) == COMPACTING
+    deferred = (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING
     return True, reason, deferred

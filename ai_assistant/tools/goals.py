@@ -1,17 +1,16 @@
 """
-Goal tools (seed 003, "Goal Tools"): hierarchical goals with automatic rollup.
+Goal tools: hierarchical goals with automatic rollup.
 
 `add_goal` and `update_goal` are plain state changes; `decompose_goal` asks the LLM to split a
 goal into 3-7 subtasks (ASYNC_REQUIRED, unavailable in mechanical mode). The work is done by
 `ai_assistant.workspace.goals`; these tools turn its refusals into clear results.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 from ai_assistant.workspace import goals
 from ai_assistant.workspace.goals import GoalError
 
 
-@register
 class AddGoalTool(Tool):
     name = "add_goal"
     description = (
@@ -39,7 +38,6 @@ class AddGoalTool(Tool):
         return {"success": True, **added}
 
 
-@register
 class UpdateGoalTool(Tool):
     name = "update_goal"
     description = (
@@ -67,7 +65,6 @@ class UpdateGoalTool(Tool):
         return {"success": True, **updated}
 
 
-@register
 class DecomposeGoalTool(Tool):
     name = "decompose_goal"
     description = (

@@ -1,7 +1,8 @@
 """
-Journal tools (seed 000, "Journal Tools"): write an entry, search the journal, review it.
+Journal tools (the specification's "Journal Tools"): write an entry, search the journal, review
+it.
 
-The work is done by `ai_assistant.memory.journal` and `ai_assistant.memory.retrieval`; these
+The work is done by `ai_assistant.memory.journal` and `ai_assistant.memory.search`; these
 tools turn refusals into clear results. `search_journal` never embeds on the reactor: its dense
 similarities come from the semantic tier's search (a Deferred run off the reactor), fused with
 BM25 into one relevance once it answers. `search_journal` is cacheable for 300 s, so whoever owns
@@ -13,16 +14,17 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.memory.journal import JournalError
-from ai_assistant.memory.retrieval import (
-    default_embed,
-    dense_similarities,
-    entry_matches_filters,
+from ai_assistant.memory.search.dense import default_embed, dense_similarities
+from ai_assistant.memory.search.filters import SearchFilters, entry_matches_filters
+from ai_assistant.memory.search.journal_search import (
+    journal_embedding_matrices,
+    journal_index_cache,
     search_entries,
-    search_settings,
 )
+from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.threads import run_cpu_bound
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 
 RESULT_CONTENT_CHARS = 500
 REVIEW_LIST_MAX = 50
@@ -63,7 +65,6 @@ def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
     return summary
 
 
-@register
 class AddJournalEntryTool(Tool):
     name = "add_journal_entry"
     description = (
@@ -124,7 +125,6 @@ def _filter_params(tags, days_back, related_to_project):
     return None
 
 
-@register
 class SearchJournalTool(Tool):
     name = "search_journal"
     description = (
@@ -173,7 +173,8 @@ class SearchJournalTool(Tool):
         if problem:
             return error_result(problem)
         limit = min(limit, MAX_SEARCH_LIMIT)
-        filters = {"tags": tags, "days_back": days_back, "related_to_project": related_to_project}
+        filters = SearchFilters(tags=tags, days_back=days_back,
+                                related_to_project=related_to_project)  # fmt: skip
         use_semantic = (semantic is None or semantic) and ports.semantic is not None
         embed = default_embed(ports.settings) if semantic is None or semantic else None
         if query.strip() and (use_semantic or embed is not None):
@@ -184,9 +185,10 @@ class SearchJournalTool(Tool):
     @staticmethod
     def _journal_search(ports, query, limit, filters, semantic_scores=None):
         entries = journal.get_journal(ports)["entries"]
-        options = search_settings(ports.settings)
-        return search_entries(entries, query, now=ports.clock.now(), limit=limit,
-                              semantic_scores=semantic_scores, **filters, **options)  # fmt: skip
+        return search_entries(entries, query, now=ports.clock.now(),
+                              params=SearchParams.from_settings(ports.settings), filters=filters,
+                              limit=limit, semantic_scores=semantic_scores,
+                              index_cache=journal_index_cache(ports))  # fmt: skip
 
     @staticmethod
     def _result(ports, query, mode, ranked, memories=None, note=None):
@@ -216,7 +218,8 @@ class SearchJournalTool(Tool):
             ids = [entry["id"] for entry in entries]
             texts = [entry.get("content", "") for entry in entries]
             try:
-                cosines = yield EMBED_RUNNER(dense_similarities, embed, query, texts, ports.key)
+                cosines = yield EMBED_RUNNER(dense_similarities, embed, query, texts,
+                                             journal_embedding_matrices(ports))  # fmt: skip
             except Exception as err:  # noqa: BLE001 - the other ways still answer
                 ports.log(f"{ports.name}: journal embedding failed ({err})")
                 notes.append("embedding unavailable")
@@ -242,7 +245,7 @@ class SearchJournalTool(Tool):
                 score = float(hit.get("score") or 0.0)
                 if entry_id in known:
                     similarities[entry_id] = max(score, similarities.get(entry_id, 0.0))
-                elif not any(filters.values()):
+                elif not any(vars(filters).values()):
                     memories.append({"id": hit.get("id"), "memory": hit.get("memory"),
                                      "score": round(score, 4)})  # fmt: skip
         # The similarities join BM25 in one relevance (score or rank fusion, share
@@ -256,7 +259,6 @@ class SearchJournalTool(Tool):
         return self._result(ports, query, mode, ranked, memories[:limit], note=note)
 
 
-@register
 class ReviewJournalTool(Tool):
     name = "review_journal"
     description = (

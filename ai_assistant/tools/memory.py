@@ -1,5 +1,6 @@
 """
-Semantic memory tools (family "memory"): `store_memory` and `recall_memories` (seed 001).
+Semantic memory tools (family "memory"): `store_memory` and `recall_memories` (the
+specification's semantic memory tier).
 
 Both are offered while asleep too (`SLEEP_MODE_TOOLS`). `recall_memories` uses the same two-stage
 retrieval as the prompt's memory block; `format_memory_results` renders its result for
@@ -8,10 +9,6 @@ retrieval as the prompt's memory block; `format_memory_results` renders its resu
 
 from twisted.internet import defer
 
-from ai_assistant.memory.consolidation import (
-    format_memory_results,
-    retrieve_relevant_memories,
-)
 from ai_assistant.memory.importance import score_importance_heuristic
 from ai_assistant.memory.journal import DEFAULT_SOURCE_TRUST, JournalError, validate_entry_fields
 from ai_assistant.memory.persona import (
@@ -19,7 +16,8 @@ from ai_assistant.memory.persona import (
     SELF_REFERENCE_SUGGESTION,
     is_self_referential,
 )
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.memory.semantic_recall import format_memory_results, retrieve_relevant_memories
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 
 __all__ = ["StoreMemory", "RecallMemories", "format_memory_results"]
 
@@ -28,7 +26,6 @@ MAX_RECALL_LIMIT = 50
 _NO_STORE = "semantic memory is not available for this assistant (memory.enabled is off)"
 
 
-@register
 class StoreMemory(Tool):
     name = "store_memory"
     description = (
@@ -103,7 +100,6 @@ class StoreMemory(Tool):
         return deferred.addCallbacks(_stored, _failed)
 
 
-@register
 class RecallMemories(Tool):
     name = "recall_memories"
     description = (

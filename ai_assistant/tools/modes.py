@@ -7,10 +7,9 @@ Choosing to sleep lets the assistant consolidate its memories when it judges the
 """
 
 from ai_assistant.sleep import modes
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 
 
-@register
 class GoToSleepTool(Tool):
     name = "go_to_sleep"
     description = (

@@ -1,13 +1,11 @@
 """
-Memory node tools (family "nodes", seed 004): `note_scene`, `recall`, `recall_memory` and
+Memory node tools (family "nodes"): `note_scene`, `recall`, `recall_memory` and
 `search_memory`.
 
-`note_scene` queues a scene for the next patrol (memory/patrol.py). The three recall tools read
-the nodes and count each hit as a reactivation, which holds decay back and can revive dead
-nodes (seed 004, "Revive dead nodes"): `recall` +1 on the active nodes its vector search
-returns; `recall_memory` and `search_memory` +1 on live nodes, +2 on dead ones.
-
-Importing this module also imports memory/patrol.py, which registers the memory context blocks.
+`note_scene` queues a scene for the next memory patrol (`sleep.patrol`). The three recall tools
+read the nodes and count each hit as a reactivation, which holds decay back and can revive dead
+nodes (the specification's "Revive dead nodes"): `recall` +1 on the active nodes its vector
+search returns; `recall_memory` and `search_memory` +1 on live nodes, +2 on dead ones.
 """
 
 import json
@@ -15,13 +13,12 @@ import random
 
 from twisted.internet import defer
 
+from ai_assistant.memory import node_vectors
 from ai_assistant.memory import nodes as nodes_model
-from ai_assistant.memory import patrol  # noqa: F401  (registers the memory context blocks)
 from ai_assistant.memory.nodes import (
     ACTIVE,
     DEAD,
     EMOTION_AXES,
-    NODES_DOC,
     SceneError,
     find_cluster,
     load_clusters,
@@ -31,14 +28,15 @@ from ai_assistant.memory.nodes import (
     scene_to_text,
     setting,
 )
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.plumbing import documents
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 
 __all__ = [
     "NoteScene", "Recall", "RecallMemory", "SearchMemory",
     "recall_nodes", "search_nodes", "to_fragments", "RECALL_TAG",
 ]
 
-# The tag recall results are wrapped in (seed 004, "Recall Flow").
+# The tag recall results are wrapped in (the specification's "Recall Flow").
 RECALL_TAG = "memory"
 
 _string_list = {"type": "array", "items": {"type": "string"}}
@@ -58,8 +56,8 @@ def fisher_yates(items, rng=None):
 
 def to_fragments(node_list, rng=None):
     """
-    The seed's `toFragments`: every node's action and feeling, shuffled together and joined
-    with " / ", so the memories come back as a diffuse impression rather than a list.
+    The specification's `toFragments`: every node's action and feeling, shuffled together and
+    joined with " / ", so the memories come back as a diffuse impression rather than a list.
     """
     pieces = []
     for node in node_list:
@@ -81,7 +79,7 @@ def _touch(ports, node_ids, amount=None):
         reactivate(node, amount if amount is not None else reactivation_amount(node), now)
         touched.append(node)
     if touched:
-        ports.state.set(NODES_DOC, nodes)
+        ports.state.set(documents.MEMORY_NODES, nodes)
     return touched
 
 
@@ -95,15 +93,15 @@ def recall_nodes(ports, query, *, rng=None, embedder=None, runner=None):
         Deferred[dict]: `{"success", "result", "count", "node_ids"}`; `result` is
         `<memory>fragment / fragment</memory>`, or "" when nothing matched.
     """
-    index = nodes_model.vector_index(ports)
+    index = node_vectors.vector_index(ports)
     if not len(index):
         return {"success": True, "result": "", "count": 0, "node_ids": []}
-    model = nodes_model.get_node_embedder(ports, embedder)
-    matrix = yield nodes_model.embed_texts(ports, [query], embedder=model, runner=runner)
-    cut = nodes_model.threshold(ports, "recall_threshold", model)
+    model = node_vectors.get_node_embedder(ports, embedder)
+    matrix = yield node_vectors.embed_texts(ports, [query], embedder=model, runner=runner)
+    cut = node_vectors.threshold(ports, "recall_threshold", model)
     limit = int(setting(ports, "recall_top_k"))
-    index = nodes_model.vector_index(ports)  # re-read: a patrol may have written meanwhile
-    current = ports.state.get(NODES_DOC, None) or {}
+    index = node_vectors.vector_index(ports)  # re-read: a patrol may have written meanwhile
+    current = ports.state.get(documents.MEMORY_NODES, None) or {}
     hits = index.search(
         matrix[0], threshold=cut, limit=limit,
         accept=lambda node_id: (current.get(node_id) or {}).get("status") == ACTIVE,
@@ -133,7 +131,7 @@ def _matches(node, term):
 
 def search_nodes(ports, query, mode="or", limit=None):
     """
-    Keyword search over action, feeling, themes and the `when` timeline (seed 004): any term
+    Keyword search over action, feeling, themes and the `when` timeline (as specified): any term
     (mode "or") or every term (mode "and"); every hit is reactivated (+1 live, +2 dead).
 
     Returns:
@@ -142,7 +140,7 @@ def search_nodes(ports, query, mode="or", limit=None):
     terms = [term for term in str(query).split() if term]
     limit = int(limit or setting(ports, "search_limit"))
     combine = all if mode == "and" else any
-    nodes = ports.state.get(NODES_DOC, None) or {}
+    nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
     hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)]
     hits.sort(key=lambda n: (-float(n.get("importance", 0)), n.get("created_at") or ""))
     return _touch(ports, [node["id"] for node in hits[:limit]])
@@ -159,7 +157,6 @@ def _node_summary(node):
     }
 
 
-@register
 class NoteScene(Tool):
     name = "note_scene"
     description = (
@@ -214,7 +211,6 @@ class NoteScene(Tool):
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 
 
-@register
 class Recall(Tool):
     name = "recall"
     description = (
@@ -242,7 +238,6 @@ class Recall(Tool):
         return deferred.addErrback(_failed)
 
 
-@register
 class RecallMemory(Tool):
     name = "recall_memory"
     description = (
@@ -274,7 +269,6 @@ class RecallMemory(Tool):
         }
 
 
-@register
 class SearchMemory(Tool):
     name = "search_memory"
     description = (

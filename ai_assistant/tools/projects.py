@@ -1,17 +1,16 @@
 """
-Project tools (seed 003, "Project Tools"): pageable context slots for long-running work.
+Project tools: pageable context slots for long-running work.
 
 `create_project`, `list_projects` (cached for the tick), `swap_project` (pages the active
 project out with a progress note and another one in) and `update_project`. The work is done by
 `ai_assistant.workspace.projects`; these tools turn its refusals into clear results.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 from ai_assistant.workspace import projects
 from ai_assistant.workspace.projects import ProjectError
 
 
-@register
 class CreateProjectTool(Tool):
     name = "create_project"
     description = (
@@ -44,7 +43,6 @@ class CreateProjectTool(Tool):
         }
 
 
-@register
 class ListProjectsTool(Tool):
     name = "list_projects"
     description = "List all projects with their summaries and status; the active one is marked."
@@ -61,7 +59,6 @@ class ListProjectsTool(Tool):
         return {"success": True, "active": active, "count": len(rows), "projects": rows}
 
 
-@register
 class SwapProjectTool(Tool):
     name = "swap_project"
     description = (
@@ -95,7 +92,6 @@ class SwapProjectTool(Tool):
         return result
 
 
-@register
 class UpdateProjectTool(Tool):
     name = "update_project"
     description = (

@@ -2,11 +2,13 @@
 The tool registry: what the assistant can do, described once for the LLM, the ReAct loop and
 the in-game commands generated from it.
 
-A tool is a `Tool` subclass registered with `@register`. Its `run(ports, **params)` returns a
-result dict (or a Deferred firing one) that always carries `"success"`. `execute_tool` is the
-one way to run a tool: it parses and validates the arguments against the JSON schema, logs the
-`reasoning`, applies the cache and the timeout, and turns every failure into a result the model
-(or the admin) can read and correct - never an exception.
+A tool is a `Tool` subclass; the catalogue (`tools.catalogue`) lists every tool of the
+assistant by reference and its `load_all_tools()` registers them (a game registers its own with
+`register`). Its `run(ports, **params)` returns a result dict (or a Deferred firing one) that
+always carries `"success"`. `execute_tool` is the one way to run a tool: it parses and
+validates the arguments against the JSON schema, logs the `reasoning`, applies the cache and
+the timeout, and turns every failure into a result the model (or the admin) can read and
+correct - never an exception.
 """
 
 import json
@@ -28,7 +30,7 @@ class ToolCategory(StrEnum):
     ASYNC_REQUIRED = "async_required"  # needs an external/deferred call (e.g. the LLM)
 
 
-# While asleep the assistant is offered only these (seed 001, "Sleep Mode Tools").
+# While asleep the assistant is offered only these: the sleep-mode tools.
 SLEEP_MODE_TOOLS = (
     "noop",
     "add_journal_entry",
@@ -157,21 +159,8 @@ REGISTRY = ToolRegistry()
 
 
 def register(tool_class):
-    """Decorator: register `tool_class` in the global registry."""
+    """Register `tool_class` in the global registry (a game's own tools; usable as a decorator)."""
     return REGISTRY.register(tool_class)
-
-
-def load_all_tools():
-    """Import every tool family so that their `@register` decorators have run."""
-    import importlib
-    import pkgutil
-
-    import ai_assistant.tools as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "registry":
-            importlib.import_module(f"{package.__name__}.{module.name}")
-    return REGISTRY
 
 
 class ToolCache:

@@ -1,17 +1,16 @@
 """
-Session memory tools (seed 003, "Session Memory Tools"): persistent facts and patterns.
+Session memory tools: persistent facts and patterns.
 
-`add_session_memory` refuses content about the assistant itself with the seed's error and
-suggestion; `compact_session_memory` removes duplicates and says what it removed. The work is
-done by `ai_assistant.workspace.session_memory`.
+`add_session_memory` refuses content about the assistant itself with the specification's error
+and suggestion; `compact_session_memory` removes duplicates and says what it removed. The work
+is done by `ai_assistant.workspace.session_memory`.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 from ai_assistant.workspace import session_memory
 from ai_assistant.workspace.session_memory import SessionMemoryError
 
 
-@register
 class AddSessionMemoryTool(Tool):
     name = "add_session_memory"
     description = (
@@ -48,7 +47,6 @@ class AddSessionMemoryTool(Tool):
         return result
 
 
-@register
 class CompactSessionMemoryTool(Tool):
     name = "compact_session_memory"
     description = "Consolidate session memory: remove duplicate and near-duplicate entries."

@@ -1,5 +1,5 @@
 """
-Self-monitoring and self-modification tools (seed 003, sections 4 and 5).
+Self-monitoring and self-modification tools.
 
 `get_system_status` reports context-window usage with an advisory level and the ReAct loop's own
 counters; `update_system_prompt` rewrites the assistant's own guidelines (never the admins'
@@ -7,12 +7,11 @@ counters; `update_system_prompt` rewrites the assistant's own guidelines (never 
 `ai_assistant.workspace.status`.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 from ai_assistant.workspace import status
 from ai_assistant.workspace.status import SystemPromptError
 
 
-@register
 class GetSystemStatusTool(Tool):
     name = "get_system_status"
     description = (
@@ -27,7 +26,6 @@ class GetSystemStatusTool(Tool):
         return status.system_status(ports)
 
 
-@register
 class UpdateSystemPromptTool(Tool):
     name = "update_system_prompt"
     description = (
@@ -50,7 +48,7 @@ class UpdateSystemPromptTool(Tool):
     family = "status"
 
     def run(self, ports, new_prompt, reason=None, reasoning=None):
-        # execute_tool consumes the generic `reasoning` argument, so the seed's `reasoning`
+        # execute_tool consumes the generic `reasoning` argument, so the specification's `reasoning`
         # travels as `reason`; a direct caller may still pass `reasoning`.
         try:
             changed = status.update_system_prompt(ports, new_prompt, reason or reasoning)

@@ -7,7 +7,7 @@ answer the room in the same turn, so it is SAFE_CHAIN. `inspect_location` is rea
 cached for the tick. `noop` is the explicit "nothing to do" that ends a quiet turn.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result, register
+from ai_assistant.tools.registry import Tool, ToolCategory, error_result
 
 MAX_MESSAGE_CHARS = 2000
 MAX_TARGET_CHARS = 80
@@ -26,7 +26,6 @@ def _no_body(ports):
     return error_result(f"{ports.name} has no body in the game right now")
 
 
-@register
 class SayTool(Tool):
     name = "say"
     description = "Say something out loud to everyone in the room. Ends your turn."
@@ -49,7 +48,6 @@ class SayTool(Tool):
         return {"success": True, "said": text}
 
 
-@register
 class EmoteTool(Tool):
     name = "emote"
     description = (
@@ -75,7 +73,6 @@ class EmoteTool(Tool):
         return {"success": True, "emoted": text}
 
 
-@register
 class WhisperTool(Tool):
     name = "whisper"
     description = (
@@ -110,13 +107,11 @@ class WhisperTool(Tool):
         return {"success": True, "target": target, "message": text}
 
 
-@register
 class PageTool(WhisperTool):
     name = "page"
     description = "Send a private message to one character (the same as whisper)."
 
 
-@register
 class InspectLocationTool(Tool):
     name = "inspect_location"
     description = "Look around: where you are, the exits, objects and who is present."
@@ -137,7 +132,6 @@ class InspectLocationTool(Tool):
         }
 
 
-@register
 class NoopTool(Tool):
     name = "noop"
     description = "Do nothing this turn (when nothing needs a response). Ends your turn."

@@ -1,5 +1,5 @@
 """
-Goals: hierarchical task tracking with automatic rollup (seed 003, "Goals System").
+Goals: hierarchical task tracking with automatic rollup.
 
 State document `"current_goals"` is a flat list of goal dicts linked into a tree by
 `parent_id` / `subtask_ids`::
@@ -32,11 +32,10 @@ import re
 
 from twisted.internet import defer
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError, iso
 from ai_assistant.plumbing.replies import find_json
 
-STATE_KEY = "current_goals"
-TICK_KEY = "tick_count"
 PRIORITIES = ("high", "medium", "low")
 STATUSES = ("active", "completed", "abandoned")
 BAR_WIDTH = 10
@@ -66,7 +65,7 @@ def load_goals(ports):
     Returns:
         list[dict]: The goals, oldest first.
     """
-    goals = ports.state.get(STATE_KEY, None)
+    goals = ports.state.get(documents.CURRENT_GOALS, None)
     if not isinstance(goals, list):
         return []
     return [goal for goal in goals if isinstance(goal, dict) and goal.get("id")]
@@ -74,12 +73,12 @@ def load_goals(ports):
 
 def save_goals(ports, goals):
     """Write the `"current_goals"` list back."""
-    ports.state.set(STATE_KEY, goals)
+    ports.state.set(documents.CURRENT_GOALS, goals)
 
 
 def current_tick(ports):
     """The assistant's tick counter (`"tick_count"`), 0 when unset or unusable."""
-    tick = ports.state.get(TICK_KEY, 0)
+    tick = ports.state.get(documents.TICK_COUNT, 0)
     return tick if isinstance(tick, int) and not isinstance(tick, bool) and tick >= 0 else 0
 
 
@@ -143,7 +142,7 @@ def _clean_progress(progress):
 
 
 def new_goal(goal_id, description, created, priority="medium", parent_id=None, auto=False):
-    """A goal dict in the seed's shape."""
+    """A goal dict in the specification's shape."""
     return {
         "id": goal_id,
         "description": description,
@@ -550,29 +549,4 @@ def format_goal_tree(goals):
     for goal in goals:  # only goals caught in a damaged parent cycle are left
         if goal["id"] not in drawn:
             draw(goal, "", "")
-    return "\n".join(lines)
-
-
-def goals_context_block(ports, situation=None):
-    """
-    The prompt block listing the active goals as a tree, high priority first.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        situation (any, optional): Unused; accepted so this is a context provider as it is.
-
-    Returns:
-        str or None: None when there are no active goals.
-    """
-    active = [goal for goal in load_goals(ports) if goal.get("status") == "active"]
-    if not active:
-        return None
-    rank = {priority: index for index, priority in enumerate(PRIORITIES)}
-    active.sort(key=lambda goal: rank.get(goal.get("priority"), len(rank)))  # stable
-    limit = ports.settings.get("workspace.goals.context_max_goals")
-    shown, hidden = active[:limit], len(active) - limit
-    tree = format_goal_tree(shown).split("\n", 1)[1]
-    lines = [tree, "(Mark progress with update_goal as you go.)"]
-    if hidden > 0:
-        lines.append(f"(+{hidden} more active goals)")
     return "\n".join(lines)

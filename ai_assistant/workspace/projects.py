@@ -1,5 +1,5 @@
 """
-Projects: pageable context slots for long-running work (seed 003, "Projects System").
+Projects: pageable context slots for long-running work.
 
 A project holds the working context of one multi-session task. One project at a time is
 *active*: its summary and context go into the prompt. Swapping pages the active project out
@@ -28,9 +28,9 @@ nothing was changed.
 
 import re
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
-STATE_KEY = "projects"
 STATUSES = ("active", "paused", "completed")
 KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 
@@ -59,7 +59,7 @@ def load_projects(ports):
         dict: `{"active": key or None, "slots": {...}}` (a document that may be changed and
         written back with `save_projects`).
     """
-    doc = ports.state.get(STATE_KEY, None)
+    doc = ports.state.get(documents.PROJECTS, None)
     if not isinstance(doc, dict):
         return empty_projects()
     slots = doc.get("slots")
@@ -73,7 +73,7 @@ def load_projects(ports):
 
 def save_projects(ports, doc):
     """Write the `"projects"` document back."""
-    ports.state.set(STATE_KEY, doc)
+    ports.state.set(documents.PROJECTS, doc)
 
 
 def normalize_key(key):
@@ -209,7 +209,7 @@ def list_projects(ports):
 
 def swap_project(ports, project_key, current_project_update=None):
     """
-    Page the active project out and `project_key` in (the seed's context paging pattern).
+    Page the active project out and `project_key` in (the specification's context paging pattern).
 
     The active project's context is replaced by `current_project_update` when given (so the
     assistant writes down where it got to), and it is paused unless it was completed. The
@@ -313,31 +313,6 @@ def update_project(ports, context=None, status=None, summary=None):
 
 # ----------------------------------------------------------------------------------------------
 # Presentation
-
-
-def project_context_block(ports, situation=None):
-    """
-    The prompt block for the active project.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        situation (any, optional): Unused; accepted so this is a context provider as it is.
-
-    Returns:
-        str or None: Its key, summary and context, or None when no project is active.
-    """
-    doc = load_projects(ports)
-    key = doc["active"]
-    if key is None:
-        return None
-    slot = doc["slots"][key]
-    lines = [f"Active project: {key}", f"Summary: {slot.get('summary', '')}"]
-    context = (slot.get("context") or "").strip()
-    lines.append(f"Context:\n{context}" if context else "Context: (none recorded yet)")
-    paused = sum(1 for other in doc["slots"].values() if other.get("status") == "paused")
-    if paused:
-        lines.append(f"({paused} paused project(s); list_projects / swap_project to switch.)")
-    return "\n".join(lines)
 
 
 def format_projects(doc, context_chars=200):

@@ -1,6 +1,5 @@
 """
-Session memory: persistent facts, learned patterns and completed tasks (seed 003, "Session
-Memory").
+Session memory: persistent facts, learned patterns and completed tasks.
 
 State document `"session_memory"`::
 
@@ -12,8 +11,8 @@ State document `"session_memory"`::
     }
 
 Everything stored here is about the world, the players and events, never about the assistant
-itself: `add_session_memory` refuses self-referential content with the seed's error and
-suggestion (the same test reflection uses, from `ai_assistant.memory.persona`).
+itself: `add_session_memory` refuses self-referential content with the specification's error
+and suggestion (the same test reflection uses, from `ai_assistant.memory.persona`).
 `compact_session_memory` removes exact and near duplicates (token-set similarity), keeping the
 more informative wording of each.
 """
@@ -25,9 +24,9 @@ from ai_assistant.memory.persona import (
     SELF_REFERENCE_SUGGESTION,
     is_self_referential,
 )
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
-STATE_KEY = "session_memory"
 # memory_type -> the list it is stored in
 MEMORY_TYPES = {
     "fact": "key_facts",
@@ -64,7 +63,7 @@ def load_session_memory(ports):
     Returns:
         dict: The document (change it and `ports.state.set` it back).
     """
-    doc = ports.state.get(STATE_KEY, None)
+    doc = ports.state.get(documents.SESSION_MEMORY, None)
     if not isinstance(doc, dict):
         return empty_session_memory()
     for name in MEMORY_TYPES.values():
@@ -74,7 +73,8 @@ def load_session_memory(ports):
     return doc
 
 
-def _entry_text(entry):
+def entry_text(entry):
+    """The text of a session memory entry (a string, or a dict's description), or None."""
     if isinstance(entry, dict):
         entry = entry.get("description")
     return entry if isinstance(entry, str) else None
@@ -129,7 +129,7 @@ def add_session_memory(ports, content, memory_type="fact"):
 
     Raises:
         SessionMemoryError: Bad type, empty or oversized content, a full list, or
-            self-referential content (then with the seed's `suggestion`).
+            self-referential content (then with the specification's `suggestion`).
     """
     if memory_type not in MEMORY_TYPES:
         raise SessionMemoryError(
@@ -147,7 +147,7 @@ def add_session_memory(ports, content, memory_type="fact"):
     doc = load_session_memory(ports)
     entries = doc[MEMORY_TYPES[memory_type]]
     normalized = normalize_text(content)
-    if any(normalize_text(_entry_text(e) or "") == normalized for e in entries):
+    if any(normalize_text(entry_text(e) or "") == normalized for e in entries):
         return {"memory_type": memory_type, "content": content, "added": False}
     max_items = ports.settings.get("workspace.session_memory.max_items")
     if len(entries) >= max_items:
@@ -159,7 +159,7 @@ def add_session_memory(ports, content, memory_type="fact"):
         entries.append({"description": content, "timestamp": iso(ports.clock.now())})
     else:
         entries.append(content)
-    ports.state.set(STATE_KEY, doc)
+    ports.state.set(documents.SESSION_MEMORY, doc)
     return {"memory_type": memory_type, "content": content, "added": True}
 
 
@@ -172,7 +172,7 @@ def _deduplicate(entries, threshold):
     """
     kept, removed = [], []  # kept: [entry, normalized, tokens]
     for entry in entries:
-        text = _entry_text(entry)
+        text = entry_text(entry)
         if text is None or not text.strip():
             removed.append(entry)  # unreadable leftovers
             continue
@@ -213,7 +213,7 @@ def compact_session_memory(ports):
         doc[name], removed[name] = _deduplicate(doc[name], threshold)
         counts[name] = len(doc[name])
     doc["last_compacted"] = iso(ports.clock.now())
-    ports.state.set(STATE_KEY, doc)
+    ports.state.set(documents.SESSION_MEMORY, doc)
     return {
         "removed": removed,
         "removed_count": sum(len(items) for items in removed.values()),
@@ -224,30 +224,6 @@ def compact_session_memory(ports):
 
 # ----------------------------------------------------------------------------------------------
 # Presentation
-
-
-def session_memory_context_block(ports, situation=None, limit=20):
-    """
-    The prompt block of remembered facts and patterns (the newest `limit` of each).
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        situation (any, optional): Unused; accepted so this is a context provider as it is.
-        limit (int): How many of each kind to show.
-
-    Returns:
-        str or None: None when nothing is remembered.
-    """
-    doc = load_session_memory(ports)
-    lines = []
-    for title, name in (("Key facts", "key_facts"), ("Learned patterns", "learned_patterns")):
-        items = [text for text in map(_entry_text, doc[name]) if text][-limit:]
-        if items:
-            lines.append(f"{title}:")
-            lines.extend(f"- {text}" for text in items)
-    if not lines:
-        return None
-    return "\n".join(lines)
 
 
 def format_session_memory(doc):
@@ -262,7 +238,7 @@ def format_session_memory(doc):
         entries = doc.get(name) or []
         lines.append(f"{title} ({len(entries)}):")
         for entry in entries:
-            text = _entry_text(entry) or "?"
+            text = entry_text(entry) or "?"
             if isinstance(entry, dict) and entry.get("timestamp"):
                 text = f"{entry['timestamp']}  {text}"
             lines.append(f"  - {text}")

@@ -1,5 +1,5 @@
 """
-Self-monitoring and self-modification (seed 003, "Self-Monitoring" and "Self-Modification").
+Self-monitoring and self-modification.
 
 `system_status` is what the `get_system_status` tool returns: token usage of the context window
 with an advisory level, and the ReAct loop's own counters, read from the state documents the
@@ -18,14 +18,9 @@ loop writes:
 written by anything here: it always takes precedence and the assistant cannot change it.
 """
 
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
-LOOP_STATE_KEY = "loop_state"
-SESSION_METRICS_KEY = "session_metrics"
-HISTORY_KEY = "conversation_history"
-ASSISTANT_PROMPT_KEY = "assistant_system_prompt"
-USER_PROMPT_KEY = "user_system_prompt"  # admins only: read, never written, by the assistant
-PROMPT_HISTORY_KEY = "system_prompt_history"
 MAX_REASONING_CHARS = 500
 
 ADVISORY_MESSAGES = {
@@ -79,8 +74,8 @@ def count_history_tokens(history):
 
 def token_advisory(usage_percentage, warning=60, critical=80):
     """
-    The seed's advisory levels: normal below `warning`%, warning below `critical`%, critical
-    from there on.
+    The specification's advisory levels: normal below `warning`%, warning below `critical`%,
+    critical from there on.
 
     Returns:
         dict: `{"level", "message", "threshold"}`; `threshold` is the percentage the next level
@@ -105,11 +100,11 @@ def token_usage(ports):
     Returns:
         dict: `{"estimated_used", "model_limit", "available", "usage_percentage"}`.
     """
-    loop_state = ports.state.get(LOOP_STATE_KEY, {})
-    loop_state = loop_state if isinstance(loop_state, dict) else {}
-    used = _count(loop_state.get("last_context_tokens"))
+    loop = ports.state.get(documents.LOOP_STATE, {})
+    loop = loop if isinstance(loop, dict) else {}
+    used = _count(loop.get("last_context_tokens"))
     if not used:  # 0 is the loop's "not measured yet": no real prompt is empty
-        history = ports.state.get(HISTORY_KEY, [])
+        history = ports.state.get(documents.CONVERSATION_HISTORY, [])
         used = count_history_tokens(history if isinstance(history, list) else [])
     limit = _count(ports.settings.get("llm.context_limit")) or 1
     return {
@@ -122,7 +117,7 @@ def token_usage(ports):
 
 def system_status(ports):
     """
-    The assistant's view of itself, in the seed's shape (the `get_system_status` result).
+    The assistant's view of itself, in the specification's shape (the `get_system_status` result).
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -131,9 +126,9 @@ def system_status(ports):
         dict: `{"success", "timestamp", "token_usage", "token_advisory", "loop_state",
         "session_metrics", "chain_state"}`.
     """
-    loop_state = ports.state.get(LOOP_STATE_KEY, {})
-    loop_state = loop_state if isinstance(loop_state, dict) else {}
-    metrics = ports.state.get(SESSION_METRICS_KEY, {})
+    loop = ports.state.get(documents.LOOP_STATE, {})
+    loop = loop if isinstance(loop, dict) else {}
+    metrics = ports.state.get(documents.SESSION_METRICS, {})
     metrics = metrics if isinstance(metrics, dict) else {}
 
     usage = token_usage(ports)
@@ -142,9 +137,9 @@ def system_status(ports):
         warning=ports.settings.get("workspace.status.warning_percent"),
         critical=ports.settings.get("workspace.status.critical_percent"),
     )
-    tools = _names(loop_state.get("tools_this_cycle"))
+    tools = _names(loop.get("tools_this_cycle"))
     max_iterations = _count(
-        loop_state.get("max_iterations"),
+        loop.get("max_iterations"),
         default=ports.settings.get("react.max_iterations_per_tick"),
     )
     return {
@@ -153,11 +148,11 @@ def system_status(ports):
         "token_usage": usage,
         "token_advisory": advisory,
         "loop_state": {
-            "iteration": _count(loop_state.get("iteration")),
+            "iteration": _count(loop.get("iteration")),
             "max_iterations": max_iterations,
             "tools_this_cycle": tools,
             "tool_count_this_cycle": _count(
-                loop_state.get("tool_count_this_cycle"), default=len(tools)
+                loop.get("tool_count_this_cycle"), default=len(tools)
             ),
         },
         "session_metrics": {
@@ -167,9 +162,9 @@ def system_status(ports):
             "session_start": metrics.get("session_start"),
         },
         "chain_state": {
-            "in_chain": bool(loop_state.get("in_chain", False)),
-            "chain_depth": _count(loop_state.get("chain_depth")),
-            "pending_tools": _names(loop_state.get("pending_tools")),
+            "in_chain": bool(loop.get("in_chain", False)),
+            "chain_depth": _count(loop.get("chain_depth")),
+            "pending_tools": _names(loop.get("pending_tools")),
         },
     }
 
@@ -204,12 +199,12 @@ def update_system_prompt(ports, new_prompt, reasoning):
         raise SystemPromptError("say why the prompt should change (reasoning)")
     reasoning = " ".join(reasoning.split())[:MAX_REASONING_CHARS]
 
-    old_prompt = ports.state.get(ASSISTANT_PROMPT_KEY, "")
+    old_prompt = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, "")
     old_prompt = old_prompt if isinstance(old_prompt, str) else ""
     if old_prompt == new_prompt:
         return {"changed": False, "old_len": len(old_prompt), "new_len": len(new_prompt)}
 
-    history = ports.state.get(PROMPT_HISTORY_KEY, [])
+    history = ports.state.get(documents.SYSTEM_PROMPT_HISTORY, [])
     history = history if isinstance(history, list) else []
     history.append(
         {
@@ -220,8 +215,8 @@ def update_system_prompt(ports, new_prompt, reasoning):
         }
     )
     keep = max(ports.settings.get("workspace.system_prompt.history_max"), 1)
-    ports.state.set(ASSISTANT_PROMPT_KEY, new_prompt)
-    ports.state.set(PROMPT_HISTORY_KEY, history[-keep:])
+    ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, new_prompt)
+    ports.state.set(documents.SYSTEM_PROMPT_HISTORY, history[-keep:])
     ports.log(
         f"{ports.name} rewrote its system prompt ({len(old_prompt)} -> {len(new_prompt)} "
         f"chars): {reasoning}"

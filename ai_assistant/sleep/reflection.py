@@ -1,8 +1,9 @@
 """
-Generative reflection (Park et al. 2023; seed 000 "Reflection System", seed 002 "4.3").
+Generative reflection (Park et al. 2023, as the specification's reflection system adapts it).
 
 When the importance written since the last reflection reaches the threshold
-(`check_reflection_trigger`, default 150), the dreaming phase runs `run_reflection`:
+(`memory.reflection_state.check_reflection_trigger`, default 150), the dreaming phase runs
+`run_reflection`:
 
 1. question generation - the LLM reads the entries of the reflection window and asks
    `reflection.questions` (3) high-level questions;
@@ -25,23 +26,15 @@ import re
 from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
-from ai_assistant.memory.importance import (
+from ai_assistant.memory.persona import filter_insights
+from ai_assistant.memory.reflection_state import (
     check_reflection_trigger,
     get_reflection_state,
     reset_reflection_state,
 )
-from ai_assistant.memory.persona import filter_insights
-from ai_assistant.memory.retrieval import search_entries, search_settings
+from ai_assistant.memory.search.journal_search import search_journal
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.replies import find_json
-
-__all__ = [
-    "check_reflection_trigger",
-    "run_reflection",
-    "parse_questions",
-    "parse_insights",
-    "gather_evidence",
-]
 
 SYNTHESIS_IMPORTANCE = 8
 PROMPT_ENTRY_CHARS = 300
@@ -190,11 +183,7 @@ def _normalise_semantic_hits(hits):
 
 
 def _journal_evidence(ports, question, limit):
-    journal = journal_module.get_journal(ports)
-    options = search_settings(ports.settings)
-    results = search_entries(
-        journal["entries"], question, now=ports.clock.now(), limit=limit, **options
-    )
+    results = search_journal(ports, question, limit=limit)
     return [
         {"id": entry["id"], "content": entry["content"], "score": round(score, 4)}
         for score, entry in results
@@ -227,6 +216,101 @@ def gather_evidence(ports, question, limit=None):
     return _journal_evidence(ports, question, limit)
 
 
+def _new_report():
+    return {
+        "ran": False,
+        "reason": None,
+        "questions": [],
+        "insights": [],
+        "rejected": [],
+        "entry_id": None,
+    }
+
+
+@defer.inlineCallbacks
+def _ask_questions(ports, window):
+    """Step 1: the salient high-level questions about the window (errbacks if there are none)."""
+    count = ports.settings.get("reflection.questions")
+    reply = yield ports.llm.complete(
+        _questions_prompt(window, count), purpose="reflection_questions"
+    )
+    questions = parse_questions(getattr(reply, "content", None), count)
+    if not questions:
+        raise ValueError("the reply held no questions")
+    return questions
+
+
+@defer.inlineCallbacks
+def _collect_evidence(ports, questions):
+    """Step 2: the evidence for all questions, numbered from 1, each item once."""
+    evidence, seen = [], {}
+    for question in questions:
+        items = yield gather_evidence(ports, question)
+        for item in items:
+            if item["id"] not in seen:
+                seen[item["id"]] = len(evidence) + 1
+                evidence.append((len(evidence) + 1, item))
+    if not evidence:
+        raise ValueError("no evidence was found for the questions")
+    return evidence
+
+
+@defer.inlineCallbacks
+def _ask_insights(ports, questions, evidence):
+    """Step 3: the insights the evidence supports (errbacks if there are none)."""
+    reply = yield ports.llm.complete(
+        _insights_prompt(questions, evidence), purpose="reflection_insights"
+    )
+    insights = parse_insights(getattr(reply, "content", None))
+    if not insights:
+        raise ValueError("the reply held no insights")
+    return insights
+
+
+def _store_synthesis(ports, kept, numbered):
+    """The kept insights as one [SYNTHESIS] journal entry citing its evidence."""
+    cited, lines = [], []
+    for item in kept:
+        ids = [numbered[n]["id"] for n in item["evidence"] if n in numbered]
+        cited.extend(i for i in ids if i not in cited)
+        refs = ", ".join(f"#{i}" if isinstance(i, int) else str(i) for i in ids)
+        lines.append(f"{item['insight']} (evidence: {refs})" if refs else item["insight"])
+    content = f"{journal_module.SYNTHESIS_PREFIX} " + " | ".join(lines)
+    max_chars = ports.settings.get("journal.max_content_chars")
+    return journal_module.add_entry(
+        ports,
+        content[:max_chars],
+        tags=list(journal_module.SYNTHESIS_TAGS),
+        source_type="inference",
+        source_entity="reflection",
+        importance=SYNTHESIS_IMPORTANCE,
+        evidence=cited,
+        count_for_reflection=False,
+    )
+
+
+def _finish(ports, report, insights, numbered, covered_ids, covered_importance):
+    """Store the insights and start a new reflection window (no yield inside: fresh state)."""
+    kept, rejected = filter_insights(insights)
+    report["rejected"] = [item["insight"] for item in rejected]
+    report["ran"] = True
+    if kept:
+        report["entry_id"] = _store_synthesis(ports, kept, numbered)["id"]
+        report["insights"] = [item["insight"] for item in kept]
+    else:
+        report["reason"] = "every insight was self-referential; nothing stored"
+
+    reset_reflection_state(ports, covered_ids, covered_importance)
+    journal = journal_module.get_journal(ports)
+    journal["last_reflection"] = iso(ports.clock.now())
+    journal_module.save_journal(ports, journal)
+    ports.log(
+        f"{ports.name}: reflection stored {len(report['insights'])} insight(s), "
+        f"rejected {len(report['rejected'])}"
+    )
+    return report
+
+
 @defer.inlineCallbacks
 def run_reflection(ports):
     """
@@ -242,14 +326,7 @@ def run_reflection(ports):
         Deferred[dict]: `{"ran": bool, "reason": str or None, "questions": [...],
         "insights": [...], "rejected": [...], "entry_id": int or None}`; never errbacks.
     """
-    report = {
-        "ran": False,
-        "reason": None,
-        "questions": [],
-        "insights": [],
-        "rejected": [],
-        "entry_id": None,
-    }
+    report = _new_report()
     if ports.mechanical:
         ports.log(f"{ports.name}: reflection skipped (mechanical mode, no LLM)")
         report["reason"] = "mechanical mode"
@@ -264,77 +341,17 @@ def run_reflection(ports):
     # What this reflection covers; entries written while it runs stay for the next one.
     covered_ids = list(state["entries_since_reflection"])
     covered_importance = state["cumulative_importance"]
-    count = ports.settings.get("reflection.questions")
 
     try:
-        reply = yield ports.llm.complete(
-            _questions_prompt(window, count), purpose="reflection_questions"
-        )
-        questions = parse_questions(getattr(reply, "content", None), count)
-        if not questions:
-            raise ValueError("the reply held no questions")
+        questions = yield _ask_questions(ports, window)
         report["questions"] = questions
-
-        evidence, seen = [], {}
-        for question in questions:
-            items = yield gather_evidence(ports, question)
-            for item in items:
-                if item["id"] not in seen:
-                    seen[item["id"]] = len(evidence) + 1
-                    evidence.append((len(evidence) + 1, item))
-        numbered = dict(evidence)
-        if not evidence:
-            raise ValueError("no evidence was found for the questions")
-
-        reply = yield ports.llm.complete(
-            _insights_prompt(questions, evidence), purpose="reflection_insights"
-        )
-        insights = parse_insights(getattr(reply, "content", None))
-        if not insights:
-            raise ValueError("the reply held no insights")
+        evidence = yield _collect_evidence(ports, questions)
+        insights = yield _ask_insights(ports, questions, evidence)
     except Exception as err:  # noqa: BLE001 - nothing written, retried next tick
         report["reason"] = f"reflection failed, will retry: {type(err).__name__}: {err}"
         ports.log(f"{ports.name}: {report['reason']}")
         return report
-
-    kept, rejected = filter_insights(insights)
-    report["rejected"] = [item["insight"] for item in rejected]
-
-    # No yield from here on: fresh state is read, changed and written in one go.
-    report["ran"] = True
-    if kept:
-        cited, lines = [], []
-        for item in kept:
-            ids = [numbered[n]["id"] for n in item["evidence"] if n in numbered]
-            cited.extend(i for i in ids if i not in cited)
-            refs = ", ".join(f"#{i}" if isinstance(i, int) else str(i) for i in ids)
-            lines.append(f"{item['insight']} (evidence: {refs})" if refs else item["insight"])
-        content = f"{journal_module.SYNTHESIS_PREFIX} " + " | ".join(lines)
-        max_chars = ports.settings.get("journal.max_content_chars")
-        entry = journal_module.add_entry(
-            ports,
-            content[:max_chars],
-            tags=list(journal_module.SYNTHESIS_TAGS),
-            source_type="inference",
-            source_entity="reflection",
-            importance=SYNTHESIS_IMPORTANCE,
-            evidence=cited,
-            count_for_reflection=False,
-        )
-        report["entry_id"] = entry["id"]
-        report["insights"] = [item["insight"] for item in kept]
-    else:
-        report["reason"] = "every insight was self-referential; nothing stored"
-
-    reset_reflection_state(ports, covered_ids, covered_importance)
-    journal = journal_module.get_journal(ports)
-    journal["last_reflection"] = iso(ports.clock.now())
-    journal_module.save_journal(ports, journal)
-    ports.log(
-        f"{ports.name}: reflection stored {len(report['insights'])} insight(s), "
-        f"rejected {len(report['rejected'])}"
-    )
-    return report
+    return _finish(ports, report, insights, dict(evidence), covered_ids, covered_importance)
 
 
 def run_reflection_if_triggered(ports):

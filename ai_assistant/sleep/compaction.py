@@ -1,8 +1,10 @@
 """
-Context compaction: keep the assistant's conversation history inside its context window
-(seed 001 section 5, seed 002 "Context compaction").
+Context compaction: keep the assistant's conversation history inside its context window.
 
-State doc "conversation_history" is the chronological list of everything heard and said::
+It is both a dreaming step of the sleep cycle and the awake-time emergency compaction.
+
+State doc `documents.CONVERSATION_HISTORY` ("conversation_history") is the chronological list
+of everything heard and said::
 
     [{"role": "user"|"assistant"|"system", "name": "Alice", "content": "...",
       "time": "2025-12-06T14:30:00Z", "tokens": 12}, ...]
@@ -14,7 +16,10 @@ token count (`tokens.count_message_tokens`) over `llm.context_limit`. Two trigge
   (70%): first `run_pre_compaction_extraction` gives the assistant one journal-only ReAct pass
   over what is about to be summarised, then `compact_conversation_history` summarises it;
 - while awake, `append_history` reports when usage reaches `compaction.emergency_threshold`
-  (80%) and the shell calls `compact_if_emergency`, which does both at once.
+  (80%) and the awake tick calls `compact_if_emergency`, which does both at once.
+
+The ReAct pass is the agent's: it is handed in as `run_cycle` (this sleep step never imports
+the agent), by the sleep cycle and by the awake tick.
 
 Compaction keeps the last `compaction.preserve_messages` messages, asks the LLM to summarise
 the older ones (a previous summary included), stores the summary in the journal as
@@ -31,7 +36,7 @@ Idempotent: the summary of a given stretch of history is remembered in
 "compaction_state" with its journal entry, so a run interrupted between the journal write and
 the history write finishes without writing a second summary.
 
-State doc "compaction_state"::
+State doc `documents.COMPACTION_STATE` ("compaction_state")::
 
     {"version": 3,                    # bumped by every compaction (a new history "version")
      "extracted_version": 3,          # pre-compaction extraction ran for this version
@@ -46,13 +51,12 @@ import re
 from twisted.internet import defer
 
 from ai_assistant.memory import journal
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso
 from ai_assistant.plumbing.quoting import quote_untrusted
 from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
 
-HISTORY_DOC = "conversation_history"
-STATE_DOC = "compaction_state"
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 SYNTHESIS_LABEL = "[SYNTHESIS] Conversation summary:"
 SUMMARY_TAGS = ["synthesis", "conversation_summary"]
@@ -79,12 +83,6 @@ EXTRACTION_TASK = (
     "nothing is worth keeping, call noop."
 )
 
-# Assistants with a compaction in flight (in memory: a reload simply lets the next tick retry).
-_in_progress = set()
-# Assistants with an emergency (extraction + compaction) in flight while awake.
-_emergency_running = set()
-
-
 # ----------------------------------------------------------------------------------------------
 # History and usage
 
@@ -99,8 +97,8 @@ def _for_counting(message):
 
 
 def get_history(ports):
-    """The "conversation_history" document (a list; `set` it back after changing it)."""
-    return list(ports.state.get(HISTORY_DOC, []) or [])
+    """The `documents.CONVERSATION_HISTORY` document (a list; `set` it back after changing it)."""
+    return list(ports.state.get(documents.CONVERSATION_HISTORY, []) or [])
 
 
 def history_tokens(history):
@@ -134,9 +132,9 @@ def usage(ports, history=None):
 
 
 def _state(ports):
-    state = dict(ports.state.get(STATE_DOC, {}) or {})
-    state.setdefault("version", 0)
-    return state
+    progress = dict(ports.state.get(documents.COMPACTION_STATE, {}) or {})
+    progress.setdefault("version", 0)
+    return progress
 
 
 def append_history(ports, role, name, content):
@@ -158,8 +156,8 @@ def append_history(ports, role, name, content):
     message["time"] = iso(ports.clock.now())
     history = get_history(ports)
     history.append(message)
-    ports.state.set(HISTORY_DOC, history)
-    if (ports.state.get("operating_mode") or "awake") != "awake":
+    ports.state.set(documents.CONVERSATION_HISTORY, history)
+    if (ports.state.get(documents.OPERATING_MODE) or "awake") != "awake":
         return False
     return usage(ports, history) >= ports.settings.get("compaction.emergency_threshold")
 
@@ -284,17 +282,17 @@ def _install_summary(ports, old, summary, tokens_before):
     }
     marker["tokens"] = _message_tokens(_for_counting(marker))
     new_history = [marker] + history[len(old) :]
-    ports.state.set(HISTORY_DOC, new_history)
-    state = _state(ports)
-    state.update(
-        version=state["version"] + 1,
+    ports.state.set(documents.CONVERSATION_HISTORY, new_history)
+    progress = _state(ports)
+    progress.update(
+        version=progress["version"] + 1,
         pending=None,
-        compactions=int(state.get("compactions", 0)) + 1,
+        compactions=int(progress.get("compactions", 0)) + 1,
         last_compaction=iso(ports.clock.now()),
         last_tokens_before=tokens_before,
         last_tokens_after=history_tokens(new_history),
     )
-    ports.state.set(STATE_DOC, state)
+    ports.state.set(documents.COMPACTION_STATE, progress)
     return marker
 
 
@@ -327,8 +325,8 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         report["reason"] = "nothing to compact"
         return report
     key = _key(old)
-    state = _state(ports)
-    pending = state.get("pending") or {}
+    progress = _state(ports)
+    pending = progress.get("pending") or {}
     tokens_before = history_tokens(history)
     if pending.get("key") == key and journal.get_entry(ports, pending.get("entry_id")):
         # an earlier run stored this summary but was cut off before replacing the history
@@ -338,14 +336,38 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         return report
     if ports.mechanical:
         return _archive_without_llm(ports, old, report, tokens_before)
-    if not force and state.get("extracted_version") != state["version"]:
+    if not force and progress.get("extracted_version") != progress["version"]:
         report["reason"] = "waiting for pre-compaction extraction"
         return report
-    if ports.key in _in_progress:
+    if ports.runtime.compaction_running:
         report["reason"] = "already compacting"
         return report
+    try:
+        summary = yield _summarise(ports, old)
+    except LLMError as err:
+        ports.log(f"{ports.name}: context compaction failed, history kept: {err}")
+        report["error"] = str(err) or type(err).__name__
+        return report
+    if not summary:
+        report["error"] = str(LLMBadResponse("empty summary"))
+        return report
+    # fresh reads after the yield, then every write with no yield in between
+    if _key(get_history(ports)[: len(old)]) != key:
+        report["reason"] = "history changed while summarising"
+        return report
+    return _store_summary(ports, old, key, summary, report, tokens_before)
 
-    _in_progress.add(ports.key)
+
+@defer.inlineCallbacks
+def _summarise(ports, old):
+    """
+    Ask the LLM to summarise `old` (one compaction in flight per assistant).
+
+    Returns:
+        Deferred[str]: The summary on one line, without a marker prefix ("" when empty);
+        errbacks with `LLMError`.
+    """
+    ports.runtime.compaction_running = True
     try:
         summary = yield complete_text(
             ports.llm,
@@ -355,27 +377,20 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
             purpose="compaction",
             max_tokens=int(ports.settings.get("compaction.summary_max_tokens")),
         )
-    except LLMError as err:
-        ports.log(f"{ports.name}: context compaction failed, history kept: {err}")
-        report["error"] = str(err) or type(err).__name__
-        return report
     finally:
-        _in_progress.discard(ports.key)
+        ports.runtime.compaction_running = False
     summary = " ".join(str(summary).split())
     if summary.startswith(SUMMARY_PREFIX):
         summary = summary[len(SUMMARY_PREFIX) :].strip()
-    if not summary:
-        report["error"] = str(LLMBadResponse("empty summary"))
-        return report
+    return summary
 
-    # fresh reads after the yield, then every write with no yield in between
-    if _key(get_history(ports)[: len(old)]) != key:
-        report["reason"] = "history changed while summarising"
-        return report
+
+def _store_summary(ports, old, key, summary, report, tokens_before):
+    """Journal the summary, remember it as pending, then install the marker (no yield)."""
     entry_id = _journal_summary(ports, summary)
-    state = _state(ports)
-    state["pending"] = {"key": key, "entry_id": entry_id, "summary": summary}
-    ports.state.set(STATE_DOC, state)
+    progress = _state(ports)
+    progress["pending"] = {"key": key, "entry_id": entry_id, "summary": summary}
+    ports.state.set(documents.COMPACTION_STATE, progress)
     marker = _install_summary(ports, old, summary, tokens_before)
     report.update(
         compacted=marker is not None,
@@ -462,24 +477,8 @@ def _journal_transcript(ports, chunk):
 # Pre-compaction extraction
 
 
-def review_block(ports, situation):
-    """Context provider: the messages about to be compacted, for the extraction pass."""
-    messages = situation.get("compaction_review") or []
-    if situation.get("purpose") != "pre_compaction" or not messages:
-        return None
-    return quote_untrusted(transcript(messages, ports.name), "CONVERSATION TO REVIEW")
-
-
-def summary_block(ports, situation):
-    """Context provider: the latest summary of earlier conversation."""
-    summary = latest_summary(ports)
-    if not summary:
-        return None
-    return quote_untrusted(summary, "SUMMARY OF EARLIER CONVERSATION")
-
-
 @defer.inlineCallbacks
-def run_pre_compaction_extraction(ports, *, threshold=None, mode=None, run_cycle=None):
+def run_pre_compaction_extraction(ports, *, run_cycle=None, threshold=None, mode=None):
     """
     Give the assistant one journal-only ReAct pass over the history about to be compacted.
 
@@ -488,25 +487,29 @@ def run_pre_compaction_extraction(ports, *, threshold=None, mode=None, run_cycle
 
     Args:
         ports (AssistantPorts): The assistant.
+        run_cycle (callable): The agent's ReAct cycle, `run_cycle(ports, situation,
+            only_tools=..., mode=..., max_iterations=...) -> Deferred[dict]` (normally
+            `agent.react.run_react_cycle`); without it the pass cannot run, and is reported
+            as not run.
         threshold (float, optional): Default `compaction.sleep_threshold`.
         mode (str, optional): "sleep" or "awake" (default: the operating mode).
-        run_cycle (callable, optional): Replaces `react.run_react_cycle` (tests).
 
     Returns:
         Deferred[dict]: `{"ran": bool, "reason"?, "tools"?, "stopped"?}`.
     """
-    state = _state(ports)
+    progress = _state(ports)
     if not is_due(ports, threshold):
         return {"ran": False, "reason": "no compaction due"}
-    if state.get("extracted_version") == state["version"]:
+    if progress.get("extracted_version") == progress["version"]:
         return {"ran": False, "reason": "already extracted for this history"}
     if ports.mechanical:
         ports.log(f"{ports.name}: pre-compaction extraction skipped (mechanical mode, no LLM)")
         return {"ran": False, "reason": "mechanical mode"}
     if run_cycle is None:
-        from ai_assistant.agent.react import run_react_cycle as run_cycle
+        ports.log(f"{ports.name}: pre-compaction extraction skipped (no ReAct cycle given)")
+        return {"ran": False, "reason": "no ReAct cycle given"}
     old, _ = split_history(ports, get_history(ports))
-    mode = mode or ports.state.get("operating_mode") or "awake"
+    mode = mode or ports.state.get(documents.OPERATING_MODE) or "awake"
     situation = {
         "purpose": "pre_compaction",
         "task": EXTRACTION_TASK,
@@ -525,16 +528,20 @@ def run_pre_compaction_extraction(ports, *, threshold=None, mode=None, run_cycle
     if stopped.startswith("llm_error") and not result.get("tools"):
         ports.log(f"{ports.name}: pre-compaction extraction failed ({stopped}); will retry")
         return {"ran": False, "reason": stopped, "tools": []}
-    state = _state(ports)
-    state["extracted_version"] = state["version"]
-    ports.state.set(STATE_DOC, state)
+    progress = _state(ports)
+    progress["extracted_version"] = progress["version"]
+    ports.state.set(documents.COMPACTION_STATE, progress)
     return {"ran": True, "tools": list(result.get("tools") or []), "stopped": stopped}
 
 
 @defer.inlineCallbacks
-def compact_if_emergency(ports, *, run_cycle=None):
+def compact_if_emergency(ports, *, run_cycle):
     """
     Awake-time emergency: at `compaction.emergency_threshold`, extract then compact at once.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        run_cycle (callable): The agent's ReAct cycle (see `run_pre_compaction_extraction`).
 
     Returns:
         Deferred[dict]: `{"compacted": bool, "extraction": {...}, ...}`; never errbacks on LLM
@@ -543,16 +550,17 @@ def compact_if_emergency(ports, *, run_cycle=None):
     threshold = ports.settings.get("compaction.emergency_threshold")
     if not is_due(ports, threshold):
         return {"compacted": False, "reason": "below emergency threshold"}
-    if ports.key in _in_progress or ports.key in _emergency_running:
+    runtime = ports.runtime
+    if runtime.compaction_running or runtime.emergency_compaction_running:
         return {"compacted": False, "reason": "already compacting"}
-    _emergency_running.add(ports.key)
+    runtime.emergency_compaction_running = True
     try:
         extraction = yield run_pre_compaction_extraction(
             ports, threshold=threshold, mode="awake", run_cycle=run_cycle
         )
         report = yield compact_conversation_history(ports, threshold=threshold)
     finally:
-        _emergency_running.discard(ports.key)
+        runtime.emergency_compaction_running = False
     report["extraction"] = extraction
     return report
 

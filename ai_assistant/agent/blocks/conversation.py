@@ -1,0 +1,60 @@
+"""
+Conversation blocks: what was said - the recent history, the new events to answer, the summary
+of earlier conversation, and the stretch about to be condensed (for the pre-compaction pass).
+
+Everything here was written by players or other characters, so it is shown only as quoted data.
+"""
+
+from ai_assistant.plumbing.quoting import defuse, quote_untrusted, safe_name
+from ai_assistant.sleep import compaction
+
+MAX_HISTORY_MESSAGES = 20
+
+
+def history_block(ports, situation):
+    """The recent conversation with the current interlocutor, as quoted data."""
+    history = situation.get("history") or []
+    if not history:
+        return None
+    lines = []
+    for message in history[-MAX_HISTORY_MESSAGES:]:
+        role = message.get("role")
+        speaker = "you" if role == "assistant" else safe_name(message.get("name") or "someone")
+        lines.append(f"{speaker}: {defuse(message.get('content'), 1000)}")
+    return quote_untrusted("\n".join(lines), "CONVERSATION HISTORY")
+
+
+def events_block(ports, situation):
+    """What happened since the last cycle, each event's text quoted as player data."""
+    events = situation.get("events") or []
+    if not events:
+        return None
+    blocks = []
+    for number, event in enumerate(events, 1):
+        sender = safe_name(event.get("sender"))
+        kind = safe_name(event.get("kind") or "say")
+        header = f"Event {number}: {kind} from {sender}"
+        if event.get("sender_id") is not None:
+            header += f" (id {safe_name(event.get('sender_id'))})"
+        if event.get("time"):
+            header += f" at {safe_name(event.get('time'))}"
+        if event.get("priority") is not None:
+            header += f", priority {safe_name(event.get('priority'))}"
+        blocks.append(f"{header}\n{quote_untrusted(event.get('text'), 'PLAYER TEXT')}")
+    return "\n\n".join(blocks)
+
+
+def summary_block(ports, situation):
+    """The latest summary of earlier conversation (the marker heading the history)."""
+    summary = compaction.latest_summary(ports)
+    if not summary:
+        return None
+    return quote_untrusted(summary, "SUMMARY OF EARLIER CONVERSATION")
+
+
+def review_block(ports, situation):
+    """The messages about to be compacted, for the pre-compaction extraction pass."""
+    messages = situation.get("compaction_review") or []
+    if situation.get("purpose") != "pre_compaction" or not messages:
+        return None
+    return quote_untrusted(compaction.transcript(messages, ports.name), "CONVERSATION TO REVIEW")

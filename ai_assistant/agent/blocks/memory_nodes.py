@@ -1,0 +1,91 @@
+"""
+Prompt blocks of the memory nodes (the specification's "Context Structure").
+
+- `system_memory_block`: the think notes of the last patrol and the relationships, in the
+  system message;
+- `snapshot_block`: unread notes (todos, reminders) and the diary of the last days;
+- `recent_nodes_block`: the most recently activated memories.
+
+Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
+"""
+
+from datetime import timedelta
+
+from ai_assistant.memory.nodes import scene_to_text, setting
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import parse_iso
+from ai_assistant.plumbing.quoting import defuse, safe_name
+
+
+def relationships_text(ports):
+    """A short line per entity profile: name and relationship (from "entity_profiles")."""
+    profiles = ports.state.get(documents.ENTITY_PROFILES, None) or {}
+    if isinstance(profiles, dict):
+        items = list(profiles.items())
+    elif isinstance(profiles, list):
+        items = [(p.get("name") if isinstance(p, dict) else p, p) for p in profiles]
+    else:
+        items = []
+    lines = []
+    for key, profile in items[: int(setting(ports, "relationships_max"))]:
+        profile = profile if isinstance(profile, dict) else {}
+        name = safe_name(profile.get("name") or profile.get("entity_name") or key)
+        relationship = profile.get("relationship")
+        if isinstance(relationship, dict):
+            relationship = ", ".join(
+                f"{k} {v}" for k, v in relationship.items()
+                if isinstance(v, (str, int, float)) and k in
+                ("type", "label", "band", "trust", "affinity", "summary", "status")
+            )
+        detail = defuse(relationship or profile.get("summary") or "", 200)
+        lines.append(f"- {name}: {detail}" if detail else f"- {name}")
+    return "\n".join(lines)
+
+
+def system_memory_block(ports, situation):
+    """The think notes of the last patrol and the relationships (system message)."""
+    parts = []
+    think = ports.state.get(documents.THINK_NOTES, None) or {}
+    if think.get("text"):
+        parts.append("Notes you wrote for yourself after your last memory patrol:\n"
+                     + defuse(think["text"], 2000))
+    relationships = relationships_text(ports)
+    if relationships:
+        parts.append("People you know:\n" + relationships)
+    return "\n\n".join(parts) or None
+
+
+def snapshot_block(ports, situation):
+    """Unread notes (todos, reminders) and the diary of the last days."""
+    parts = []
+    unread = [
+        n for n in ports.state.get(documents.SCENE_NOTES, None) or []
+        if n.get("type", "scene") != "scene" and not n.get("read")
+    ]
+    if unread:
+        parts.append("Unread notes:\n" + "\n".join(
+            f"- [{safe_name(n.get('type'))}] {defuse(n.get('text'), 300)}" for n in unread[:10]
+        ))
+    days = int(setting(ports, "diary_days"))
+    cutoff = (ports.clock.now() - timedelta(days=days)).strftime("%Y-%m-%d")
+    diary = ports.state.get(documents.DIARY, None) or {}
+    recent = sorted((d for d in diary if d > cutoff), reverse=True)
+    if recent:
+        parts.append("Your diary:\n" + "\n".join(
+            f"{date}:\n{defuse(diary[date].get('text'), 1000)}" for date in recent
+        ))
+    return "\n\n".join(parts) or None
+
+
+def recent_nodes_block(ports, situation):
+    """The most recently activated nodes that have an action."""
+    limit = int(setting(ports, "recent_nodes"))
+    nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
+    activated = [
+        n for n in nodes.values()
+        if n.get("last_activated") and (n.get("scene") or {}).get("action")
+    ]
+    activated.sort(key=lambda n: parse_iso(n["last_activated"]), reverse=True)
+    if not activated:
+        return None
+    return "\n".join(f"- {defuse(scene_to_text(n), 400)}" for n in activated[:limit])

@@ -1,0 +1,82 @@
+"""
+Workspace blocks: what the assistant is working on - the active project, its goals, and the
+facts and patterns it keeps in session memory.
+"""
+
+from ai_assistant.workspace.goals import PRIORITIES, format_goal_tree, load_goals
+from ai_assistant.workspace.projects import load_projects
+from ai_assistant.workspace.session_memory import entry_text, load_session_memory
+
+
+def project_context_block(ports, situation=None):
+    """
+    The prompt block for the active project.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        situation (any, optional): Unused; accepted so this is a context provider as it is.
+
+    Returns:
+        str or None: Its key, summary and context, or None when no project is active.
+    """
+    doc = load_projects(ports)
+    key = doc["active"]
+    if key is None:
+        return None
+    slot = doc["slots"][key]
+    lines = [f"Active project: {key}", f"Summary: {slot.get('summary', '')}"]
+    context = (slot.get("context") or "").strip()
+    lines.append(f"Context:\n{context}" if context else "Context: (none recorded yet)")
+    paused = sum(1 for other in doc["slots"].values() if other.get("status") == "paused")
+    if paused:
+        lines.append(f"({paused} paused project(s); list_projects / swap_project to switch.)")
+    return "\n".join(lines)
+
+
+def goals_context_block(ports, situation=None):
+    """
+    The prompt block listing the active goals as a tree, high priority first.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        situation (any, optional): Unused; accepted so this is a context provider as it is.
+
+    Returns:
+        str or None: None when there are no active goals.
+    """
+    active = [goal for goal in load_goals(ports) if goal.get("status") == "active"]
+    if not active:
+        return None
+    rank = {priority: index for index, priority in enumerate(PRIORITIES)}
+    active.sort(key=lambda goal: rank.get(goal.get("priority"), len(rank)))  # stable
+    limit = ports.settings.get("workspace.goals.context_max_goals")
+    shown, hidden = active[:limit], len(active) - limit
+    tree = format_goal_tree(shown).split("\n", 1)[1]
+    lines = [tree, "(Mark progress with update_goal as you go.)"]
+    if hidden > 0:
+        lines.append(f"(+{hidden} more active goals)")
+    return "\n".join(lines)
+
+
+def session_memory_context_block(ports, situation=None, limit=20):
+    """
+    The prompt block of remembered facts and patterns (the newest `limit` of each).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        situation (any, optional): Unused; accepted so this is a context provider as it is.
+        limit (int): How many of each kind to show.
+
+    Returns:
+        str or None: None when nothing is remembered.
+    """
+    doc = load_session_memory(ports)
+    lines = []
+    for title, name in (("Key facts", "key_facts"), ("Learned patterns", "learned_patterns")):
+        items = [text for text in map(entry_text, doc[name]) if text][-limit:]
+        if items:
+            lines.append(f"{title}:")
+            lines.extend(f"- {text}" for text in items)
+    if not lines:
+        return None
+    return "\n".join(lines)

@@ -1,0 +1,326 @@
+"""
+The assistant handler, and the mixin that makes any NPC typeclass an AI assistant.
+
+As Evennia's buffs and traits contribs do, everything the assistant does lives on a handler,
+`AssistantHandler`, that the typeclass exposes as a lazy property:
+
+    from evennia import DefaultCharacter
+    from ai_assistant.handler import AssistantMixin
+
+    class Librarian(AssistantMixin, DefaultCharacter):
+        pass
+
+    librarian.assistant.hear(player, "hello", "talk")
+    librarian.assistant.operating_mode            # "awake" or "sleep"
+
+`AssistantMixin` adds the handler (`obj.assistant`) and the hooks that wire it to the game:
+creation (tag, tool cmdset, script), hearing the room (`at_msg_receive`) and flushing state
+before a reload or shutdown. The thinking itself happens in the core (`ai_assistant.agent`,
+`ai_assistant.sleep`, ...); the handler only hands it the NPC's ports.
+"""
+
+import json
+
+from evennia.utils import logger
+from evennia.utils.ansi import strip_ansi
+from evennia.utils.utils import delay, lazy_property, make_iter
+from twisted.internet import reactor
+
+from ai_assistant.adapters import build_ports
+from ai_assistant.agent import perception
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import iso
+from ai_assistant.plumbing.runtime import AssistantRuntime
+
+SCRIPT_KEY = "ai_assistant"
+ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
+MODES = ("awake", "sleep")
+MODE_HISTORY_LENGTH = 20
+
+
+def is_assistant(obj):
+    """True when `obj` is an AI assistant (its typeclass has `AssistantMixin`)."""
+    return isinstance(obj, AssistantMixin)
+
+
+class AssistantHandler:
+    """
+    Everything one assistant NPC does, reached as `npc.assistant`.
+
+    It keeps no state of its own beyond the NPC: its caches (ports, LLM client, tool cache, the
+    per-assistant `AssistantRuntime`) live in the NPC's `ndb`, so they survive the handler being
+    rebuilt and start empty after a reload; what must survive a reload is a state document.
+
+    Args:
+        obj (AssistantMixin): The NPC.
+    """
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    # --- wiring -----------------------------------------------------------------------------
+
+    @property
+    def script(self):
+        """The NPC's `AssistantScript` (its heartbeat), or None if it has none."""
+        script = self.obj.ndb.assistant_script
+        if script is None or not script.id:
+            found = self.obj.scripts.get(SCRIPT_KEY)
+            script = self.obj.ndb.assistant_script = found[0] if found else None
+        return script
+
+    @property
+    def runtime(self):
+        """The NPC's `AssistantRuntime`: one per NPC, kept across rebuilt ports."""
+        runtime = self.obj.ndb.ai_runtime
+        if runtime is None:
+            runtime = self.obj.ndb.ai_runtime = AssistantRuntime()
+        return runtime
+
+    def ports(self):
+        """The core's ports for this NPC, cached until its config changes (`reset`)."""
+        ports = self.obj.ndb.ai_ports
+        if ports is None:
+            ports = self.obj.ndb.ai_ports = build_ports(self.obj, runtime=self.runtime)
+        return ports
+
+    def reset(self):
+        """Forget the cached ports and LLM client (after `@assistant/config`)."""
+        self.obj.ndb.ai_ports = None
+        self.obj.ndb.llm_client = None
+        self.obj.ndb.llm_client_signature = None
+
+    def llm_client(self, settings):
+        """
+        The LLM client for `settings["llm"]`, rebuilt only when that configuration changes.
+
+        Args:
+            settings (Settings): The NPC's settings.
+
+        Returns:
+            LLMClient or None: None in mechanical mode (no endpoint configured).
+        """
+        from ai_assistant.adapters import AttributeState, log_to_server
+        from ai_assistant.plumbing.llm import make_llm_client
+
+        config = settings.get("llm")
+        signature = json.dumps(config, sort_keys=True, default=str)
+        if self.obj.ndb.llm_client_signature != signature:
+            self.obj.ndb.llm_client = make_llm_client(
+                config,
+                npc_key=f"assistant_{self.obj.id}",
+                npc_name=self.obj.key,
+                state=AttributeState(self.obj),
+                log=log_to_server,
+            )
+            self.obj.ndb.llm_client_signature = signature
+        return self.obj.ndb.llm_client
+
+    def tool_cache(self):
+        """The NPC's `ToolCache` (tool results reused within a tick)."""
+        from ai_assistant.tools.registry import ToolCache
+
+        if self.obj.ndb.tool_cache is None:
+            self.obj.ndb.tool_cache = ToolCache()
+        return self.obj.ndb.tool_cache
+
+    def flush(self):
+        """Write every changed state document to its Attribute."""
+        self.ports().state.flush()
+
+    @property
+    def operating_mode(self):
+        """The operating mode: "awake" or "sleep"."""
+        return self.ports().state.get(documents.OPERATING_MODE) or "awake"
+
+    # --- modes ------------------------------------------------------------------------------
+
+    def set_mode(self, target, reason):
+        """
+        Switch between awake and sleep: record why, swap the ticker, tell the room.
+
+        This is the `transition` callback the sleep logic (`ai_assistant.sleep.modes`) calls.
+
+        Args:
+            target (str): "awake" or "sleep".
+            reason (str): Why (logged and kept in the mode history).
+
+        Returns:
+            bool: False if already in `target`.
+        """
+        if target not in MODES:
+            raise ValueError(f"unknown mode {target!r}")
+        ports = self.ports()
+        state = ports.state
+        current = state.get(documents.OPERATING_MODE) or "awake"
+        if current == target:
+            return False
+        state.set(documents.OPERATING_MODE, target)
+        history = list(state.get(documents.MODE_HISTORY) or [])
+        history.append({"from": current, "to": target, "reason": reason,
+                        "time": iso(ports.clock.now())})
+        state.set(documents.MODE_HISTORY, history[-MODE_HISTORY_LENGTH:])
+        state.flush()  # a mode change (and all before it) reaches the database at once
+        if self.script:
+            self.script.subscribe()
+        logger.log_info(f"[ai_assistant] {self.obj.key}: {current} -> {target} ({reason})")
+        if self.obj.location:
+            verb = "$conj(doze) off." if target == "sleep" else "$conj(wake) up."
+            self.obj.location.msg_contents(f"$You() {verb}", from_obj=self.obj)
+        return True
+
+    # --- perception -------------------------------------------------------------------------
+
+    def hear(self, sender, text, kind):
+        """
+        Perceive something and queue it as an event.
+
+        Args:
+            sender (Object): Who caused it.
+            text (str): What was said or done.
+            kind (str): "talk", "say", "whisper", "pose", "arrive", "depart".
+
+        Returns:
+            dict or None: The queued event (None for the NPC's own echo).
+        """
+        ports = self.ports()
+        names = [self.obj.key, *self.obj.aliases.all()]
+        classification = perception.classify(kind, text, names=names,
+                                             from_self=sender is self.obj)
+        if classification == "self":
+            return None
+        if classification == "direct_addressing" and not sender.has_account:
+            # other NPCs (and other assistants) are heard, not answered: no endless NPC chatter
+            classification = "room_chatter"
+        event = perception.make_event(
+            kind=kind,
+            text=text,
+            sender=sender.key,
+            sender_id=sender.dbref,
+            classification=classification,
+            time=iso(ports.clock.now()),
+            urgent_priority=ports.settings.get("perception.urgent_priority"),
+        )
+        perception.enqueue(ports, event)
+        if event["urgent"] and self.operating_mode == "awake" and self.script:
+            self.script.poke()
+        return event
+
+    def receive(self, text=None, from_obj=None, **kwargs):
+        """
+        Hear a message sent to the NPC (`at_msg_receive`): speech, poses and movement.
+
+        Args:
+            text (str or tuple): The message, or `(message, {"type": ...})`.
+            from_obj (Object or list): Who sent it.
+            **kwargs: The message's other options (`type` among them).
+        """
+        senders = [obj for obj in make_iter(from_obj) if hasattr(obj, "has_account")]
+        if not senders or senders[0] is self.obj or text is None:
+            return
+        sender = senders[0]
+        message, meta = (text[0], text[1] if len(text) > 1 else {}) if isinstance(
+            text, tuple | list) else (text, {})
+        message = strip_ansi(str(message or ""))
+        msg_type = (meta or {}).get("type") or kwargs.get("type")
+        if msg_type in ("say", "whisper"):
+            self.hear(sender, perception.extract_speech(message), msg_type)
+        elif msg_type == "pose":
+            self.hear(sender, message, "pose")
+        elif msg_type in ("move", "teleport") or (msg_type or "").startswith("move"):
+            # announce_move_from runs before the move, announce_move_to after: look once the
+            # move has finished to know which this was
+            delay(0, self._note_movement, sender)
+
+    def _note_movement(self, sender):
+        if sender.location == self.obj.location:
+            self.hear(sender, f"{sender.key} arrives.", "arrive")
+        else:
+            self.hear(sender, f"{sender.key} leaves.", "depart")
+
+    # --- thinking ---------------------------------------------------------------------------
+
+    def run_tick(self, mode):
+        """
+        One tick of work in `mode`.
+
+        Args:
+            mode (str): "awake" or "sleep".
+
+        Returns:
+            Deferred or None: The tick's work, or None when there was nothing to do.
+        """
+        from ai_assistant.agent.react import run_react_cycle
+
+        ports = self.ports()
+        if mode == "awake":
+            return self._awake_tick(ports, run_react_cycle)
+        from ai_assistant.sleep.cycle import run_sleep_tick
+
+        return run_sleep_tick(ports, self.set_mode, run_cycle=run_react_cycle)
+
+    def _awake_tick(self, ports, run_cycle):
+        """An awake tick: a sleep request or the schedule first, then what was heard."""
+        from ai_assistant.sleep import modes
+
+        awake = dict(ports.state.get(documents.AWAKE_STATE) or {})
+        awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
+        ports.state.set(documents.AWAKE_STATE, awake)
+        if modes.take_sleep_request(ports, self.set_mode):
+            return None
+        should_sleep, target, reason = modes.check_sleep_schedule(ports)
+        if should_sleep and target == "sleep":
+            modes.enter_sleep(ports, reason, self.set_mode)
+            return None
+        if not ports.state.get(documents.PENDING_EVENTS):
+            return None
+        from ai_assistant.agent.awake import run_awake_tick
+
+        return run_awake_tick(
+            ports,
+            run_cycle=run_cycle,
+            call_later=reactor.callLater,
+            cache=self.tool_cache(),
+        )
+
+
+class AssistantMixin:
+    """
+    Makes an NPC typeclass an AI assistant: `class Librarian(AssistantMixin, DefaultCharacter)`.
+
+    Put it before the Evennia base class so its hooks run first; each calls `super()`.
+
+    Attributes:
+        assistant (AssistantHandler): Everything the assistant does.
+        assistant_script_typeclass (str): The script that drives its ticks.
+        assistant_tool_cmdset (str): The cmdset of its tools, as commands.
+    """
+
+    assistant_script_typeclass = "ai_assistant.typeclasses.AssistantScript"
+    assistant_tool_cmdset = "ai_assistant.commands.AssistantToolCmdSet"
+
+    @lazy_property
+    def assistant(self):
+        return AssistantHandler(self)
+
+    def at_object_creation(self):
+        """Tag the NPC, give it its tools as commands and start its script."""
+        super().at_object_creation()
+        self.tags.add(*ASSISTANT_TAG)
+        self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
+        self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
+        self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
+        self.assistant.script.subscribe()
+
+    def at_msg_receive(self, text=None, from_obj=None, **kwargs):
+        """Hear the room: what is said, posed, whispered, and who comes and goes."""
+        self.assistant.receive(text=text, from_obj=from_obj, **kwargs)
+        return super().at_msg_receive(text=text, from_obj=from_obj, **kwargs)
+
+    def at_server_reload(self):
+        super().at_server_reload()
+        self.assistant.flush()
+
+    def at_server_shutdown(self):
+        super().at_server_shutdown()
+        self.assistant.flush()

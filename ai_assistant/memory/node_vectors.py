@@ -1,0 +1,279 @@
+"""
+Memory node vectors: how scenes are embedded, stored, indexed and compared.
+
+The "node_vectors" document holds `{"dims", "revision", "nodes": {id: base64 float32},
+"clusters": {id: base64 float32}}`: every node's vector and every cluster's centroid, kept apart
+from the nodes themselves so that reading a node never decodes vectors. `vector_index` keeps
+them as one numpy matrix per assistant (in `ports.runtime.caches["node_index"]`, checked
+against the document's `revision`, which changes on every write), so a search over 10,000
+nodes is one matrix product.
+
+Embedding runs in the thread pool, off the reactor. Which model embeds is the `nodes.embedder`
+setting; tests and benches replace the model and the runner with `set_embedding`.
+"""
+
+import base64
+import math
+import uuid
+
+import numpy as np
+
+from ai_assistant.memory.nodes import ACTIVE, setting
+from ai_assistant.plumbing import documents
+
+# The specification's thresholds are on text-embedding-3-small's cosine scale. WordLlama's
+# scores sit lower (unrelated scenes score at most ~0.22, same-topic scenes 0.19-0.59, a scene
+# against the centroid of its topic 0.67-0.88, a question against the scene that answers it
+# 0.29-0.48), so while a game leaves a specification default in place, the embedder's
+# equivalent is used: recall at 0.30 (above every unrelated pair, below most answers) and
+# clustering at 0.40 (a newcomer to a topic clears it, a scene from another topic does not).
+SPECIFICATION_DEFAULTS = {"recall_threshold": 0.35, "cluster_threshold": 0.45}
+CALIBRATED_THRESHOLDS = {
+    "wordllama-l2_supercat-256": {"recall_threshold": 0.30, "cluster_threshold": 0.40},
+}
+
+INDEX_CACHE = "node_index"
+
+
+def threshold(ports, name, embedder=None):
+    """
+    A similarity threshold ("recall_threshold" or "cluster_threshold") on the embedder's scale.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        name (str): The setting name under `nodes`.
+        embedder (LocalEmbedder, optional): The embedder the vectors come from.
+
+    Returns:
+        float: The configured value; the embedder's calibrated equivalent when the game left
+        the specification's default in place.
+    """
+    value = float(setting(ports, name))
+    calibrated = CALIBRATED_THRESHOLDS.get(getattr(embedder, "name", None), {})
+    if name in calibrated and math.isclose(value, SPECIFICATION_DEFAULTS.get(name, -1.0)):
+        return calibrated[name]
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# The vectors document
+
+
+def encode_vector(vector):
+    """A vector as compact text: base64 of its float32 bytes."""
+    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def decode_vector(text):
+    """The inverse of `encode_vector`."""
+    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
+
+
+def unit(vector):
+    """`vector` scaled to length 1 (zero stays zero)."""
+    vector = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def load_vectors(ports):
+    """The "node_vectors" document (a copy to change and pass to `save_vectors`)."""
+    doc = ports.state.get(documents.NODE_VECTORS, None) or {}
+    return {
+        "dims": doc.get("dims"),
+        "revision": doc.get("revision"),
+        "nodes": dict(doc.get("nodes") or {}),
+        "clusters": dict(doc.get("clusters") or {}),
+    }
+
+
+def save_vectors(ports, doc):
+    """Persist the vectors with a new revision, so every cached index of them is dropped."""
+    doc["revision"] = uuid.uuid4().hex
+    ports.state.set(documents.NODE_VECTORS, doc)
+
+
+# ----------------------------------------------------------------------------------------------
+# Cluster centroids
+
+
+def recompute_centroids(nodes, vectors, cluster_ids):
+    """
+    Set each cluster's centroid to the normalised mean of its active nodes' vectors (in the
+    vectors document); a cluster with no active vectors loses its centroid.
+
+    Args:
+        nodes (dict): `{id: node}`.
+        vectors (dict): The "node_vectors" document, changed in place.
+        cluster_ids (iterable): The clusters to recompute.
+    """
+    wanted = set(cluster_ids)
+    rows = {cluster_id: [] for cluster_id in wanted}
+    for node in nodes.values():
+        cluster_id = node.get("cluster_id")
+        if cluster_id in wanted and node.get("status") == ACTIVE:
+            encoded = vectors["nodes"].get(node["id"])
+            if encoded:
+                rows[cluster_id].append(decode_vector(encoded))
+    for cluster_id, members in rows.items():
+        if members:
+            vectors["clusters"][cluster_id] = encode_vector(unit(np.mean(members, axis=0)))
+        else:
+            vectors["clusters"].pop(cluster_id, None)
+
+
+def cluster_vector(vectors, cluster_id):
+    """A cluster's centroid from the vectors document, or None."""
+    encoded = vectors["clusters"].get(cluster_id)
+    return decode_vector(encoded) if encoded else None
+
+
+def best_cluster(vectors, query, cluster_ids=None):
+    """
+    The cluster whose centroid is most similar to `query`.
+
+    Returns:
+        tuple: `(cluster_id, similarity)`, or `(None, -1.0)` when no cluster has a centroid.
+    """
+    best, best_score = None, -1.0
+    for cluster_id, encoded in vectors["clusters"].items():
+        if cluster_ids is not None and cluster_id not in cluster_ids:
+            continue
+        score = float(decode_vector(encoded) @ query)
+        if score > best_score:
+            best, best_score = cluster_id, score
+    return best, best_score
+
+
+# ----------------------------------------------------------------------------------------------
+# The index
+
+
+class VectorIndex:
+    """
+    Node vectors as one matrix, so a similarity search is a single matrix product.
+
+    Args:
+        ids (list[str]): Node ids, one per row.
+        matrix (numpy.ndarray): `(len(ids), dims)` float32, unit rows.
+    """
+
+    def __init__(self, ids, matrix):
+        self.ids = list(ids)
+        self.matrix = matrix
+        self.rows = {node_id: row for row, node_id in enumerate(self.ids)}
+
+    @classmethod
+    def from_doc(cls, doc):
+        ids = list(doc.get("nodes") or {})
+        if not ids:
+            return cls([], np.zeros((0, int(doc.get("dims") or 0)), dtype=np.float32))
+        matrix = np.stack([decode_vector(doc["nodes"][node_id]) for node_id in ids])
+        return cls(ids, matrix)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def scores(self, query):
+        """Cosine similarity of every node to the unit vector `query`."""
+        if not self.ids:
+            return np.zeros(0, dtype=np.float32)
+        return self.matrix @ np.asarray(query, dtype=np.float32)
+
+    def search(self, query, *, threshold=0.0, limit=3, accept=None):
+        """
+        The best nodes for `query`.
+
+        Args:
+            query (numpy.ndarray): A unit vector.
+            threshold (float): Minimum cosine similarity.
+            limit (int): At most this many.
+            accept (callable, optional): `accept(node_id) -> bool` filter (e.g. active only).
+
+        Returns:
+            list[tuple]: `(node_id, score)`, best first.
+        """
+        scores = self.scores(query)
+        found = []
+        for row in np.argsort(-scores, kind="stable"):
+            score = float(scores[row])
+            if score < threshold or len(found) >= limit:
+                break
+            node_id = self.ids[row]
+            if accept is None or accept(node_id):
+                found.append((node_id, score))
+        return found
+
+
+def vector_index(ports):
+    """
+    The cached `VectorIndex` of this assistant's node vectors, rebuilt when they change.
+
+    The cache lives on the assistant's runtime (`caches["node_index"]`) and is checked against
+    the document's revision (which `save_vectors` renews), so a stale index is never used and
+    assistants never share one.
+    """
+    doc = ports.state.get(documents.NODE_VECTORS, None) or {}
+    revision = doc.get("revision")
+    cached = ports.runtime.caches.get(INDEX_CACHE)
+    if cached is not None and revision is not None and cached[0] == revision:
+        return cached[1]
+    index = VectorIndex.from_doc(doc)
+    ports.runtime.caches[INDEX_CACHE] = (revision, index)
+    return index
+
+
+# ----------------------------------------------------------------------------------------------
+# Embedding (off the reactor)
+
+# Process-wide on purpose: the embedding model is loaded once per process and shared by every
+# assistant (`memory.embedder.get_embedder`), and the runner is the process's CPU pool. This
+# replaces both for the whole process, as tests and benches need; it holds no assistant's state.
+_EMBEDDING = {"embedder": None, "runner": None}
+
+
+def set_embedding(embedder=None, runner=None):
+    """
+    Replace the embedder and/or the blocking-call runner nodes use (tests inject fakes).
+
+    Args:
+        embedder (LocalEmbedder, optional): None restores the configured one.
+        runner (callable, optional): `runner(func, *args) -> Deferred`; None restores
+            `threads.run_cpu_bound`.
+
+    Returns:
+        dict: The previous `{"embedder", "runner"}`, to restore later.
+    """
+    previous = dict(_EMBEDDING)
+    _EMBEDDING.update(embedder=embedder, runner=runner)
+    return previous
+
+
+def get_node_embedder(ports, embedder=None):
+    """The embedder to use: the one given, the injected one, else the `nodes.embedder` model."""
+    if embedder is not None:
+        return embedder
+    if _EMBEDDING["embedder"] is not None:
+        return _EMBEDDING["embedder"]
+    from ai_assistant.memory.embedder import get_embedder  # heavy (mem0): imported on use
+
+    return get_embedder(setting(ports, "embedder"))
+
+
+def embed_texts(ports, texts, *, embedder=None, runner=None):
+    """
+    Embed texts in one batch, in the thread pool.
+
+    Returns:
+        Deferred[numpy.ndarray]: `(len(texts), dims)` unit vectors.
+    """
+    from twisted.internet import defer
+
+    try:
+        model = get_node_embedder(ports, embedder)
+    except Exception as err:  # model missing: the caller's step fails, state is untouched
+        return defer.fail(err)
+    runner = runner or _EMBEDDING["runner"]
+    if runner is None:
+        from ai_assistant.plumbing.threads import run_cpu_bound as runner
+    return runner(model.embed, list(texts))

@@ -1,0 +1,171 @@
+"""
+Recall from the semantic tier: the memories relevant to a query or to the current situation.
+
+`retrieve_relevant_memories` is the specification's two-stage filter: semantic relevance above
+the calibrated threshold (`memory.relevance_threshold`), then
+`metadata.source_trust >= memory.min_source_trust`. It feeds the prompt's memory block
+(`memory_context_block`), the `recall_memories` tool and `@assistant/memory`
+(`format_memory_results`).
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.plumbing.settings import DEFAULTS
+
+# Memories with no recorded trust are treated as this (the specification's neutral middle).
+UNKNOWN_TRUST = 0.5
+
+
+def calibrated_threshold(ports, name):
+    """
+    A similarity threshold on the scale of the store's embedder.
+
+    The specification's numbers (relevance 0.7, link similarity 0.7) are on a
+    transformer-cosine scale. A store whose embedder reports its own calibrated value for
+    `name` uses it while the setting is still the specification's default; a game that sets
+    another value gets exactly that.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        name (str): "relevance_threshold" or "link_similarity".
+
+    Returns:
+        float: The threshold to compare `score` (cosine) against.
+    """
+    configured = ports.settings.get(f"memory.{name}")
+    calibrated = getattr(ports.semantic, name, None)
+    if calibrated is not None and configured == DEFAULTS["memory"][name]:
+        return float(calibrated)
+    return float(configured)
+
+
+def _event_text(event):
+    if isinstance(event, str):
+        return event
+    if isinstance(event, dict):
+        for key in ("content", "text", "message", "description", "title"):
+            if event.get(key):
+                return str(event[key])
+    return ""
+
+
+def build_query(query=None, events=None, goals=None):
+    """
+    The search text: the query, else the recent events and active goals joined.
+
+    Returns:
+        str: Possibly empty.
+    """
+    if query and str(query).strip():
+        return str(query).strip()
+    parts = [_event_text(item) for item in list(events or [])[-5:]]
+    parts += [_event_text(item) for item in list(goals or [])[:3]]
+    return " ".join(part for part in parts if part).strip()[:2000]
+
+
+def _trust(hit):
+    value = (hit.get("metadata") or {}).get("source_trust")
+    return float(value) if isinstance(value, int | float) else UNKNOWN_TRUST
+
+
+@defer.inlineCallbacks
+def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, limit=None,
+                               min_source_trust=None, threshold=None):
+    """
+    Two-stage retrieval from semantic memory.
+
+    Stage 1: cosine relevance above the calibrated threshold (`memory.relevance_threshold`).
+    Stage 2: `metadata.source_trust >= min_source_trust` (`memory.min_source_trust`).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        query (str, optional): What to look for; else built from `events` and `goals`.
+        events (list, optional): Recent events (strings or dicts with "content").
+        goals (list, optional): Active goals (strings or dicts with "description").
+        limit (int, optional): Most results (`memory.recall_limit`).
+        min_source_trust (float, optional): Trust floor.
+        threshold (float, optional): Relevance floor on the embedder's cosine scale.
+
+    Returns:
+        Deferred[list[dict]]: `{"id", "memory", "score", "trust", "metadata"}`, best first.
+        Errbacks if the store fails (callers decide how to show it).
+    """
+    store = ports.semantic
+    text = build_query(query, events, goals)
+    if store is None or not text:
+        return []
+    limit = int(limit or ports.settings.get("memory.recall_limit"))
+    if min_source_trust is None:
+        min_source_trust = ports.settings.get("memory.min_source_trust")
+    if threshold is None:
+        threshold = calibrated_threshold(ports, "relevance_threshold")
+    # Over-fetch: the trust stage may drop some of the relevant ones.
+    hits = yield store.search(text, limit=limit * 3)
+    kept = []
+    for hit in hits or ():
+        if hit.get("score", 0.0) <= threshold:
+            continue
+        trust = _trust(hit)
+        if trust < min_source_trust:
+            continue
+        kept.append({**hit, "trust": trust})
+    kept.sort(key=lambda hit: hit.get("score", 0.0), reverse=True)
+    return kept[:limit]
+
+
+def format_memory_line(hit):
+    """One memory as a prompt/command line: `- text (relevance 0.52, trust 0.9, from Alice)`."""
+    metadata = hit.get("metadata") or {}
+    source = metadata.get("source_entity")
+    origin = f", from {source}" if source else ""
+    return (f"- {hit.get('memory', '')} (relevance {hit.get('score', 0.0):.2f}, "
+            f"trust {hit.get('trust', _trust(hit)):.2f}{origin})")
+
+
+@defer.inlineCallbacks
+def memory_context_block(ports, query=None, *, events=None, goals=None, limit=None):
+    """
+    Context provider: the prompt block of memories relevant to the current situation.
+
+    Never fails: a store error is logged and gives an empty block (the prompt goes on).
+
+    Returns:
+        Deferred[str]: "## Relevant memories" and one line per memory, or "".
+    """
+    try:
+        hits = yield retrieve_relevant_memories(
+            ports, query, events=events, goals=goals, limit=limit
+        )
+    except Exception as err:
+        ports.log(f"{ports.name}: memory retrieval for the prompt failed: {err}")
+        return ""
+    if not hits:
+        return ""
+    return "\n".join(["## Relevant memories"] + [format_memory_line(hit) for hit in hits])
+
+
+def format_memory_results(query, hits):
+    """
+    The text `@assistant/memory <npc> = <query>` shows.
+
+    Args:
+        query (str): What was searched for.
+        hits (list[dict]): Results of `retrieve_relevant_memories` (or the tool's `memories`).
+
+    Returns:
+        str: A header and one scored line per memory, or a clear "nothing found".
+    """
+    if not hits:
+        return f"No memories match '{query}'."
+    lines = [f"Memories for '{query}' ({len(hits)}):"]
+    for number, hit in enumerate(hits, 1):
+        metadata = hit.get("metadata") or {}
+        tags = ", ".join(metadata.get("tags") or [])
+        extra = f" [{tags}]" if tags else ""
+        source = metadata.get("source_entity")
+        origin = f" from {source}" if source else ""
+        lines.append(
+            f"{number:>2}. score {hit.get('score', 0.0):.2f} | trust "
+            f"{hit.get('trust', _trust(hit)):.2f}{origin} | {hit.get('memory', '')}{extra}"
+        )
+    return "\n".join(lines)

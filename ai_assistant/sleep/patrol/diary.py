@@ -1,0 +1,86 @@
+"""
+Patrol step: the diary entry and the think notes.
+
+From the scenes filed since the last diary, the model writes today's diary entry (3-5 lines,
+kept in "diary" by date) and the think notes (3-7 bullets, "think_notes") that the assistant's
+next conversation starts with. Scenes stay pending until a call succeeds.
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.memory import nodes as nodes_model
+from ai_assistant.memory.nodes import load_nodes, scene_to_text, setting
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import LLMError
+from ai_assistant.plumbing.quoting import defuse
+from ai_assistant.sleep.patrol.graph import now_iso, patrol_state
+from ai_assistant.sleep.patrol.prompts import DIARY_PROMPT, ask_json
+
+
+def _diary_lines(text):
+    lines = [" ".join(line.split()) for line in str(text or "").splitlines()]
+    return [line for line in lines if line]
+
+
+def _think_bullets(ports, think):
+    """The think notes of a reply as clean bullets, at most `think_max_bullets`."""
+    if isinstance(think, str):
+        think = _diary_lines(think)
+    bullets = [" ".join(str(b).lstrip("-•* ").split()) for b in (think or [])]
+    return [b for b in bullets if b][: int(setting(ports, "think_max_bullets"))]
+
+
+def _store(ports, date, diary_lines, bullets, scenes):
+    """Write the diary entry and think notes; the scenes written about leave the queue."""
+    stamp = now_iso(ports)
+    if diary_lines:
+        diary_doc = dict(ports.state.get(documents.DIARY, None) or {})
+        diary_doc[date] = {"date": date, "text": "\n".join(diary_lines), "updated_at": stamp}
+        ports.state.set(documents.DIARY, diary_doc)
+    if bullets:
+        ports.state.set(documents.THINK_NOTES, {
+            "text": "\n".join(f"- {bullet}" for bullet in bullets),
+            "bullets": bullets,
+            "updated_at": stamp,
+        })
+    state = patrol_state(ports)
+    written = {node["id"] for node in scenes}
+    state["diary_pending"] = [i for i in state.get("diary_pending") or [] if i not in written]
+    ports.state.set(documents.PATROL_STATE, state)
+
+
+@defer.inlineCallbacks
+def write_diary_and_think(ports):
+    """
+    The diary entry for today (3-5 lines) and the think notes (3-7 bullets) from the scenes
+    filed since the last diary. Unwritten scenes stay pending until a call succeeds.
+
+    Returns:
+        Deferred[dict]: `{"diary": bool, "think": int}` or `{"skipped": ...}`.
+    """
+    if ports.mechanical:
+        return {"skipped": "mechanical mode"}
+    pending = list(patrol_state(ports).get("diary_pending") or [])
+    nodes = load_nodes(ports)
+    scenes = [nodes[i] for i in pending if i in nodes][-40:]
+    if not scenes:
+        if pending:
+            state = patrol_state(ports)
+            state["diary_pending"] = []
+            ports.state.set(documents.PATROL_STATE, state)
+        return {"skipped": "no new scenes"}
+    date = nodes_model.today(ports)
+    lines = "\n".join(f"- {defuse(scene_to_text(node), 400)}" for node in scenes)
+    prompt = DIARY_PROMPT.format(name=ports.name, lines=lines, date=date)
+    try:
+        reply = yield ask_json(ports, prompt, "patrol_diary")
+    except LLMError as err:
+        ports.log(f"{ports.name}: patrol diary failed, retried next patrol: {err}")
+        return {"error": str(err)}
+    diary = reply.get("diary")
+    diary_lines = _diary_lines("\n".join(diary) if isinstance(diary, list) else diary)[:5]
+    bullets = _think_bullets(ports, reply.get("think"))
+    if not diary_lines and not bullets:
+        return {"error": "the diary reply had neither a diary nor think notes"}
+    _store(ports, date, diary_lines, bullets, scenes)
+    return {"diary": bool(diary_lines), "diary_lines": len(diary_lines), "think": len(bullets)}
