@@ -289,10 +289,7 @@ def semantic_store(settings, key, log, runtime):
     """
     if not settings.get("memory.enabled"):
         return None
-    store = runtime.caches.get("semantic_store")
-    if store is None:
-        store = runtime.caches["semantic_store"] = LazySemanticStore(settings, key, log)
-    return store
+    return runtime.cache("semantic_store", lambda: LazySemanticStore(settings, key, log))
 
 
 def npc_settings(character):

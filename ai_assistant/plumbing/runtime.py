@@ -35,3 +35,16 @@ class AssistantRuntime:
     emergency_compaction_running: bool = False
     patrol_running: bool = False
     caches: dict = field(default_factory=dict)
+
+    def cache(self, name, factory):
+        """
+        The cache called `name`, made by `factory()` on first use.
+
+        Args:
+            name (str): The cache's name (the module that builds it names it).
+            factory (callable): Makes an empty cache.
+        """
+        found = self.caches.get(name)
+        if found is None:
+            found = self.caches[name] = factory()
+        return found

@@ -66,20 +66,12 @@ _DEFAULT_PARAMS = SearchParams()
 
 def journal_index_cache(ports):
     """The assistant's `JournalIndexCache` (its journal's BM25 indexes, one per version)."""
-    caches = ports.runtime.caches
-    cache = caches.get(INDEX_CACHE)
-    if cache is None:
-        cache = caches[INDEX_CACHE] = JournalIndexCache()
-    return cache
+    return ports.runtime.cache(INDEX_CACHE, JournalIndexCache)
 
 
 def journal_embedding_matrices(ports):
     """The assistant's `EmbeddingMatrices` (its journal's vectors, for `dense_similarities`)."""
-    caches = ports.runtime.caches
-    matrices = caches.get(MATRIX_CACHE)
-    if matrices is None:
-        matrices = caches[MATRIX_CACHE] = EmbeddingMatrices()
-    return matrices
+    return ports.runtime.cache(MATRIX_CACHE, EmbeddingMatrices)
 
 
 @dataclass(frozen=True)
