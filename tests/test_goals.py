@@ -1,4 +1,4 @@
-"""Goals: ids, rollup over three levels, completion propagation, decomposition (seed 003)."""
+"""Goals: ids, rollup over three levels, completion propagation, decomposition."""
 
 import copy
 import json

@@ -1,4 +1,4 @@
-"""Projects: slots, the context paging pattern, the prompt block and the admin view (seed 003)."""
+"""Projects: slots, the context paging pattern, the prompt block and the admin view."""
 
 import copy
 

@@ -1,4 +1,4 @@
-"""Session memory: storing, persona protection, compaction (seed 003, "Session Memory")."""
+"""Session memory: storing, persona protection, compaction."""
 
 import copy
 

@@ -1,4 +1,4 @@
-"""Self-monitoring (get_system_status) and self-modification (update_system_prompt), seed 003."""
+"""Self-monitoring (get_system_status) and self-modification (update_system_prompt)."""
 
 import json
 import sys
