@@ -25,7 +25,7 @@ find_python312 = $(shell \
 	  done; \
 	fi)
 
-.PHONY: venv test test-fast lint demo stop build-world reload clean-venv
+.PHONY: venv test test-fast test-postgres postgres browser lint demo stop build-world reload clean-venv
 
 $(VPY):
 	@PY="$(call find_python312)"; \
@@ -45,6 +45,33 @@ venv: $(STAMP)
 
 test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# The suite again with Evennia's database on a real PostgreSQL: a throwaway cluster in a temp
+# folder on a free loopback port (tests/postgres.py). Installs Debian's postgresql if missing.
+test-postgres: venv postgres
+	$(VPY) tests/postgres.py $(PYTEST_ARGS)
+
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing PostgreSQL (Debian's postgresql package)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else \
+	  echo "ERROR: PostgreSQL is not installed; run as root or 'sudo apt-get install postgresql'." >&2; \
+	  exit 1; \
+	fi
+
+# Headless Chromium and its driver for the browser test of the memory inspector
+# (tests/test_e2e_inspector.py, which skips with the reason where they are missing).
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing Chromium (Debian's chromium and chromium-driver packages)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+	    || echo "NOTE: could not install chromium: the browser test will skip."; \
+	else \
+	  echo "NOTE: chromium/chromium-driver missing and not root: the browser test will skip."; \
+	fi
 
 test-fast: venv
 	$(VPY) -m pytest -m "not e2e" $(PYTEST_ARGS)

@@ -14,6 +14,7 @@ from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize
 
 from ai_assistant.plumbing import documents, threads
+from ai_assistant.plumbing.environment import setting_source
 from ai_assistant.plumbing.ports import AssistantPorts, SystemClock
 from ai_assistant.plumbing.settings import Settings, settings_tree
 
@@ -143,6 +144,20 @@ class EvenniaWorld:
         self.character.at_say(text, whisper=True, receivers=receiver)
         return None
 
+    def tell(self, target, text):
+        """
+        An out-of-character message to one character here, from nobody in the room: no one
+        else sees it, and no assistant hears it.
+
+        Returns:
+            str or None: Why it could not be sent, or None.
+        """
+        receiver = self._find_present(target)
+        if receiver is None:
+            return f"'{target}' is not here"
+        receiver.msg(str(text))
+        return None
+
     @staticmethod
     def _is_character(obj):
         from evennia.objects.objects import DefaultCharacter
@@ -264,6 +279,9 @@ class LazySemanticStore:
     def delete(self, memory_id):
         return self._call("delete", memory_id)
 
+    def update(self, memory_id, text, *, metadata=None):
+        return self._call("update", memory_id, text, metadata=metadata)
+
     def list(self, *, limit=100, filters=None):
         return self._call("list", limit=limit, filters=filters)
 
@@ -292,17 +310,38 @@ def semantic_store(settings, key, log, runtime):
     return runtime.cache("semantic_store", lambda: LazySemanticStore(settings, key, log))
 
 
+def npc_overrides(character):
+    """The NPC's `@assistant/config` overrides, as plain data."""
+    return deserialize(character.attributes.get(documents.CONFIG_OVERRIDES) or {})
+
+
 def npc_settings(character):
-    """The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides."""
-    overrides = character.attributes.get(documents.CONFIG_OVERRIDES)
-    return Settings(game_settings(), overrides=deserialize(overrides or {}))
+    """
+    The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides.
+
+    A stored value its setting does not accept is ignored (and listed in the settings'
+    `problems`, which `@assistant` shows), so it never breaks a tick or a reload.
+    """
+    return Settings(game_settings(), overrides=npc_overrides(character))
+
+
+def game_config():
+    """The game's own `AI_ASSISTANT` setting (what its settings.py says, nothing merged)."""
+    from django.conf import settings as django_settings
+
+    return getattr(django_settings, "AI_ASSISTANT", {}) or {}
 
 
 def game_settings():
-    """The game's `AI_ASSISTANT` setting over the defaults (with the OpenAI environment)."""
-    from django.conf import settings as django_settings
+    """The game's `AI_ASSISTANT` setting over the defaults (with the environment's values)."""
+    return settings_tree(game_config())
 
-    return settings_tree(getattr(django_settings, "AI_ASSISTANT", {}) or {})
+
+def llm_sources(character):
+    """Where the NPC's LLM endpoint, model and key come from, in words (for the log)."""
+    config, overrides = game_config(), npc_overrides(character)
+    return {name: setting_source(f"llm.{name}", config, overrides)
+            for name in ("base_url", "model", "api_key")}
 
 
 def log_to_server(message):
@@ -324,6 +363,9 @@ def build_ports(character, *, runtime):
         cached in its `ndb`).
     """
     settings = npc_settings(character)
+    for problem in settings.problems:
+        log_to_server(f"{character.key}: ignored setting {problem['key']} = "
+                      f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
     key = f"assistant_{character.id}"
     return AssistantPorts(

@@ -90,6 +90,19 @@ class AssistantHandler:
         self.obj.ndb.llm_client = None
         self.obj.ndb.llm_client_signature = None
 
+    def renew(self):
+        """
+        Re-read everything from the database: after Attributes were written from outside the
+        state documents (a prototype's `attrs`), the caches would hide them.
+        """
+        self.flush()
+        for owner in (self.obj, self.script):
+            if owner is not None:
+                owner.ndb.ai_state_cache = owner.ndb.ai_state_dirty = None
+        self.reset()
+        if self.script:
+            self.script.subscribe()
+
     def llm_client(self, settings):
         """
         The LLM client for `settings["llm"]`, rebuilt only when that configuration changes.
@@ -100,7 +113,7 @@ class AssistantHandler:
         Returns:
             LLMClient or None: None in mechanical mode (no endpoint configured).
         """
-        from ai_assistant.adapters import AttributeState, log_to_server
+        from ai_assistant.adapters import AttributeState, llm_sources, log_to_server
         from ai_assistant.plumbing.llm import make_llm_client
 
         config = settings.get("llm")
@@ -112,6 +125,7 @@ class AssistantHandler:
                 npc_name=self.obj.key,
                 state=AttributeState(self.obj),
                 log=log_to_server,
+                sources=llm_sources(self.obj),
             )
             self.obj.ndb.llm_client_signature = signature
         return self.obj.ndb.llm_client
@@ -202,9 +216,21 @@ class AssistantHandler:
             urgent_priority=ports.settings.get("perception.urgent_priority"),
         )
         perception.enqueue(ports, event)
+        if self.operating_mode == "sleep" and sender.has_account:
+            self._heard_while_asleep(ports, sender, event)
         if event["urgent"] and self.operating_mode == "awake" and self.script:
             self.script.poke()
         return event
+
+    def _heard_while_asleep(self, ports, sender, event):
+        """A player talked to the sleeper: one sign of sleep; a light sleeper wakes."""
+        from ai_assistant.sleep import modes
+
+        sign = modes.sleep_sign(ports, event)
+        if sign:
+            sender.msg(sign)  # in character, to that player alone
+        if event["urgent"] and modes.wake_light_sleeper(ports, self.set_mode) and self.script:
+            self.script.poke()  # answer now, not at the next awake tick
 
     def receive(self, text=None, from_obj=None, **kwargs):
         """
@@ -311,6 +337,20 @@ class AssistantMixin:
         self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
         self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
         self.assistant.script.subscribe()
+
+    def at_object_post_creation(self):
+        """
+        Take up what creation gave it after `at_object_creation`: a prototype's (or
+        `create_object`'s) Attributes are written only then - its persona, its per-NPC
+        settings (`config_overrides`) - so the cached ports and the ticker's rate are renewed.
+        """
+        super().at_object_post_creation()
+        self.assistant.renew()
+
+    def at_object_post_spawn(self, prototype=None):
+        """Spawned or updated from a prototype (`spawn`): take up its Attributes too."""
+        super().at_object_post_spawn(prototype=prototype)
+        self.assistant.renew()
 
     def at_msg_receive(self, text=None, from_obj=None, **kwargs):
         """Hear the room: what is said, posed, whispered, and who comes and goes."""

@@ -5,7 +5,6 @@ Admin views: the text `@assistant` shows for one assistant (status and config).
 import json
 
 from ai_assistant.plumbing import documents
-from ai_assistant.plumbing.settings import Settings
 
 
 def mask_secret(secret):
@@ -54,6 +53,7 @@ def format_status(npc):
         f"{stats.get('completion_tokens', 0)} in {stats.get('calls', 0)} calls "
         f"({stats.get('failures', 0)} failed)",
     ]
+    lines += settings_problem_lines(ports.settings)
     if stats.get("emergency_stop"):
         lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
                      f"({stats.get('last_error')}); @assistant/wake or /config clears it")
@@ -62,6 +62,11 @@ def format_status(npc):
         f"  events queued: {len(state.get(documents.PENDING_EVENTS) or [])} "
         f"(dropped: {dropped}); conversations: {len(state.get(documents.WORKING_MEMORY) or {})}"
     )
+    unanswered = (state.get(documents.LOOP_STATE) or {}).get("last_unanswered")
+    if unanswered:
+        # someone got the fallback line instead of an answer: say why (react.record_unanswered)
+        lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
+                     f"{unanswered.get('reason')}")
     entries = journal.get("entries", [])
     lines.append(
         f"  journal: {len(entries)} entries (consolidated "
@@ -87,10 +92,28 @@ def _summary(result):
     return str(result)
 
 
+def settings_problem_lines(settings):
+    """
+    One line per stored setting value that was ignored (out of its type or range).
+
+    Args:
+        settings (Settings): The NPC's settings (`problems` lists what was ignored).
+
+    Returns:
+        list: Status lines; empty when every value is fine.
+    """
+    lines = []
+    for problem in settings.problems:
+        instead = "the game's value" if problem["source"] == "per-NPC config" else "the default"
+        lines.append(f"  |rignored setting|n {problem['key']} = {problem['value']!r} from "
+                     f"{problem['source']}: {problem['error']}; {instead} is used")
+    return lines
+
+
 def format_config(npc):
     """The NPC's overrides and its effective LLM settings (keys masked)."""
     overrides = dict(npc.attributes.get(documents.CONFIG_OVERRIDES) or {})
-    settings = Settings(overrides=overrides)
+    settings = npc.assistant.ports().settings
     llm = dict(settings.get("llm"))
     llm["api_key"] = mask_secret(llm.get("api_key"))
     shown = {key: ("(hidden)" if key == "llm.api_key" else value)
@@ -100,6 +123,7 @@ def format_config(npc):
         "  overrides: " + (json.dumps(shown, sort_keys=True) if shown else "none"),
         "  llm: " + json.dumps(llm, sort_keys=True, default=str),
         f"  ticks: awake {settings.get('ticks.awake')}s, sleep {settings.get('ticks.sleep')}s",
+        *settings_problem_lines(settings),
         "  set one with: @assistant/config <npc> = <dotted.key> <value>",
     ]
     return "\n".join(lines)

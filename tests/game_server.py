@@ -2,7 +2,8 @@
 A real Evennia server started from this repository, for end-to-end tests and benchmarks.
 
 `GameServer` copies the game directory (server/conf, typeclasses, commands, world, web) into a
-temporary folder with its own SQLite database and free loopback ports, migrates, starts it with
+temporary folder with its own database (a SQLite file, or a fresh PostgreSQL database under
+`make test-postgres`) and free loopback ports, migrates, starts it with
 the superuser from the environment, and stops it (killing anything left) when done.
 `TelnetClient` talks to it as a player would.
 """
@@ -36,12 +37,16 @@ class GameServer:
     Args:
         env (dict, optional): Extra environment for the server (e.g. the LLM endpoint).
         settings (str, optional): Extra Python lines for the test's secret_settings.py.
+        website (bool): Serve the game's website on a free port (`web_url`); off by default.
     """
 
-    def __init__(self, env=None, settings=""):
+    def __init__(self, env=None, settings="", website=False):
         self.dir = tempfile.mkdtemp(prefix="ai_assistant_game_")
         self.telnet_port = free_port()
         self.amp_port = free_port()
+        self.website = website
+        self.web_port = free_port() if website else None
+        self.web_url = f"http://127.0.0.1:{self.web_port}" if website else None
         self.username = "admin"
         self.password = "test-password-1"
         self.extra_env = dict(env or {})
@@ -68,7 +73,30 @@ class GameServer:
             text=True, timeout=timeout, stdin=subprocess.DEVNULL,
         )
 
+    def _own_database(self):
+        """On PostgreSQL (`make test-postgres`), a fresh database for this server alone."""
+        if os.environ.get("EVENNIA_DB_ENGINE") != "postgresql":
+            return
+        import uuid
+
+        import psycopg
+
+        self.database = f"game_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{self.database}"')
+        self.extra_env["EVENNIA_DB_NAME"] = self.database
+
+    def _drop_database(self):
+        if getattr(self, "database", None) is None:
+            return
+        import psycopg
+
+        with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+        self.database = None
+
     def start(self):
+        self._own_database()
         for part in GAME_PARTS:
             shutil.copytree(os.path.join(ROOT, part), os.path.join(self.dir, part), ignore=IGNORED)
         os.makedirs(os.path.join(self.dir, "server", "logs"), exist_ok=True)
@@ -76,7 +104,7 @@ class GameServer:
             handle.write(
                 f"TELNET_PORTS = [{self.telnet_port}]\n"
                 f"AMP_PORT = {self.amp_port}\n"
-                "WEBSERVER_ENABLED = False\n"
+                f"{self._web_settings()}"
                 "WEBSOCKET_CLIENT_ENABLED = False\n"
                 "MAX_CONNECTION_RATE = 1000\n"
                 "MAX_COMMAND_RATE = 1000\n"
@@ -108,6 +136,13 @@ class GameServer:
                 self._run("start")
             time.sleep(0.5)
         raise RuntimeError(f"server did not start on {self.telnet_port}:\n{self.logs()}")
+
+    def _web_settings(self):
+        if not self.website:
+            return "WEBSERVER_ENABLED = False\n"
+        # the Portal proxies the public port to the Server's own web port
+        return (f"WEBSERVER_ENABLED = True\n"
+                f"WEBSERVER_PORTS = [({self.web_port}, {free_port()})]\n")
 
     def logs(self, name="server.log"):
         path = os.path.join(self.dir, "server", "logs", name)
@@ -158,6 +193,17 @@ class GameServer:
 
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+        self._drop_database()
+
+
+def _postgres_params():
+    return {
+        "dbname": os.environ["EVENNIA_DB_NAME"],
+        "user": os.environ["EVENNIA_DB_USER"],
+        "password": os.environ.get("EVENNIA_DB_PASSWORD", ""),
+        "host": os.environ["EVENNIA_DB_HOST"],
+        "port": os.environ["EVENNIA_DB_PORT"],
+    }
 
 
 def _alive(pid):

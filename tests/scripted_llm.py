@@ -95,6 +95,27 @@ class Reply:
         return cls(content=f"{prose}\n```json\n{payload}\n```" if prose else payload)
 
     @classmethod
+    def completion(cls, body):
+        """A whole chat.completions body as a server sent it (see `tests/corpus`)."""
+        return cls(body=json.dumps(body).encode())
+
+    @classmethod
+    def served_as(cls, server, name, arguments=None, *, prose=""):
+        """
+        One tool call in the shape a given server sends it (`SERVER_SHAPES`), e.g.
+        `Reply.served_as("vllm-no-parser", "say", {"message": "hi"})`.
+        """
+        arguments = arguments or {}
+        message, finish = SERVER_SHAPES[server](name, arguments, prose)
+        body = {
+            "id": f"chatcmpl-{next(_ids)}", "object": "chat.completion",
+            "created": int(time.time()), "model": "scripted",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        return cls.completion(body)
+
+    @classmethod
     def error(cls, status, *, retry_after=None, message=None):
         """An HTTP error in OpenAI's error format, with an optional Retry-After header."""
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
@@ -129,6 +150,10 @@ class Reply:
             reply = cls.tool(data["tool"], data.get("arguments"), content=data.get("content"))
         elif "json_tool" in data:
             reply = cls.json_tool(data["json_tool"], data.get("parameters"))
+        elif "served_as" in data:
+            reply = cls.served_as(data["served_as"], data["name"], data.get("arguments"))
+        elif "completion" in data:
+            reply = cls.completion(data["completion"])
         elif "error" in data:
             reply = cls.error(int(data["error"]), retry_after=data.get("retry_after"))
         elif data.get("garbage"):
@@ -187,6 +212,56 @@ class Reply:
     def __repr__(self):
         what = self.tool_calls or self.content or self.body
         return f"<Reply {self.status} {what!r}>"
+
+
+def _native_call(name, arguments, *, call_id=None, encode=json.dumps, openai_fields=True):
+    call = {"function": {"name": name, "arguments": encode(arguments)}}
+    if openai_fields:
+        call = {"id": call_id or f"call_{next(_ids)}", "type": "function", **call}
+    return call
+
+
+def _hermes_text(name, arguments, prose):
+    call = json.dumps({"name": name, "arguments": arguments})
+    return (prose + "\n" if prose else "") + f"<tool_call>\n{call}\n</tool_call>"
+
+
+# How each server sends one tool call: `shape(name, arguments, prose) -> (message,
+# finish_reason)`. Native shapes follow OpenAI's `ChatCompletionMessageToolCall`; the others
+# are what the model's chat template makes it write when the server parses no tool calls.
+SERVER_SHAPES = {
+    # OpenAI, vLLM with a tool parser, llama.cpp with --jinja: arguments are JSON text
+    "openai": lambda n, a, p: ({"role": "assistant", "content": p or None,
+                                "tool_calls": [_native_call(n, a)]}, "tool_calls"),
+    # Ollama's /v1 endpoint: content is "" next to the calls
+    "ollama-openai": lambda n, a, p: ({"role": "assistant", "content": p,
+                                       "tool_calls": [_native_call(n, a)]}, "tool_calls"),
+    # Ollama's native /api/chat message passed through: arguments an object, no id or type
+    "ollama-native": lambda n, a, p: (
+        {"role": "assistant", "content": p,
+         "tool_calls": [_native_call(n, a, encode=dict, openai_fields=False)]}, "stop"),
+    # LM Studio, sometimes: the arguments JSON encoded twice
+    "lm-studio-double": lambda n, a, p: (
+        {"role": "assistant", "content": None,
+         "tool_calls": [_native_call(n, a, encode=lambda x: json.dumps(json.dumps(x)))]},
+        "tool_calls"),
+    # vLLM without --enable-auto-tool-choice, llama.cpp without --jinja (Hermes/Qwen template)
+    "vllm-no-parser": lambda n, a, p: ({"role": "assistant", "tool_calls": [],
+                                        "content": _hermes_text(n, a, p)}, "stop"),
+    "llama.cpp-no-jinja": lambda n, a, p: ({"role": "assistant",
+                                            "content": _hermes_text(n, a, p)}, "stop"),
+    # Llama 3.1 JSON tool calling written as text
+    "llama3-json": lambda n, a, p: (
+        {"role": "assistant", "content": json.dumps({"name": n, "parameters": a})}, "stop"),
+    # Mistral's template: [TOOL_CALLS] then a JSON list
+    "mistral": lambda n, a, p: (
+        {"role": "assistant",
+         "content": "[TOOL_CALLS] " + json.dumps([{"name": n, "arguments": a}])}, "stop"),
+    # a JSON action in a ```json fence
+    "fenced-json": lambda n, a, p: (
+        {"role": "assistant", "content": (p + "\n" if p else "") + "```json\n"
+         + json.dumps({"name": n, "arguments": a}) + "\n```"}, "stop"),
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -413,6 +488,10 @@ class FakeWorld:
             return f"nobody called '{target}' is here"
         self.whispers.append((target, text))
         return None
+
+    def tell(self, target, text):
+        """An out-of-character message to one character (`self.told`: (target, text))."""
+        self.told = [*getattr(self, "told", []), (target, text)]
 
     def describe_location(self):
         self.looks += 1

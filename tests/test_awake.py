@@ -122,8 +122,10 @@ def test_mechanical_mode_gives_an_in_character_notice_and_journals():
     ports, _ = make_ports()
     perception.enqueue(ports, event(ports, "talk", "hello Ada"))
     report = result_of(awake.run_awake_tick(ports, run_cycle=None))
-    assert report["cycles"] == [{"interlocutor": "#2", "mechanical": True}]
-    assert "no LLM is configured" in ports.world.emotes[0]
+    assert report["cycles"] == [{"interlocutor": "#2", "mechanical": True, "notice": True}]
+    # to the speaker alone, never to the room
+    assert ports.world.emotes == [] and "no LLM is configured" in ports.world.told[0][1]
+    assert ports.world.told[0][0] == "#2"
     entries = ports.state.get("journal")["entries"]
     assert entries[0]["content"] == 'Bob said to me: "hello Ada"'
     assert entries[0]["source_type"] == "direct" and entries[0]["source_entity"] == "Bob"
@@ -204,14 +206,15 @@ def test_thinking_emote_is_scheduled_and_cancelled():
     assert delay == 2.0 and args == ("pauses, thinking.",) and call.cancelled
 
 
-def test_llm_failure_gets_a_clear_notice():
-    ports, _ = make_ports()
+def test_llm_failure_gets_the_in_character_fallback_line():
+    ports, logs = make_ports()
     ports.llm = object()
     perception.enqueue(ports, event(ports, "talk", "hi"))
     result_of(awake.run_awake_tick(
         ports, run_cycle=lambda p, s, cache=None: defer.succeed(
             {"tools": [], "stopped": "llm_error: emergency stop"})))
-    assert "LLM is unavailable: emergency stop" in ports.world.emotes[0]
+    assert ports.world.said == [ports.settings.get("react.fallback_line")]
+    assert "could not answer Bob: llm_error: emergency stop" in logs.text()
 
 
 def test_a_broken_listener_does_not_stop_the_tick(monkeypatch):

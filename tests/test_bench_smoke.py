@@ -72,6 +72,30 @@ def test_llm_economy_smoke(tmp_path):
     assert current["consolidated"] == 6
 
 
+def test_scale_smoke(tmp_path):
+    """2 assistants x 3 days of the scale bench, in its own process (it boots its own Django)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "scale.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "2", "--days", "3",
+                    "--lines", "4", "--out", str(out)],
+                   cwd=Path(__file__).resolve().parent.parent, check=True, capture_output=True,
+                   timeout=600)  # fmt: skip
+    document = json.loads(out.read_text())
+    for field in ("max_attribute_bytes", "bytes_per_assistant", "reload_seconds",
+                  "empty_reload_seconds", "idle_tick_ms", "recall_ms_p95", "rss_mb"):
+        assert field in document, field
+    curve = document["bytes_per_assistant"]
+    assert list(curve) == ["1", "2", "3"]
+    assert 0 < curve["1"] < curve["3"]  # three days of talk leave more behind than one
+    assert document["max_attribute"]["document"] in document["bytes_per_assistant_by_document"]
+    assert document["reload_assistants_loaded"] == 2
+    assert document["recall_ms"]["count"] == 2  # the admin queries of the last day
+    assert document["sleep_tick_cpu_ms"]["count"] >= 6  # at least two sleep ticks a night
+    assert 0 < document["idle_tick_ms"] < 50
+
+
 @pytest.mark.django_db
 def test_attribute_write_cost_of_a_tick():
     """The part of an idle awake tick the core-path bench leaves out: Attribute writes."""

@@ -24,7 +24,7 @@ from ai_assistant.memory.semantic_recall import (
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError, LLMReply, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
-from ai_assistant.sleep.consolidation import run_sleep_consolidation
+from ai_assistant.sleep.consolidation import extraction_attempts, run_sleep_consolidation
 
 pytestmark = pytest.mark.core
 
@@ -115,6 +115,7 @@ def test_consolidates_a_batch_per_tick_with_the_specified_metadata(make_ports):
         "source": "journal", "entry_id": "entry-0", "tags": [], "source_type": "observation",
         "source_trust": 0.8, "source_entity": "Alice", "importance": 6,
         "importance_method": "heuristic",
+        "verbatim": True,  # no LLM: the text itself, and it says so
     }
     assert memory_ids_for_entry(ports, "entry-0") == [memories[0]["id"]]
     assert get_links(ports)[memories[0]["id"]]["journal_ids"] == ["entry-0"]
@@ -268,14 +269,18 @@ def test_a_failed_extraction_leaves_everything_pending_and_is_retried(make_ports
     failed = result_of(run_sleep_consolidation(ports))
     assert failed["success"] is False and failed["completed"] is False
     assert "fact extraction" in failed["error"]
-    assert ports.semantic.adds == [] and failed["consolidated"] == []
-    assert ports.state.get(documents.JOURNAL)["consolidated_entry_ids"] == []
+    # the entry that has its facts is stored; the others wait, one attempt counted each
+    assert [text for text, _ in ports.semantic.adds] == [FACTS[4]]
+    assert failed["consolidated"] == ["entry-9"]
+    assert ports.state.get(documents.JOURNAL)["consolidated_entry_ids"] == ["entry-9"]
     assert all("facts" not in e for e in ports.state.get(documents.JOURNAL)["entries"][1:])
     assert any("will retry" in line for line in ports.logs)
+    assert extraction_attempts(ports) == {"entry-0": 1, "entry-1": 1}
 
     retried = result_of(run_sleep_consolidation(ports))
     assert len(llm.calls) == 2 and retried["completed"] is True
-    assert retried["consolidated"] == ["entry-9", "entry-0", "entry-1"]
+    assert retried["consolidated"] == ["entry-0", "entry-1"]
+    assert extraction_attempts(ports) == {}
     assert sorted(m["memory"] for m in result_of(ports.semantic.list())) == sorted(
         [FACTS[4], FACTS[0], FACTS[1]])
 
@@ -292,6 +297,29 @@ def test_entries_the_extraction_reply_leaves_out_stay_pending(make_ports):
     assert "[entry-0]" in llm.calls[1]["messages"][-1]["content"]
     assert "[entry-1]" not in llm.calls[1]["messages"][-1]["content"]
     assert second["consolidated"] == ["entry-0"] and second["completed"] is True
+
+
+def test_an_entry_the_reply_always_leaves_out_is_stored_verbatim_after_the_limit(make_ports):
+    entries = [scored(i, text) for i, text in enumerate(FACTS[:2])]
+    only_one = f'{{"entries": [{{"id": "entry-1", "facts": ["{FACTS[1]}"]}}]}}'
+    llm = FakeLLM(only_one, "no idea", "still no idea")
+    ports = make_ports(entries, wrap=FailingStore, llm=llm,
+                       overrides={"memory.extraction_max_attempts": 3})
+    reports = [result_of(run_sleep_consolidation(ports)) for _ in range(3)]
+    assert [r["completed"] for r in reports] == [False, False, True]
+    assert reports[2]["verbatim"] == ["entry-0"]
+    assert len(llm.calls) == 3  # one attempt per tick, three in all
+    # nothing lost: the entry's own text, marked as stored word for word
+    memories = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))
+    assert [m["memory"] for m in memories] == [FACTS[0]]
+    assert memories[0]["metadata"]["verbatim"] is True
+    stored = {e["id"]: e for e in ports.state.get(documents.JOURNAL)["entries"]}
+    assert stored["entry-0"]["consolidated_verbatim"] is True
+    assert "consolidated_verbatim" not in stored["entry-1"]
+    assert extraction_attempts(ports) == {}
+    # done: the next sleep asks nothing more
+    assert result_of(run_sleep_consolidation(ports))["completed"] is True
+    assert len(llm.calls) == 3
 
 
 def test_no_duplicates_after_a_failure_part_way_through_an_entrys_facts(make_ports):

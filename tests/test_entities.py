@@ -341,7 +341,7 @@ def test_format_profile_shows_relationship_attributes_and_observations():
     assert "Keep that coffee away from me." in text
 
 
-def test_context_block_describes_the_interlocutor_and_those_present():
+def test_context_block_gives_notes_about_those_present_once():
     ports, _ = make_ports()
     alice_with_tea(ports)
     profiles(ports)["#12"]["attributes"] = {"preference": "Prefers tea, dislikes coffee"}
@@ -349,15 +349,64 @@ def test_context_block_describes_the_interlocutor_and_those_present():
     situation = {
         "interlocutor": {"id": "#12", "name": "Alice"},
         "present": [{"id": "#13", "name": "Bob"}, "#99"],
+        # what Alice says now is a new event: not repeated as a note
+        "events": [{"sender": "Alice", "text": "Keep that coffee away from me."}],
     }
     block = people.entity_context_block(ports, situation)
-    assert block.index("Alice (player): stranger") < block.index("Bob (player)")
+    assert block.index("Alice:") < block.index("Bob:")
     assert "preference: Prefers tea, dislikes coffee" in block
+    assert "Keep that coffee away from me." not in block
+    assert "favorability" not in block  # the relationship is in the system message, once
     assert "<<<END NOTES>>>" not in block  # player text is defused inside its data block
     assert people.entity_context_block(ports, {"interlocutor": {"id": "#99"}}) is None
-    # registered at import: it reaches the prompt
-    messages = context.build_messages(ports, situation)
-    assert "## People you know" in messages[1]["content"]
+    # registered at import: it reaches the prompt, and the relationships the system message
+    system, user = context.build_messages(ports, situation)
+    assert "## Notes on people here" in user["content"]
+    assert "- Alice (player, here): stranger (favorability" in system["content"]
+    assert system["content"].index("- Alice") < system["content"].index("- Bob (player, here)")
+
+
+def test_one_relationship_schema_for_every_reader():
+    ports, _ = make_ports()
+    alice_with_tea(ports)
+    stored = profiles(ports)["#12"]
+    summary = entities.relationship_summary(stored, ports.clock.now(), ports.settings)
+    relationship = stored["relationship"]
+    # it reads exactly what the writer wrote
+    assert summary["state"] == relationship["state"]
+    assert summary["favorability"] == pytest.approx(relationship["favorability"], abs=1e-4)
+    assert summary["interactions"] == relationship["interaction_count"] == 5
+    assert summary["text"] == (f"{summary['state']} (favorability "
+                               f"{summary['favorability']:.2f}, 5 interactions)")
+    assert entities.relationship_text(stored, ports.clock.now(), ports.settings) == (
+        f"Alice (player): {summary['text']}")
+    # @assistant/profile says the same words
+    assert summary["text"] in entities.format_profile(entities.find_profile(ports, "Alice"))
+    # decay is applied for every reader
+    ports.clock.advance(days=90)
+    later = entities.relationship_summary(stored, ports.clock.now(), ports.settings)
+    assert later["favorability"] < summary["favorability"]
+
+
+def test_relevant_profiles_put_those_present_first_then_the_most_recent():
+    ports, _ = make_ports()
+    for entity_id, name in (("#1", "Old"), ("#2", "Recent"), ("#3", "Here")):
+        entities.record_interaction(ports, entity_id, name, "hello")
+        ports.clock.advance(minutes=1)
+    chosen = entities.relevant_profiles(ports, ["#3"], limit=2)
+    assert [(p["name"], here) for p, here in chosen] == [("Here", True), ("Recent", False)]
+
+
+def test_whispers_and_out_of_character_events_in_profiles():
+    ports, _ = make_ports()
+    entities.observe_events(ports, [
+        {"sender_id": "#5", "sender": "Eve", "kind": "whisper", "text": "psst",
+         "classification": "direct_message"},
+        {"sender_id": "#6", "sender": "Npc01", "kind": "pose", "text": "Npc01 pauses, thinking.",
+         "classification": "out_of_character"},
+    ])
+    assert profiles(ports)["#5"]["observations"][0]["source"] == "whisper"
+    assert "#6" not in profiles(ports)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -349,7 +349,7 @@ def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
 
 def test_failed_attempts_are_counted_and_bound_the_wait_for_a_score():
     llm = FakeLLM(LLMError("down"), "garbage", '{"scores": [{"id": 2, "score": 7}]}')
-    ports, _ = make_ports(llm, {"journal.scoring_max_attempts": 2})
+    ports, _ = make_ports(llm, {"journal.scoring_max_attempts": 3})
     first, second = _fill(ports, 2)
     assert scoring.awaiting_llm_score(ports, first)
     result_of(scoring.score_pending_entries(ports))
@@ -357,12 +357,16 @@ def test_failed_attempts_are_counted_and_bound_the_wait_for_a_score():
     assert scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
     result_of(scoring.score_pending_entries(ports))
     assert scoring.get_scoring_attempts(ports) == {1: 2, 2: 2}
-    assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
-    # entry 2 is scored (its count is forgotten), entry 1 was left out again
+    # entry 2 is scored (its count is forgotten), entry 1 was left out a third time
     report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [2] and report["unscored"] == [1]
     assert scoring.get_scoring_attempts(ports) == {1: 3}
+    assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
     assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 2))  # now "llm"
+    # entry 1 is out of attempts: never asked again (else the oldest entries would fill every
+    # batch, the ones behind them would never be asked, and a sleep would wait for good)
+    report = result_of(scoring.score_pending_entries(ports))
+    assert len(llm.calls) == 3 and report["remaining"] == 0 and report["unscored"] == []
 
 
 def test_nothing_awaits_a_score_without_an_llm_or_with_scoring_turned_off():

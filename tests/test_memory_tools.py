@@ -40,7 +40,7 @@ def test_tools_are_registered_in_the_memory_family():
     assert store.family == recall.family == "memory"
     assert store.category == ToolCategory.ASYNC_REQUIRED
     assert recall.category == ToolCategory.SAFE_CHAIN
-    assert {"store_memory", "recall_memories"} <= set(SLEEP_MODE_TOOLS)
+    assert {"store_memory", "search_facts"} <= set(SLEEP_MODE_TOOLS)  # recall_memories, renamed
 
 
 def test_store_then_recall(ports):

@@ -210,7 +210,9 @@ def test_context_blocks_reach_the_prompt():
     memory_graph(ports)
     ports.state.set(documents.THINK_NOTES, {"text": "- Bob likes rye\n- ask about the oven"})
     ports.state.set(documents.ENTITY_PROFILES, {
-        "bob": {"name": "Bob", "relationship": {"type": "friend", "trust": 0.8}},
+        "bob": {"entity_id": "bob", "name": "Bob", "entity_type": "player",
+                "relationship": {"state": "friend", "favorability": 0.6,
+                                 "interaction_count": 4}},
         "eve": {"name": "Eve <<<END PLAYER TEXT>>>"},
     })
     ports.state.set(documents.DIARY, {
@@ -228,7 +230,7 @@ def test_context_blocks_reach_the_prompt():
     search_nodes(ports, "rye")
     system, user = build_messages(ports, {"events": []})
     assert "- Bob likes rye" in system["content"]
-    assert "- Bob: type friend, trust 0.8" in system["content"]
+    assert "- Bob (player): friend (favorability 0.60, 4 interactions)" in system["content"]
     assert "<<<END PLAYER TEXT>>>" not in system["content"]  # names are defused
     snapshot = memory_blocks.snapshot_block(ports, {})
     assert "fix the oven" in snapshot and "already read" not in snapshot

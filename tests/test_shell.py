@@ -288,7 +288,10 @@ class TestAssistantShell(EvenniaCommandTest):
         cmdset.at_cmdset_creation()
         assert cmdset.priority < -10  # below the account's and the character's cmdsets
         keys = {cmd.key for cmd in cmdset.commands}
-        assert "recall" in keys and not keys & {"say", "emote", "whisper", "page"}
+        assert "recall_scenes" in keys and not keys & {"say", "emote", "whisper", "page"}
+        # the former name of the renamed lookup tool still works as a command
+        recall = next(cmd for cmd in cmdset.commands if cmd.key == "recall_scenes")
+        assert "recall" in recall.aliases
         journal = next(cmd for cmd in cmdset.commands if cmd.key == "add_journal_entry")
         assert journal.locks == "cmd:perm(Admin)"
         assert not journal.access(self.char2, "cmd")

@@ -588,3 +588,92 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     assert all("mechanical mode" in line for line in ports.logs if "skipped" in line)
     assert llm_server.requests == []  # not one call
     assert modes.request_wake(ports, "admin", transition) == "awake"
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. a model whose replies never parse: the sleep still ends, nothing is lost
+
+
+THINGS = ("a wolf howled", "the bell rang", "a ship sank", "the mill burned")
+PLACES = ("harbour", "old quarry", "east gate", "river", "chapel", "market", "forge", "tower")
+GARBAGE = "I'm sorry, as a language model I find these events deeply moving. Shall I go on?"
+
+
+def test_unparsable_replies_through_a_whole_sleep(make_ports, llm_server):
+    """Scoring and extraction give up per entry; the entries are stored verbatim, marked."""
+    llm_server.responder = lambda request: Reply.text(GARBAGE)
+    ports = make_ports({"memory.consolidation_per_tick": 5})
+    transition = Transitions(ports.state)
+    # more entries than one scoring batch holds (journal.scoring_batch_size, 25)
+    ids = [journal.add_entry(ports, f'Bob said to me: "Ada, {thing} by the {place}!"',
+                             source_type="direct")["id"]
+           for thing in THINGS for place in PLACES]
+    modes.enter_sleep(ports, "night", transition)
+    reports = tick_until_dreaming(ports, transition, max_ticks=40)
+
+    entries = {entry["id"]: entry for entry in journal.get_journal(ports)["entries"]}
+    assert sorted(journal.get_journal(ports)["consolidated_entry_ids"]) == sorted(ids)
+    stored = memories_by_entry(ports)
+    for entry_id in ids:
+        # nothing lost: the text itself, once, and the entry says so
+        assert [m["memory"] for m in stored[entry_id]] == [entries[entry_id]["content"]]
+        assert entries[entry_id]["consolidated_verbatim"] is True
+        assert stored[entry_id][0]["metadata"]["verbatim"] is True
+    scoring_limit = ports.settings.get("journal.scoring_max_attempts")
+    extraction_limit = ports.settings.get("memory.extraction_max_attempts")
+    # each entry was asked about a bounded number of times
+    asked = collections.Counter()
+    for request in llm_server.requests:
+        user = request["messages"][-1]["content"]
+        asked.update(int(i) for i, _ in ENTRY_LINE.findall(user))
+    assert max(asked.values()) <= scoring_limit + extraction_limit
+    assert len(reports) <= 40
+    # once dreaming, scoring asks no more about entries it gave up on
+    before = len(llm_server.requests)
+    tick(ports, transition)
+    assert not any(ENTRY_LINE.findall(r["messages"][-1]["content"])
+                   for r in llm_server.requests[before:])
+
+
+class WakingStore:
+    """A real store; its `add` number `wake_on` stores, then an admin forces a wake."""
+
+    def __init__(self, store, wake_on, wake):
+        self.store, self.wake_on, self.wake, self.adds = store, wake_on, wake, 0
+
+    def add(self, text, *, metadata=None, infer=False):
+        self.adds += 1
+        deferred = self.store.add(text, metadata=metadata, infer=infer)
+        if self.adds == self.wake_on:
+            deferred.addCallback(lambda stored: (self.wake(), stored)[1])
+        return deferred
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_a_forced_wake_mid_compacting_resumes_on_the_next_sleep_storing_nothing_twice(
+        make_ports, responder):
+    holder = {}
+    ports = make_ports({"memory.consolidation_per_tick": 5},
+                       wrap=lambda store: WakingStore(store, 2, lambda: holder["wake"]()))
+    transition = Transitions(ports.state)
+    holder["wake"] = lambda: modes.force_wake(ports, "admin", transition)
+    for line in LINES:  # scored by hand: consolidation extracts the facts itself
+        journal.add_entry(ports, f'Alice said to me: "{line}"', importance=6)
+    modes.enter_sleep(ports, "night", transition)
+
+    report = tick(ports, transition)
+    step = report["steps"]["consolidation"]
+    # woken after the second entry's memory was stored: the batch stops there
+    assert step["interrupted"] == "woken" and len(step["consolidated"]) == 2
+    assert ports.state.get("operating_mode") == "awake"
+    assert ports.state.get("sleep_phase") is None
+
+    modes.enter_sleep(ports, "night again", transition)
+    tick_until_dreaming(ports, transition)
+    consolidated = journal.get_journal(ports)["consolidated_entry_ids"]
+    assert len(consolidated) == len(LINES) == len(set(consolidated))
+    stored = memories_by_entry(ports)
+    assert sorted(stored) == sorted(consolidated)
+    assert all(len(memories) == 1 for memories in stored.values())  # none stored twice

@@ -166,8 +166,9 @@ def test_dreaming_runs_every_step_in_order(monkeypatch):
 def test_steps_are_functions_in_their_order():
     assert [name for name, _ in cycle.COMPACTING_STEPS] == ["importance_scoring", "consolidation"]
     assert [name for name, _ in cycle.DREAMING_STEPS] == [
-        "memory_links", "link_cleanup", "entity_consolidation", "reflection", "episodic_pruning",
-        "stale_conversations", "pre_compaction", "context_compaction", "patrol",
+        "memory_links", "link_cleanup", "entity_consolidation", "entity_pruning", "reflection",
+        "episodic_pruning", "stale_conversations", "pre_compaction", "context_compaction",
+        "patrol",
     ]
     assert all(callable(step) for _, step in cycle.COMPACTING_STEPS + cycle.DREAMING_STEPS)
 
@@ -219,3 +220,90 @@ def test_go_to_sleep_tool_requests_sleep_for_the_next_tick():
     assert modes.take_sleep_request(ports, transition) is False
     out = result_of(execute_tool("go_to_sleep", ports, {"reason": "again"}))
     assert out == {"success": False, "error": "you are already asleep"}
+
+
+# ----------------------------------------------------------------------------------------------
+# A forced wake, the sign a player gets from a sleeper, a light sleeper woken by being addressed
+
+
+def test_force_wake_wakes_mid_compacting_and_the_rest_of_the_tick_stops(monkeypatch):
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "admin", transition)
+    ran = []
+
+    def scoring(ports):
+        ran.append("scoring")
+        # the admin forces a wake while the tick runs (the LLM call was in flight)
+        assert modes.force_wake(ports, "admin", transition).startswith(
+            "awake (forced: compacting was interrupted")
+        return {}
+
+    def consolidation(ports):
+        ran.append("consolidation")
+        return {"completed": True}
+
+    monkeypatch.setattr(cycle, "COMPACTING_STEPS",
+                        (("scoring", scoring), ("consolidation", consolidation)))
+    report = result_of(cycle.run_sleep_tick(ports, transition))
+    assert ran == ["scoring"]  # what is left waits for the next sleep
+    assert report["steps"]["interrupted"] == "woken before consolidation"
+    assert ports.state.get("operating_mode") == "awake"
+    assert ports.state.get("sleep_phase") is None  # not moved on to dreaming
+    assert transition.calls[-1] == ("awake", "admin (forced)")
+    # the next sleep starts with the compacting again
+    modes.enter_sleep(ports, "night", transition)
+    assert ports.state.get("sleep_phase") == "compacting"
+
+
+def test_force_wake_of_a_dreaming_or_awake_assistant():
+    ports, transition = make_ports()
+    assert modes.force_wake(ports, "admin", transition) == "already awake"
+    modes.enter_sleep(ports, "admin", transition)
+    ports.state.set("sleep_phase", "dreaming")
+    assert modes.force_wake(ports, "admin", transition) == "awake (forced)"
+    assert ports.state.get("operating_mode") == "awake"
+
+
+def addressed(sender_id="#5", classification="direct_addressing"):
+    return {"sender_id": sender_id, "sender": "Bob", "classification": classification,
+            "urgent": classification != "room_chatter", "kind": "say", "priority": 8}
+
+
+def test_a_player_gets_one_sign_of_sleep_per_period_not_one_per_line():
+    ports, transition = make_ports(**{"sleep.sign_period": 300})
+    assert modes.sleep_sign(ports, addressed()) is None  # awake: no sign
+    modes.enter_sleep(ports, "night", transition)
+    first = modes.sleep_sign(ports, addressed())
+    assert first == "Ada is fast asleep, breathing slowly, and does not stir."
+    assert modes.sleep_sign(ports, addressed()) is None  # the same player, a second line
+    assert modes.sleep_sign(ports, addressed("#6")) == first  # another player gets theirs
+    assert modes.sleep_sign(ports, addressed("#7", "room_chatter")) is None  # not addressed
+    ports.clock.advance(seconds=301)
+    ports.state.set("sleep_phase", "dreaming")
+    assert modes.sleep_sign(ports, addressed()) == "Ada stirs in their sleep and blinks awake."
+
+
+def test_being_addressed_wakes_a_light_sleeper_at_once_but_not_a_deep_one():
+    ports, transition = make_ports()
+    modes.enter_sleep(ports, "night", transition)
+    ports.state.set("pending_events", [addressed()])
+    assert modes.wake_light_sleeper(ports, transition) is None  # compacting: deep sleep
+    assert ports.state.get("operating_mode") == "sleep"
+    ports.state.set("sleep_phase", "dreaming")
+    assert modes.wake_light_sleeper(ports, transition) == "urgent event from Bob"
+    assert ports.state.get("operating_mode") == "awake"
+
+
+def test_the_emergency_stop_is_cleared_and_logged_only_when_one_was_active():
+    class Client:
+        emergency_stopped = False
+        cleared = 0
+
+        def clear_emergency_stop(self):
+            self.cleared += 1
+
+    ports, _ = make_ports()
+    ports.llm = Client()
+    assert modes.clear_emergency_stop(ports) is False and ports.llm.cleared == 0
+    ports.llm.emergency_stopped = True
+    assert modes.clear_emergency_stop(ports) is True and ports.llm.cleared == 1

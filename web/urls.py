@@ -14,12 +14,17 @@ Search the Django documentation for "URL dispatcher" for more help.
 """
 
 from django.urls import include, path
+from django.conf import settings
+
+from ai_assistant.web.urls import api_urlpatterns, page_urlpatterns
 
 # default evennia patterns
 from evennia.web.urls import urlpatterns as evennia_default_urlpatterns
 
 # add patterns
 urlpatterns = [
+    # the AI assistants' memory inspector: staff pages, and its REST API under Evennia's /api/
+    path("assistants/", include(page_urlpatterns)),
     # website
     path("", include("web.website.urls")),
     # webclient
@@ -29,6 +34,9 @@ urlpatterns = [
     # add any extra urls here:
     # path("mypath/", include("path.to.my.urls.file")),
 ]
+
+if settings.REST_API_ENABLED:
+    urlpatterns.insert(0, path("api/assistants/", include(api_urlpatterns)))
 
 # 'urlpatterns' must be named such for Django to find it.
 urlpatterns = urlpatterns + evennia_default_urlpatterns

@@ -88,3 +88,23 @@ See the `spawn` command and `evennia.prototypes.spawner.spawn` for more info.
 # "key": "goblin archwizard",
 # "prototype_parent" : ("GOBLIN_WIZARD", "ARCHWIZARD_MIXIN")
 # }
+
+from ai_assistant.prototypes import assistant_prototype  # noqa: E402
+
+# The demo's assistant (world/build.py spawns her in Limbo); `spawn archivist` makes another.
+ARCHIVIST = assistant_prototype(
+    "Ada",
+    prototype_key="archivist",
+    prototype_desc="Ada, the archivist of the harbour tower (an AI assistant)",
+    typeclass="typeclasses.assistants.Assistant",
+    persona=(
+        "You are Ada, the archivist of the harbour tower. You keep the town's records: who "
+        "came and went, what was traded, what was promised. You are calm, precise and a "
+        "little dry; you like exact dates and dislike rumours, and you say so. You answer "
+        "in a sentence or two, as people speak, and you remember the people who talk to you."
+    ),
+    desc=(
+        "A calm woman in a grey coat, with ink-stained fingers and a notebook that never seems "
+        "to fill up. Her eyes follow whoever speaks, and her pen follows a moment later."
+    ),
+)

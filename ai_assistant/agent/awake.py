@@ -8,14 +8,20 @@ addressed the assistant. An idle tick (nothing queued) does no work at all.
 
 During a cycle the world port is wrapped in `ConversationWorld`, which records what the NPC says
 in working memory and keeps it from talking to an empty room: if the person it answers has left
-by the time the LLM replies, the reply is dropped.
+by the time the LLM replies, the reply is dropped. Someone who whispered gets the answer as a
+whisper: what they said is journaled as private, and nobody else hears the reply.
+
+Never silent: when someone addressed the assistant and its cycle ends without a turn-ending
+action (errors, the iteration limit, the LLM down), that person hears the assistant's
+`react.fallback_line` (in character, configurable per assistant), and the reason is logged and
+kept for `@assistant <npc>` (`react.record_unanswered`).
 """
 
 import dataclasses
 
 from twisted.internet import defer
 
-from ai_assistant.agent import perception
+from ai_assistant.agent import perception, react
 from ai_assistant.memory import entities, journal, working
 from ai_assistant.memory.semantic_recall import memory_context_block
 from ai_assistant.sleep import compaction
@@ -23,13 +29,13 @@ from ai_assistant.sleep import compaction
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 ANSWERED = ("direct_message", "direct_addressing")
 
+# Mechanical mode's notice goes to the speaker alone (`_mechanical_notice`), never to the room:
+# a whisper stays private, and no other assistant hears it and journals it.
 MECHANICAL_NOTICE = (
-    "gives {sender} a polite but vacant look; no thoughts stir behind those eyes. "
+    "{name} gives you a polite but vacant look; no thoughts stir behind those eyes. "
     "(This assistant is in mechanical mode: no LLM is configured.)"
 )
-UNAVAILABLE_NOTICE = (
-    "seems lost in thought and does not answer. (The assistant's LLM is unavailable: {reason})"
-)
+PRIVATE_KINDS = ("whisper", "page")
 
 class ConversationWorld:
     """
@@ -41,12 +47,14 @@ class ConversationWorld:
         interlocutor (dict): `{"id", "name"}` of the character being answered.
     """
 
-    def __init__(self, world, ports, interlocutor):
+    def __init__(self, world, ports, interlocutor, private=False):
         self._world = world
         self._ports = ports
         self._interlocutor = interlocutor
+        self.private = private  # they whispered: the answer goes back as a whisper
         self.suppressed = []
         self.compaction_due = False
+        self.spoke = False
 
     def __getattr__(self, name):
         return getattr(self._world, name)
@@ -60,8 +68,17 @@ class ConversationWorld:
             who = self._interlocutor["name"]
             self._ports.log(f"{self._ports.name}: {who} left; not answering an empty room")
             return
-        getattr(self._world, verb)(text)
         content = text if verb == "say" else f"*{self._ports.name} {text}*"
+        if self.private:
+            reason = self._world.whisper(self._interlocutor["name"], content)
+            if reason:
+                self.suppressed.append(text)
+                self._ports.log(f"{self._ports.name}: could not whisper back: {reason}")
+                return
+            content = f"(whispered) {content}"
+        else:
+            getattr(self._world, verb)(text)
+        self.spoke = True
         working.record_message(
             self._ports, self._interlocutor["id"], self._interlocutor["name"], "assistant", content
         )
@@ -76,6 +93,12 @@ class ConversationWorld:
     def say(self, text):
         self._speak("say", text)
 
+    def whisper(self, target, text):
+        reason = self._world.whisper(target, text)
+        if not reason and str(target).strip().lower() == str(self._interlocutor["name"]).lower():
+            self.spoke = True
+        return reason
+
     def emote(self, text):
         self._speak("emote", text)
 
@@ -87,6 +110,7 @@ HEARD_SOURCE = {
     "direct_addressing": ("direct", 'said to me: "{text}"'),
     "room_chatter": ("environmental", 'said: "{text}"'),
 }
+PRIVATE_HEARD = ("direct", 'whispered to me (private): "{text}"')
 
 
 def journal_heard_events(ports, events):
@@ -101,20 +125,25 @@ def journal_heard_events(ports, events):
     for event in events:
         if event["kind"] not in SPEECH_KINDS or not str(event.get("text", "")).strip():
             continue
+        tags = ["heard", event["classification"]]
         if event["kind"] == "pose":
             source_type, content = "observation", event["text"]
         else:
             source_type, template = HEARD_SOURCE.get(
                 event["classification"], ("environmental", 'said: "{text}"'))
+            if event["kind"] in PRIVATE_KINDS:
+                (source_type, template), tags = PRIVATE_HEARD, [*tags, "private"]
             content = f"{event['sender']} " + template.format(text=event["text"])
         try:
-            journal.add_entry(
+            entry = journal.add_entry(
                 ports,
                 content[: ports.settings.get("journal.max_content_chars")],
                 source_type=source_type,
                 source_entity=event["sender"],
-                tags=["heard", event["classification"]],
+                tags=tags,
             )
+            # the prompt shows this utterance once, as a new event, not again as a memory
+            event["journal_id"] = entry["id"]
         except ValueError as err:
             ports.log(f"{ports.name}: could not journal what {event['sender']} said: {err}")
 
@@ -176,9 +205,9 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
     for interlocutor in _interlocutors(events):
         world = ConversationWorld(ports.world, ports, interlocutor) if ports.world else None
         if ports.mechanical:
-            if world is not None:
-                world.notice(MECHANICAL_NOTICE.format(sender=interlocutor["name"]))
-            report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True})
+            told = _mechanical_notice(ports, interlocutor)
+            report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True,
+                                     **({"notice": True} if told else {})})
             continue
         result = yield _answer(ports, world, interlocutor, events, run_cycle=run_cycle,
                                call_later=call_later, cache=cache)  # fmt: skip
@@ -192,6 +221,43 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
     return report
 
 
+def _never_silent(ports, world, interlocutor, result):
+    """
+    The cycle ended without a turn-ending action: the person who addressed the assistant
+    still hears its fallback line (unless they left, or it already spoke to them), and the
+    reason is recorded for admins.
+    """
+    reason = str(result.get("stopped") or "no answer")
+    react.record_unanswered(ports, interlocutor["name"], reason)
+    line = str(ports.settings.get("react.fallback_line") or "").strip()
+    if world is None or not line or world.spoke:
+        return
+    world.say(line)
+    result["fallback"] = line
+
+
+def _mechanical_notice(ports, interlocutor):
+    """
+    Tell the speaker, privately, that the assistant cannot talk (no LLM): at most once per
+    speaker per `react.notice_period` seconds (the times are kept in the runtime).
+
+    Returns:
+        bool: True if the notice was sent.
+    """
+    tell = getattr(ports.world, "tell", None)
+    if tell is None:
+        return False
+    shown = ports.runtime.cache("mechanical_notices", dict)
+    now = ports.clock.now()
+    last = shown.get(interlocutor["id"])
+    if last is not None and (now - last).total_seconds() < ports.settings.get(
+            "react.notice_period"):
+        return False
+    shown[interlocutor["id"]] = now
+    tell(interlocutor["id"], MECHANICAL_NOTICE.format(name=ports.name))
+    return True
+
+
 def _record_speech(ports, events):
     """
     Record what others said in working memory and the conversation history.
@@ -202,11 +268,11 @@ def _record_speech(ports, events):
     compaction_due = False
     for event in events:
         if event["kind"] in SPEECH_KINDS and event["classification"] != "self":
-            working.record_message(
-                ports, event["sender_id"], event["sender"], "user", event["text"]
-            )
-            compaction_due |= compaction.append_history(
-                ports, "user", event["sender"], event["text"])
+            text = event["text"]
+            if event["kind"] in PRIVATE_KINDS:
+                text = f"(whispered) {text}"
+            working.record_message(ports, event["sender_id"], event["sender"], "user", text)
+            compaction_due |= compaction.append_history(ports, "user", event["sender"], text)
     return compaction_due
 
 
@@ -222,6 +288,9 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
     context_events = their_events + [
         e for e in events if e["sender_id"] != interlocutor["id"] and e["priority"] < 8
     ]
+    addressed = [e for e in their_events if e["classification"] in ANSWERED]
+    if world is not None and addressed and addressed[-1]["kind"] in PRIVATE_KINDS:
+        world.private = True
     situation = {
         "events": context_events,
         "history": working.history(ports, interlocutor["id"]),
@@ -230,19 +299,19 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
         "purpose": "conversation",
         "memories": (yield _relevant_memories(ports, context_events)),
         "present": ports.world.present() if ports.world else [],
+        "private": bool(world is not None and world.private),
     }
     thinking = None
     delay = ports.settings.get("react.thinking_delay")
     if call_later is not None and world is not None and delay and delay > 0:
-        thinking = call_later(delay, ports.world.emote, "pauses, thinking.")
+        thinking = call_later(delay, ports.world.emote, perception.THINKING_EMOTE)
     try:
         result = yield run_cycle(dataclasses.replace(ports, world=world), situation, cache=cache)
     finally:
         if thinking is not None and thinking.active():
             thinking.cancel()
-    stopped = str(result.get("stopped", ""))
-    if stopped.startswith("llm_error") and world is not None and not result.get("tools"):
-        world.notice(UNAVAILABLE_NOTICE.format(reason=stopped.partition(": ")[2] or stopped))
+    if not result.get("terminal"):
+        _never_silent(ports, world, interlocutor, result)
     result = {**result, "interlocutor": interlocutor["id"]}
     if world is not None and world.suppressed:
         result["suppressed"] = list(world.suppressed)

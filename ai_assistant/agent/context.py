@@ -45,6 +45,7 @@ from ai_assistant.agent.blocks.workspace import (
     project_context_block,
     session_memory_context_block,
 )
+from ai_assistant.plumbing.markup import strip_markup
 
 SECTIONS = ("system", "context")
 ADMIN_PROVIDER = "user_system_prompt"
@@ -88,7 +89,7 @@ STANDARD_BLOCKS = (
     ("session_memory", session_memory_context_block, 300, "context", "Things you know"),
     ("memories", semantic_memories_block, 350, "context", "Relevant memories"),
     ("journal", journal_block, 360, "context", "Relevant journal entries"),
-    ("entities", entity_context_block, 400, "context", "People you know"),
+    ("entities", entity_context_block, 400, "context", "Notes on people here"),
     ("recent_nodes", recent_nodes_block, 700, "context", "Memories on your mind"),
     ("conversation_summary", summary_block, 750, "context", "Earlier conversation"),
     ("history", history_block, 800, "context", "Recent conversation"),
@@ -188,7 +189,8 @@ def build_messages(ports, situation):
     system_parts += [text for name, text in system_blocks if name == ADMIN_PROVIDER]
     context_parts = [text for _, text in render_blocks(ports, situation, "context")]
     context_parts.append(f"## Your turn\n{situation.get('task') or DEFAULT_TURN_INSTRUCTION}")
+    # colour and layout codes from rooms, names and speech mean nothing to a model
     return [
-        {"role": "system", "content": "\n\n".join(system_parts)},
-        {"role": "user", "content": "\n\n".join(context_parts)},
+        {"role": "system", "content": strip_markup("\n\n".join(system_parts))},
+        {"role": "user", "content": strip_markup("\n\n".join(context_parts))},
     ]

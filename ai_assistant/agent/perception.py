@@ -12,6 +12,12 @@ Message classification:
 - `room_chatter`: other speech and poses in the room;
 - `ambient`: arrivals, departures and other room events.
 
+Not perceived at all (`is_out_of_character`): the automatic emotes assistants show while they
+think (`THINKING_EMOTE`, "Npc01 pauses, thinking.") and out-of-character notices ("(OOC: brb)",
+"[OOC] ...", an assistant's "(This assistant is in mechanical mode...)"). They say nothing
+about the character who shows them, so they never become journal entries, observations in an
+entity profile or events to answer. Colour codes are stripped from what is queued.
+
 The queue is a bounded list in the state doc `documents.PENDING_EVENTS`. When it is full the
 oldest event of the lowest priority is dropped first, and drops are counted in
 `documents.PERCEPTION_STATS`.
@@ -20,6 +26,19 @@ oldest event of the lowest priority is dropped first, and drops are counted in
 import re
 
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.markup import strip_markup
+
+# The emote an assistant shows while its model thinks (`agent.awake`).
+THINKING_EMOTE = "pauses, thinking."
+AUTOMATIC_EMOTES = (THINKING_EMOTE,)
+
+# Out-of-character notices: the MUD conventions "(OOC ...)", "[OOC] ...", "OOC: ...", and the
+# assistants' own notices in parentheses ("(This assistant ...)", "(The assistant's LLM ...)").
+_OOC = re.compile(
+    r"^\s*(?:\(\s*OOC\b|\[\s*OOC\s*\]|OOC\s*:)"
+    r"|\((?:this|the) assistant(?:'s)?\b",
+    re.IGNORECASE,
+)
 
 PRIORITIES = {
     "direct_message": 9,
@@ -83,6 +102,26 @@ def classify(kind, text, *, names, from_self=False):
     return "ambient"
 
 
+def is_out_of_character(kind, text, sender=None):
+    """
+    True for what is not the character acting: an assistant's automatic emote (posed as
+    "<name> pauses, thinking.") or an out-of-character notice.
+
+    Args:
+        kind (str): Message kind.
+        text (str): The message.
+        sender (str, optional): The sender's name (an emote's text may start with it).
+    """
+    text = " ".join(str(text or "").split())
+    if _OOC.search(text):
+        return True
+    if kind != "pose":
+        return False
+    if sender and text.lower().startswith(str(sender).lower() + " "):
+        text = text[len(str(sender)) + 1:]
+    return text.strip() in AUTOMATIC_EMOTES
+
+
 def make_event(*, kind, text, sender, sender_id, classification, time, urgent_priority=8):
     """
     Build an event dict.
@@ -100,9 +139,11 @@ def make_event(*, kind, text, sender, sender_id, classification, time, urgent_pr
         dict: The event.
     """
     priority = PRIORITIES.get(classification, 1)
+    if is_out_of_character(kind, text, sender):
+        classification, priority = "out_of_character", 0
     return {
         "kind": kind,
-        "text": text,
+        "text": strip_markup(text),
         "sender": sender,
         "sender_id": sender_id,
         "classification": classification,
@@ -121,8 +162,11 @@ def enqueue(ports, event):
         event (dict): From `make_event`.
 
     Returns:
-        dict or None: The event dropped to make room, if any.
+        dict or None: The event dropped to make room, if any (an out-of-character event is
+        never queued: it is returned as dropped, uncounted).
     """
+    if event.get("classification") == "out_of_character":
+        return event
     queue = list(ports.state.get(documents.PENDING_EVENTS, []) or [])
     queue.append(event)
     dropped = None

@@ -16,16 +16,26 @@ One cycle (`run_react_cycle`) runs per tick that has something to handle:
    `react.max_iterations_per_tick` model calls, when `react.max_errors_per_tick` errors have
    piled up, or when the LLM fails.
 
-A plain-text reply is the assistant speaking: it goes out through the `say` tool. Mistakes
-(malformed calls, unknown tools, bad JSON arguments) become observations the model can correct,
-never exceptions. At most one DANGEROUS tool runs per cycle.
+Tool calls are read in every dialect servers speak (`plumbing.tool_calls`): native calls, and
+calls written into the text (`<tool_call>` tags, JSON objects bare or fenced, Mistral and Llama
+markers) when the server runs without a tool parser; markup meant as a call is never spoken.
+A former tool name is mapped to the current one. A plain-text reply is the assistant speaking:
+it goes out through the `say` tool. Mistakes (malformed calls, unknown tools, bad JSON
+arguments) become observations the model can correct, never exceptions; unknown arguments are
+dropped and named in the observation. At most one DANGEROUS tool runs per cycle.
+
+A conversational turn offers a lean set of tools (`registry.lean_tools`: speech, lookups,
+journaling, plus what was explicitly asked for); every other tool the assistant may use now
+still runs when the model calls it by name (the system prompt lists them in one line).
 
 State documents kept here (read by the get_system_status tool):
 `documents.LOOP_STATE` - {iteration, max_iterations, tools_this_cycle, tool_count_this_cycle,
-in_chain, chain_depth, pending_tools, last_context_tokens};
+in_chain, chain_depth, pending_tools, last_context_tokens, and `last_unanswered` (who was left
+without an answer, when and why: `record_unanswered`)};
 `documents.SESSION_METRICS` - {total_tool_calls, successful_calls, failed_calls, session_start}.
 """
 
+import dataclasses
 import json
 
 from twisted.internet import defer
@@ -33,9 +43,10 @@ from twisted.internet import defer
 from ai_assistant.agent import context
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMRequestError
-from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, ToolCall, iso
-from ai_assistant.plumbing.replies import parse_json_reply
+from ai_assistant.plumbing.markup import strip_markup
+from ai_assistant.plumbing.ports import LLMError, ToolCall, iso
 from ai_assistant.plumbing.tokens import count_message_tokens
+from ai_assistant.plumbing.tool_calls import looks_like_data, read_text_calls
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import (
     REGISTRY,
@@ -43,6 +54,8 @@ from ai_assistant.tools.registry import (
     ToolCategory,
     error_result,
     execute_tool,
+    lean_tools,
+    unknown_tool_result,
 )
 
 MAX_OBSERVATION_CHARS = 4000
@@ -69,6 +82,17 @@ say out loud.
 
 ## Tools
 {tools}"""
+
+# Said once in the system message (native tool calling): what every schema would otherwise
+# repeat, and the tools that exist beyond the lean set offered.
+NATIVE_TOOLS_NOTE = (
+    'Every tool also takes an optional "reasoning" (why; logged, never shown). '
+    "Call one tool at a time; speaking (say/emote) ends your turn."
+)
+MORE_TOOLS_NOTE = "Also available if needed, by name: {names}."
+CALL_FORMAT_HINT = (
+    " Call a tool through the tools interface, or reply with plain text to speak."
+)
 
 
 def empty_loop_state(max_iterations=5):
@@ -106,42 +130,31 @@ def json_protocol_prompt(tools):
 
 def parse_fallback_call(content):
     """
-    Read a JSON-protocol reply.
+    Read a reply's text for one tool call (any dialect; see `plumbing.tool_calls`).
 
     Args:
         content (str): The model's text.
 
     Returns:
-        tuple: `(ToolCall, None)` for a tool call; `(None, None)` when the reply holds no JSON
-        (plain speech); `(None, error message)` when it holds JSON that is not a valid call.
+        tuple: `(ToolCall, None)` for a tool call; `(None, None)` when the reply holds no call
+        (plain speech); `(None, error message)` when it holds call markup or JSON that is not a
+        valid call.
     """
-    try:
-        data = parse_json_reply(content, expect=dict)
-    except LLMBadResponse:
-        return None, None
-    name = data.get("tool") or data.get("name") or data.get("action")
-    if not isinstance(name, str) or not name.strip():
+    found = read_text_calls(content)
+    if found.error:
+        return None, found.error
+    if found.calls:
+        return found.calls[0], None
+    if looks_like_data(found.text):
         return None, (
-            'your JSON has no "tool" name; reply with '
+            'your JSON names no tool; reply with '
             '{"tool": "<name>", "parameters": {...}, "reasoning": "..."}'
         )
-    params = data.get("parameters", data.get("arguments", data.get("args", {})))
-    if isinstance(params, str):
-        arguments = params  # JSON text: execute_tool parses it (and reports bad JSON)
-    elif isinstance(params, dict):
-        params = dict(params)
-        if data.get("reasoning") and "reasoning" not in params:
-            params["reasoning"] = data["reasoning"]
-        arguments = params
-    elif params is None:
-        arguments = {}
-    else:
-        return None, '"parameters" must be a JSON object'
-    return ToolCall(name=name.strip(), arguments=arguments), None
+    return None, None
 
 
 def _observation_text(result):
-    text = json.dumps(result, default=str, ensure_ascii=False)
+    text = strip_markup(json.dumps(result, default=str, ensure_ascii=False))
     if len(text) > MAX_OBSERVATION_CHARS:
         text = text[:MAX_OBSERVATION_CHARS] + "...(cut)"
     return text
@@ -166,7 +179,8 @@ class _Cycle:
         self.chain_depth = 0
         self.dangerous_ran = False
         self.registry = REGISTRY
-        self.offered = {}
+        self.offered = {}  # described to the model
+        self.allowed = {}  # may run when called (the offered ones and the rest of the kits)
         self.cache = None
         self.situation = {}
         self.native = False
@@ -175,7 +189,13 @@ class _Cycle:
 
     def fresh_messages(self):
         """The prompt, with the JSON tool protocol when native tool calling is off."""
-        extra = None if self.native else json_protocol_prompt(self.offered.values())
+        if self.native:
+            extra = NATIVE_TOOLS_NOTE
+        else:
+            extra = json_protocol_prompt(self.offered.values())
+        more = sorted(set(self.allowed) - set(self.offered))
+        if more:
+            extra += "\n" + MORE_TOOLS_NOTE.format(names=", ".join(more))
         return context.build_messages(self.ports, {**self.situation, "extra_system": extra})
 
     # The writers below run right after a yield, with no yield inside: fresh reads, one write.
@@ -252,7 +272,9 @@ def run_react_cycle(
         _log_mechanical_once(ports)
         summary["stopped"] = "mechanical"
         return summary
-    cycle.offered = _offered_tools(ports, registry, mode, only_tools)
+    cycle.situation = {**(situation or {}), "mode": mode}
+    cycle.allowed, cycle.offered = _offered_tools(ports, registry, mode, only_tools,
+                                                  cycle.situation)  # fmt: skip
     if not cycle.offered:
         summary["stopped"] = "no_tools"
         return summary
@@ -260,7 +282,6 @@ def run_react_cycle(
     cycle.native = (bool(settings.get("llm.native_tools"))
                     and not ports.runtime.native_tools_rejected)  # fmt: skip
     cycle.cache = cache if cache is not None else ToolCache()
-    cycle.situation = {**(situation or {}), "mode": mode}
     purpose = cycle.situation.get("purpose") or "react"
     cycle.messages = cycle.fresh_messages()
     while summary["iterations"] < max_iterations:
@@ -292,15 +313,40 @@ def _log_mechanical_once(ports):
         ports.log(f"{ports.name}: mechanical mode (no LLM configured): not thinking")
 
 
-def _offered_tools(ports, registry, mode, only_tools):
-    """The tools this cycle offers, by name (the catalogue is loaded for the global registry)."""
+def _offered_tools(ports, registry, mode, only_tools, situation):
+    """
+    The tools this cycle may run and those it describes to the model, each by name (the
+    catalogue is loaded for the global registry).
+
+    Returns:
+        tuple: `(allowed, offered)` dicts; `offered` is the lean set for the situation.
+    """
     if registry is REGISTRY:
         try:
             load_all_tools()
         except Exception as err:  # one broken tool family must not silence the assistant
             ports.log(f"{ports.name}: could not load every tool family: {err!r}")
     dangerous_enabled = bool(ports.settings.get("react.dangerous_tools_enabled"))
-    return {tool.name: tool for tool in registry.available(mode, dangerous_enabled, only_tools)}
+    allowed = registry.available(mode, dangerous_enabled, only_tools)
+    request = " ".join(str(event.get("text") or "") for event in situation.get("events") or ())
+    offered = lean_tools(allowed, situation.get("purpose"), request)
+    return {tool.name: tool for tool in allowed}, {tool.name: tool for tool in offered}
+
+
+def record_unanswered(ports, who, reason):
+    """
+    Note that someone who addressed the assistant got no answer from the model, and why
+    (shown by `@assistant <npc>` and logged).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        who (str): The name of the person left without an answer.
+        reason (str): Why the cycle ended without a turn-ending action.
+    """
+    loop = ports.state.get(documents.LOOP_STATE, None) or empty_loop_state()
+    loop["last_unanswered"] = {"time": iso(ports.clock.now()), "who": who, "reason": reason}
+    ports.state.set(documents.LOOP_STATE, loop)
+    ports.log(f"{ports.name}: could not answer {who}: {reason}")
 
 
 @defer.inlineCallbacks
@@ -349,12 +395,11 @@ def _act_on_reply(cycle, reply):
         Deferred[bool]: True when a terminal tool (or speech) ended the turn.
     """
     summary, messages = cycle.summary, cycle.messages
-    calls, protocol_error = _calls_from_reply(reply, cycle.native)
-    text = (reply.content or "").strip()
+    calls, text, protocol_error, native_shape = _calls_from_reply(cycle, reply)
     if not calls and not protocol_error:
         if not text:
             protocol_error = "empty reply: call a tool, or use noop to do nothing"
-        elif "say" not in cycle.offered:
+        elif "say" not in cycle.allowed:
             protocol_error = "plain text cannot be said now; use one of the tools"
         else:
             # plain speech is the assistant talking: it goes out through `say`
@@ -376,54 +421,86 @@ def _act_on_reply(cycle, reply):
             }
         )
     if calls:
-        ended = yield _run_calls(cycle, reply, calls)
+        ended = yield _run_calls(cycle, reply, calls, native_shape)
         return ended
     return False
 
 
 @defer.inlineCallbacks
-def _run_calls(cycle, reply, calls):
+def _run_calls(cycle, reply, calls, native_shape):
     """
     Run the tool calls of one reply in order, until a terminal one succeeds.
+
+    Args:
+        native_shape (bool): The calls came as native `tool_calls` (answered with "tool"
+            messages); else they were written into the text (answered as observations).
 
     Returns:
         Deferred[bool]: True when a terminal tool ended the turn.
     """
     summary, messages = cycle.summary, cycle.messages
-    if cycle.native:
+    if native_shape:
         messages.append(_assistant_tool_message(reply, calls))
     else:
         messages.append({"role": "assistant", "content": reply.content or ""})
     for index, call in enumerate(calls):
         cycle.write_loop_state(pending=calls[index:])
         result = yield _execute(cycle, call)
-        _observe(messages, call, result, cycle.native)
+        _observe(messages, call, result, native_shape)
         if not result.get("success"):
             summary["errors"] += 1
             continue
-        tool = cycle.offered.get(call.name)
+        tool = cycle.allowed.get(call.name)
         if tool is not None and tool.category == ToolCategory.TERMINAL:
             summary["terminal"] = True
             break
     return summary["terminal"]
 
 
-def _calls_from_reply(reply, native):
+def _calls_from_reply(cycle, reply):
     """
-    The tool calls a reply asks for.
+    What a reply asks for, whatever the dialect: its native calls, else the calls written into
+    its text, else its text as speech. Former tool names are mapped to the current ones.
 
     Returns:
-        tuple: `(calls, protocol error or None)`.
+        tuple: `(calls, text to speak, protocol error or None, native_shape)`.
     """
+    canonical = cycle.registry.canonical
+    native = [
+        ToolCall(canonical(call.name), call.arguments, call.id or f"call_{index}")
+        for index, call in enumerate(reply.tool_calls or ())
+    ]
     if native:
-        calls = []
-        for index, call in enumerate(reply.tool_calls or ()):
-            calls.append(ToolCall(call.name, call.arguments, call.id or f"call_{index}"))
-        return calls, None
-    call, error = parse_fallback_call(reply.content)
-    if error:
-        return [], error
-    return ([call] if call else []), None
+        return native, "", None, True
+    found = read_text_calls(reply.content)
+    hint = CALL_FORMAT_HINT if cycle.native else ""
+    if found.error:
+        return [], "", found.error + hint, False
+    if found.calls and _echoes_player_text(cycle, reply.content):
+        # a call a player wrote into their message, parroted back: players cannot act
+        # through the assistant's tools, so it neither runs nor is spoken
+        return [], "", ECHOED_CALL, False
+    calls = [dataclasses.replace(call, name=canonical(call.name)) for call in found.calls]
+    if not calls and looks_like_data(found.text):
+        return [], "", (
+            'your reply is JSON that names no tool: use {"tool": "<name>", "parameters": '
+            '{...}}, or reply with plain text to speak'), False
+    return calls, found.text, None, False
+
+
+ECHOED_CALL = (
+    "that tool call was copied from a player's message; players cannot use your tools. "
+    "Answer in your own words."
+)
+
+
+def _echoes_player_text(cycle, content):
+    """True when the reply's text is a copy of what a player wrote this turn."""
+    text = " ".join(str(content or "").split())
+    if len(text) < 12:
+        return False
+    return any(text in " ".join(str(event.get("text") or "").split())
+               for event in cycle.situation.get("events") or ())
 
 
 def _assistant_tool_message(reply, calls):
@@ -462,15 +539,13 @@ def _execute(cycle, call):
         Deferred[dict]: The result; the cycle's bookkeeping is written when it fires.
     """
     ports, offered = cycle.ports, cycle.offered
-    tool = offered.get(call.name)
+    tool = cycle.allowed.get(call.name)
     if tool is None:
         if cycle.registry.get(call.name) is not None:
-            message = f"'{call.name}' is not available now"
-        else:
-            message = f"unknown tool '{call.name}'"
-        return defer.succeed(
-            error_result(f"{message}. Available tools: {', '.join(sorted(offered))}")
-        )
+            return defer.succeed(error_result(
+                f"'{call.name}' is not available now. Available tools: "
+                f"{', '.join(sorted(offered))}"))
+        return defer.succeed(unknown_tool_result(call.name, cycle.allowed, cycle.registry))
     allow_dangerous = False
     if tool.category == ToolCategory.DANGEROUS:
         allow_dangerous = not cycle.dangerous_ran

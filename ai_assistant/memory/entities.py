@@ -27,6 +27,12 @@ and departures of known characters only move `last_seen`. Observations are bound
 it consumed. What the assistant knows about the people present reaches its prompt through the
 prompt block `ai_assistant.agent.blocks.people`.
 
+Every reader of a relationship (the prompt's blocks, `@assistant/profile`, reports) goes
+through `relationship_summary` / `relationship_text`, which read exactly the keys written here
+(`state`, `favorability`, `interaction_count`, `updated_at`), with decay applied;
+`relevant_profiles` picks the people a prompt shows (those present first, then the most
+recently met).
+
 **Relationship** (Dunbar bands, as the specification sets them): stranger < 0.25 <=
 acquaintance < 0.50 <= friend < 0.75 <= ally (`entities.*_threshold`). Favorability follows one
 deterministic rule:
@@ -146,6 +152,66 @@ def current_relationship(profile, now, settings):
     relationship["favorability"] = round(favorability, 4)
     relationship["state"] = relationship_state(favorability, settings)
     return relationship
+
+
+def relationship_summary(profile, now, settings):
+    """
+    The relationship of a profile as every reader shows it.
+
+    Args:
+        profile (dict): An entity profile (as stored, or a `get_profile` view).
+        now (datetime): The current time (decay is applied up to it).
+        settings (Settings): The assistant's settings.
+
+    Returns:
+        dict: `{"entity_id", "name", "entity_type", "state", "favorability", "interactions",
+        "last_interaction", "text"}`; `text` reads like "friend (favorability 0.55, 12
+        interactions)".
+    """
+    relationship = current_relationship(profile, now, settings)
+    interactions = int(relationship.get("interaction_count", 0) or 0)
+    favorability = float(relationship["favorability"])
+    plural = "" if interactions == 1 else "s"
+    return {
+        "entity_id": profile.get("entity_id"),
+        "name": profile.get("name") or profile.get("entity_id"),
+        "entity_type": profile.get("entity_type") or "player",
+        "state": relationship["state"],
+        "favorability": favorability,
+        "interactions": interactions,
+        "last_interaction": profile.get("last_interaction"),
+        "text": f"{relationship['state']} (favorability {favorability:.2f}, "
+                f"{interactions} interaction{plural})",
+    }
+
+
+def relationship_text(profile, now, settings):
+    """One line: `Alice (player): friend (favorability 0.55, 12 interactions)`."""
+    summary = relationship_summary(profile, now, settings)
+    return f"{summary['name']} ({summary['entity_type']}): {summary['text']}"
+
+
+def relevant_profiles(ports, people=(), limit=None):
+    """
+    The profiles a prompt shows: those of `people` (present, in order) first, then the others
+    by most recent interaction.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        people (iterable of str): Entity ids of the people present (the interlocutor first).
+        limit (int, optional): At most this many.
+
+    Returns:
+        list[tuple]: `(profile, present)` pairs.
+    """
+    profiles = get_profiles(ports)
+    chosen = [(profiles[i], True) for i in dict.fromkeys(people) if i in profiles]
+    here = {profile.get("entity_id") for profile, _ in chosen}
+    others = sorted((p for i, p in profiles.items() if i not in here and isinstance(p, dict)),
+                    key=lambda p: p.get("last_interaction") or p.get("last_seen") or "",
+                    reverse=True)  # fmt: skip
+    chosen += [(profile, False) for profile in others]
+    return chosen if limit is None else chosen[: max(0, int(limit))]
 
 
 def apply_interaction(relationship, text, now, settings):
@@ -322,16 +388,18 @@ def observe_events(ports, events):
     """
     for event in events or ():
         entity_id = event.get("sender_id")
-        if not entity_id or event.get("classification") == "self" or entity_id == ports.key:
+        if not entity_id or entity_id == ports.key or event.get("classification") in (
+                "self", "out_of_character"):
             continue
         if event.get("kind") in SPEECH_KINDS:
             entity_type = event.get("sender_type") or _entity_type_from_world(ports, entity_id)
+            private = event.get("kind") in ("whisper", "page")
             record_interaction(
                 ports,
                 entity_id,
                 event.get("sender") or str(entity_id),
                 event.get("text"),
-                source=event.get("classification") or event.get("kind"),
+                source="whisper" if private else event.get("classification") or event.get("kind"),
                 interaction=event.get("classification") in INTERACTIONS,
                 entity_type=entity_type,
             )
@@ -356,11 +424,13 @@ def format_profile(profile):
         str: Several lines.
     """
     relationship = profile.get("relationship") or {}
+    favorability = float(relationship.get("favorability", 0.0))
+    count = int(relationship.get("interaction_count", 0) or 0)
     lines = [
         f"{profile.get('name')} ({profile.get('entity_id')}, {profile.get('entity_type')})",
-        f"Relationship: {relationship.get('state', 'stranger')} "
-        f"(favorability {float(relationship.get('favorability', 0.0)):.2f}, "
-        f"{relationship.get('interaction_count', 0)} interactions)",
+        # the same words as `relationship_summary` (the view's relationship is already decayed)
+        f"Relationship: {relationship.get('state', 'stranger')} (favorability "
+        f"{favorability:.2f}, {count} interaction{'' if count == 1 else 's'})",
         f"First seen {profile.get('first_seen') or '-'}; last seen "
         f"{profile.get('last_seen') or '-'}; last consolidated "
         f"{profile.get('last_consolidated') or 'never'}",

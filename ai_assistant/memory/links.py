@@ -12,7 +12,12 @@ The links store: what connects journal entries and semantic memories, and memori
   (`ai_assistant.sleep.linking`), bidirectional, strongest first.
 
 `prune_orphaned_memory_links` (a dreaming-phase step) removes records and links of memories that
-no longer exist in the semantic store.
+no longer exist in the semantic store, then keeps the document within its bound
+(`bound_memory_links`): at most `memory.links_max_records` records. Past it, the records
+processed longest ago are dropped (their memories stay in the store and stay linked from the
+records that point at them); records not yet processed are never dropped, so dreaming still
+links every new memory. Dreaming does not take a dropped memory up again: it skips memories
+older than the oldest processed record kept (`linking_horizon`).
 """
 
 from twisted.internet import defer
@@ -64,6 +69,41 @@ def memory_ids_for_entry(ports, entry_id):
             if entry_id in (record.get("journal_ids") or ())]
 
 
+def linking_horizon(ports, links=None):
+    """
+    The time before which dreaming skips memories: the oldest `processed_at` kept once the
+    document is full (its older records were dropped), else None.
+    """
+    links = get_links(ports) if links is None else links
+    if len(links) < int(ports.settings.get("memory.links_max_records")):
+        return None
+    processed = [record.get("processed_at") for record in links.values()
+                 if record.get("processed_at")]
+    return min(processed) if processed else None
+
+
+def bound_memory_links(ports, links):
+    """
+    Drop the records processed longest ago until at most `memory.links_max_records` remain.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        links (dict): The links document (changed in place).
+
+    Returns:
+        int: How many records were dropped.
+    """
+    excess = len(links) - int(ports.settings.get("memory.links_max_records"))
+    if excess <= 0:
+        return 0
+    processed = sorted((record.get("processed_at"), memory_id)
+                       for memory_id, record in links.items() if record.get("processed_at"))
+    dropped = [memory_id for _, memory_id in processed[:excess]]
+    for memory_id in dropped:
+        del links[memory_id]
+    return len(dropped)
+
+
 @defer.inlineCallbacks
 def _alive_memory_ids(store, referenced):
     """The ids among `referenced` that the store still holds (errbacks on a store failure)."""
@@ -83,15 +123,21 @@ def _alive_memory_ids(store, referenced):
 @defer.inlineCallbacks
 def prune_orphaned_memory_links(ports):
     """
-    Remove link records of deleted memories and links that point at them.
+    Remove link records of deleted memories and links that point at them, then keep the
+    document within `memory.links_max_records` (`bound_memory_links`).
 
     Returns:
-        Deferred[dict]: `{"success", "removed_records": n, "removed_links": n}`. Never errbacks;
-        on a store failure nothing is removed (a missing answer is not proof of deletion).
+        Deferred[dict]: `{"success", "removed_records": n, "removed_links": n}`, with
+        `"dropped_old": n` when the bound dropped records. Never errbacks; on a store failure
+        nothing orphaned is removed (a missing answer is not proof of deletion).
     """
     result = {"success": True, "removed_records": 0, "removed_links": 0}
     store = ports.semantic
     links = get_links(ports)
+    dropped = bound_memory_links(ports, links)
+    if dropped:
+        result["dropped_old"] = dropped
+        save_links(ports, links)
     if store is None or not links:
         return result
     referenced = set(links)

@@ -227,6 +227,13 @@ class SemanticMemory:
         """Deferred[None]. Deleting an unknown (or another assistant's) id does nothing."""
         return self._run(self._delete, str(memory_id))
 
+    def update(self, memory_id, text, *, metadata=None):
+        """
+        Deferred[dict or None]: rewrite a memory's text (re-embedded) and merge `metadata` into
+        its own; its id stays, so its links do. None for an unknown (or another's) id.
+        """
+        return self._run(self._update, str(memory_id), str(text), dict(metadata or {}))
+
     def list(self, *, limit=100, filters=None):
         """
         Deferred[list[dict]]: this assistant's memories (`{"id", "memory", "metadata"}`).
@@ -322,6 +329,12 @@ class SemanticMemory:
             return None
         self._memory.delete(memory_id)
         return None
+
+    def _update(self, memory_id, text, metadata):
+        if self._get(memory_id) is None:
+            return None
+        self._memory.update(memory_id, text=text, metadata=metadata or None)
+        return self._get(memory_id)
 
     def _list(self, limit, filters):
         result = self._memory.get_all(filters=self._scope(filters), top_k=max(1, limit))

@@ -10,6 +10,7 @@ the calibrated threshold (`memory.relevance_threshold`), then
 
 from twisted.internet import defer
 
+from ai_assistant.memory.corrections import is_wrong
 from ai_assistant.plumbing.settings import DEFAULTS
 
 # Memories with no recorded trust are treated as this (the specification's neutral middle).
@@ -103,8 +104,8 @@ def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, li
     hits = yield store.search(text, limit=limit * 3)
     kept = []
     for hit in hits or ():
-        if hit.get("score", 0.0) <= threshold:
-            continue
+        if hit.get("score", 0.0) <= threshold or is_wrong(hit):
+            continue  # below relevance, or marked wrong by staff (memory.corrections)
         trust = _trust(hit)
         if trust < min_source_trust:
             continue

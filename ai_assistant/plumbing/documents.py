@@ -142,7 +142,8 @@ COMPACTION_STATE = Document(
     shape='{"version", "extracted_version", "compactions", "pending", ...}')
 LOOP_STATE = Document(
     "loop_state", on=SCRIPT, default={}, owner="agent.react",
-    shape='the running ReAct cycle: {"iteration", "max_iterations", "pending_tools", ...}')
+    shape='the running ReAct cycle: {"iteration", "max_iterations", "pending_tools", ...}, and '
+          '"last_unanswered": why the last person who addressed it got the fallback line')
 SESSION_METRICS = Document(
     "session_metrics", on=SCRIPT, default={}, owner="agent.react",
     shape='{"tools_this_cycle", "tool_count_this_cycle", "last_context_tokens", ...}')
@@ -168,7 +169,7 @@ SYSTEM_PROMPT_HISTORY = Document(
 
 JOURNAL = Document(
     "journal", on=CHARACTER, default=None, owner="memory.journal",
-    writers=("sleep.scoring", "sleep.facts", "sleep.reflection"),
+    writers=("sleep.scoring", "sleep.facts", "sleep.reflection", "memory.corrections"),
     shape='{"entries": [entry], "entry_count", "max_entries", "last_reflection", '
           '"consolidated_entry_ids"} (journal.new_journal)')
 IMPORTANCE_SCORING = Document(
@@ -186,10 +187,12 @@ REFLECTION_STATE = Document(
 MEMORY_LINKS = Document(
     "memory_links", on=SCRIPT, default={}, owner="memory.links",
     writers=("sleep.consolidation", "sleep.linking"),
-    shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}')
+    shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
+          'most `memory.links_max_records` records, the longest processed dropped first')
 MEMORY_CONSOLIDATION = Document(
     "memory_consolidation", on=CHARACTER, default={}, owner="sleep.consolidation",
-    shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_failures", '
+    shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_attempts": '
+          '{entry id: n}, '
           '"stored_total", "last_run"}')
 
 # ----------------------------------------------------------------------------------------------
@@ -197,8 +200,10 @@ MEMORY_CONSOLIDATION = Document(
 
 ENTITY_PROFILES = Document(
     "entity_profiles", on=CHARACTER, default={}, owner="memory.entities",
-    writers=("sleep.entity_consolidation",),
-    shape="{entity id: profile with attributes, observations and relationship}")
+    writers=("sleep.entity_consolidation", "memory.corrections", "memory.entity_pruning"),
+    shape="{entity id: profile with attributes, observations and relationship}: at most "
+          "`entities.max_profiles`, `entities.max_observations` observations each; passers-by "
+          "unseen for `entities.forget_after_days` are forgotten (memory.entity_pruning)")
 
 # ----------------------------------------------------------------------------------------------
 # Workspace
@@ -222,8 +227,10 @@ SCENE_NOTES = Document(
           'the patrol to turn them into nodes; other types (todos) show until "read"')
 MEMORY_NODES = Document(
     "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
-    writers=("sleep.patrol", "tools.nodes"),
-    shape="{node id: node (scene, emotion, importance, status, timeline)}")
+    writers=("sleep.patrol", "tools.nodes", "memory.corrections"),
+    shape="{node id: node (scene, emotion, importance, status, timeline)}: at most "
+          "`nodes.max_nodes`, dead then dying then least important dropped first "
+          "(sleep.patrol.archive)")
 MEMORY_CLUSTERS = Document(
     "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
     shape='{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}} under the '
@@ -232,13 +239,27 @@ NODE_VECTORS = Document(
     "node_vectors", on=CHARACTER, default={}, owner="memory.node_vectors",
     writers=("sleep.patrol",),
     shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
-          'centroid}}')
+          'centroid}}: one vector per node, so bounded with memory_nodes')
 PATROL_STATE = Document(
     "patrol_state", on=CHARACTER, default={}, owner="sleep.patrol",
     shape='{"runs", "last_run_at", "last_report", "last_sleep", "diary_pending"}')
 DIARY = Document(
     "diary", on=CHARACTER, default={}, owner="sleep.patrol",
-    shape='{"YYYY-MM-DD": {"date", "text", "updated_at"}}: one entry a day, by the patrol')
+    shape='{"YYYY-MM-DD": {"date", "text", "updated_at"}}: one entry a day, by the patrol, '
+          'for the last `nodes.diary_kept` days')
 THINK_NOTES = Document(
     "think_notes", on=CHARACTER, default={}, owner="sleep.patrol",
     shape='{"text", "bullets", "updated_at"}: the notes the patrol distilled for the next day')
+
+# ----------------------------------------------------------------------------------------------
+# What staff see and correct (the memory inspector on the game's website)
+
+SLEEP_REPORTS = Document(
+    "sleep_reports", on=SCRIPT, default={}, owner="sleep.reports",
+    shape='{"current": report of the sleep under way or None, "recent": [report]}: the last '
+          '`sleep.reports_kept` sleeps, each {"started_at", "ended_at", "reason", "woke", '
+          '"ticks", "counts": {"step.key": n}, "errors"}')
+CORRECTIONS_AUDIT = Document(
+    "corrections_audit", on=CHARACTER, default=[], owner="memory.corrections",
+    shape='the last `inspector.audit_kept` corrections staff made, [{"id", "time", "by", '
+          '"action", "target", "detail", "journal_entry_id"}]')

@@ -114,6 +114,8 @@ class LLMClient:
             default.
         rng (random.Random, optional): Jitter source.
         sdk_client (openai.OpenAI, optional): A prebuilt SDK client.
+        sources (dict, optional): Where `base_url`, `model` and `api_key` came from, in words
+            (`plumbing.environment.setting_source`), for the line the first request logs.
     """
 
     def __init__(
@@ -128,8 +130,10 @@ class LLMClient:
         clock=None,
         rng=None,
         sdk_client=None,
+        sources=None,
     ):
         self.config = dict(config or {})
+        self.sources = dict(sources or {})
         self.npc_key = npc_key or npc_name
         self.npc_name = npc_name
         self.state = state
@@ -224,13 +228,21 @@ class LLMClient:
         return bool(self.stats().get("emergency_stop"))
 
     def clear_emergency_stop(self):
-        """Lift the emergency stop and reset the consecutive-error count."""
+        """
+        Lift the emergency stop and reset the consecutive-error count.
+
+        Returns:
+            bool: True if an emergency stop was in force (only then is a clearing logged).
+        """
         stats = self.stats()
+        was_stopped = bool(stats.get("emergency_stop"))
         stats["emergency_stop"] = False
         stats["consecutive_errors"] = 0
         self._save_stats(stats)
         self._refusal_logged = False
-        self.log(f"{self.npc_name}: LLM emergency stop cleared")
+        if was_stopped:
+            self.log(f"{self.npc_name}: LLM emergency stop cleared")
+        return was_stopped
 
     def _record_success(self, reply, purpose):
         stats = self.stats()
@@ -293,6 +305,7 @@ class LLMClient:
                 f"(retry in {self.breaker.retry_in(now):.0f}s)"
             )
         request = self._build_request(messages, tools, params)
+        self._announce()
         deferred = self.npc_semaphore.run(self._call_with_retries, request)
         deferred.addCallbacks(
             self._call_succeeded,
@@ -301,6 +314,25 @@ class LLMClient:
             errbackArgs=(purpose,),
         )
         return deferred
+
+    def _announce(self):
+        """
+        Log, once per server process and endpoint, where requests go and why.
+
+        Names the endpoint, the model and the key (masked), each with where it came from
+        (per-NPC config, the game's settings, the environment, the default), so an
+        `OPENAI_API_KEY` left in a shell does not start paid calls unnoticed.
+        """
+        endpoint = self.base_url or "https://api.openai.com/v1 (the SDK's default)"
+        signature = (endpoint, self.model, mask_secret(self.config.get("api_key")))
+        if signature in _announced:
+            return
+        _announced.add(signature)
+        where = {name: self.sources.get(name, "default") for name in ("base_url", "model",
+                                                                       "api_key")}
+        self.log(f"{self.npc_name}: first LLM request of this server process: endpoint "
+                 f"{endpoint} (from {where['base_url']}), model {self.model} (from "
+                 f"{where['model']}), key {signature[2]} (from {where['api_key']})")
 
     def _refuse(self, reason):
         if not self._refusal_logged:
@@ -435,6 +467,16 @@ def parse_completion(completion, request=None):
         finish_reason=getattr(choices[0], "finish_reason", None),
         model=getattr(completion, "model", None),
     )
+
+
+# process-wide: the (endpoint, model, key) of every first request already logged, so each is
+# logged once per server start
+_announced = set()
+
+
+def forget_announcements():
+    """Log the next first request again (tests; a new server process starts empty anyway)."""
+    _announced.clear()
 
 
 # ----------------------------------------------------------------------------------------------

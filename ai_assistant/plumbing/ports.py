@@ -210,6 +210,9 @@ class SemanticPort(Protocol):
     def delete(self, memory_id):
         """Deferred[None]."""
 
+    def update(self, memory_id, text, *, metadata=None):
+        """Deferred[dict or None]: rewrite a memory's text and merge `metadata` into its own."""
+
     def list(self, *, limit=100):
         """Deferred[list[dict]]."""
 

@@ -38,8 +38,15 @@ Idempotence (nothing is stored twice, whatever fails or reloads):
 3. Extracted facts are written onto the entry before storing, so a retry does not extract again.
 4. Only after every store of an entry succeeded is it marked consolidated
    (`journal["consolidated_entry_ids"]`) and linked (`documents.MEMORY_LINKS`), in one step
-   with no yield in between. A store failure stops the batch; a failed or unusable extraction
-   reply stops the tick before anything is stored. What is not marked is retried next tick.
+   with no yield in between. A store failure stops the batch. What is not marked is retried
+   next tick.
+
+A sleep always ends: fact extraction is tried at most `memory.extraction_max_attempts` times
+per entry (a failed call or a reply that leaves the entry out each count one); after that, or
+while the LLM is unavailable, the entry's text is stored word for word, and the entry
+(`consolidated_verbatim`) and its memory (metadata `verbatim`) say so. A wake that comes while
+a batch is being stored (`@assistant/wake/force`) stops it between two entries; the next sleep
+goes on from there, and the store lookup of step 2 keeps that from storing anything twice.
 """
 
 from twisted.internet import defer
@@ -114,27 +121,52 @@ def _record_in_flight(ports, entry_ids):
     ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
 
 
-def _finish_entry(ports, entry_id, memory_ids):
-    """Mark one entry consolidated and link it to its memories (no yield inside)."""
+def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
+    """
+    Mark one entry consolidated and link it to its memories (no yield inside).
+
+    An entry stored word for word (no LLM, or fact extraction gave up on it) says so:
+    `entry["consolidated_verbatim"]` is True.
+    """
     links = get_links(ports)
     link_entry_to_memories(links, entry_id, memory_ids)
     save_links(ports, links)
+    if verbatim:
+        journal = journal_module.get_journal(ports)
+        for entry in journal["entries"]:
+            if entry["id"] == entry_id:
+                entry["consolidated_verbatim"] = True
+        journal_module.save_journal(ports, journal)
     journal_module.mark_consolidated(ports, [entry_id])
     progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
     progress.setdefault("in_flight", {}).pop(entry_id, None)
+    (progress.get("extraction_attempts") or {}).pop(entry_id, None)
     progress["stored_total"] = progress.get("stored_total", 0) + len(memory_ids)
     progress["last_run"] = iso(ports.clock.now())
     ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
 
 
-def _count_extraction_failure(ports, reset=False):
-    """Count consecutive failed extraction calls (in `documents.MEMORY_CONSOLIDATION`)."""
+def extraction_attempts(ports):
+    """`{entry id: failed or unanswered fact extractions}` (`documents.MEMORY_CONSOLIDATION`)."""
+    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
+    attempts = progress.get("extraction_attempts")
+    return dict(attempts) if isinstance(attempts, dict) else {}
+
+
+def _count_extraction_attempts(ports, entry_ids):
+    """
+    Count one more failed attempt for each of `entry_ids`.
+
+    Returns:
+        dict: The attempts after counting.
+    """
     progress = dict(ports.state.get(documents.MEMORY_CONSOLIDATION) or {})
-    failures = 0 if reset else int(progress.get("extraction_failures", 0)) + 1
-    if progress.get("extraction_failures", 0) != failures:
-        progress["extraction_failures"] = failures
-        ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
-    return failures
+    attempts = extraction_attempts(ports)
+    for entry_id in entry_ids:
+        attempts[entry_id] = attempts.get(entry_id, 0) + 1
+    progress["extraction_attempts"] = attempts
+    ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
+    return attempts
 
 
 def _fail(ports, result, message):
@@ -210,34 +242,51 @@ def _extract_facts_for(ports, batch, existing, result):
     """
     Facts for the entries that have none yet and nothing stored: one call for all.
 
-    When the LLM stays unavailable (breaker open, emergency stop) or keeps failing, the entries
-    are stored verbatim, as in mechanical mode, so that sleep can still end.
+    Attempts are counted per entry (`memory.extraction_max_attempts`): a failed call, or a
+    reply that leaves an entry out, counts one for it. An entry out of attempts, every entry
+    while the LLM is unavailable (breaker open, emergency stop), and every entry in
+    mechanical mode is stored verbatim, so that nothing is lost and sleep always ends.
 
     Returns:
-        Deferred[bool or None]: Whether entries without facts are stored verbatim; None when
-        the extraction failed and the tick stops (nothing stored or marked: retried).
+        Deferred[set]: Ids of the entries to store verbatim. Entries neither extracted nor
+        verbatim are left for the next tick (nothing stored or marked).
     """
     if ports.mechanical:
-        return True
-    missing = [entry for entry in batch
+        return {entry["id"] for entry in batch if extracted_facts(entry) is None}
+    missing = [entry["id"] for entry in batch
                if extracted_facts(entry) is None and not existing[entry["id"]]]
-    if not missing:
-        return False
+    limit = int(ports.settings.get("memory.extraction_max_attempts"))
+    attempts = extraction_attempts(ports)
+    verbatim = {entry_id for entry_id in missing if attempts.get(entry_id, 0) >= limit}
+    asked = [entry for entry in batch if entry["id"] in missing and entry["id"] not in verbatim]
+    if not asked:
+        return _verbatim(ports, result, verbatim, "out of extraction attempts")
+    asked_ids = [entry["id"] for entry in asked]
     try:
-        result["extracted"] = sorted((yield extract_missing_facts(ports, missing)), key=str)
-        _count_extraction_failure(ports, reset=True)
-    except Exception as err:  # noqa: BLE001 - nothing is stored or marked: retry
-        failures = _count_extraction_failure(ports)
-        limit = ports.settings.get("memory.extraction_max_attempts")
-        if not isinstance(err, LLMUnavailable) and failures < limit:
-            _fail(ports, result, f"fact extraction for consolidation failed, will "
-                                 f"retry ({type(err).__name__}: {err})")  # fmt: skip
-            return None
-        ports.log(f"{ports.name}: fact extraction unavailable ({err}); storing "
-                  f"{len(missing)} entries verbatim")
-        result["verbatim"] = sorted(entry["id"] for entry in missing)
-        return True
-    return False
+        answered = yield extract_missing_facts(ports, asked)
+    except LLMUnavailable as err:
+        return _verbatim(ports, result, set(missing), f"LLM unavailable: {err}")
+    except Exception as err:  # noqa: BLE001 - nothing is stored or marked for these: retry
+        answered, error = set(), f"{type(err).__name__}: {err}"
+    else:
+        error = None
+    result["extracted"] = sorted(answered, key=str)
+    unanswered = [entry_id for entry_id in asked_ids if entry_id not in answered]
+    if unanswered:
+        attempts = _count_extraction_attempts(ports, unanswered)
+        verbatim |= {entry_id for entry_id in unanswered if attempts[entry_id] >= limit}
+    if error and set(unanswered) - verbatim:
+        # entries that already have facts are still stored this tick
+        _fail(ports, result, f"fact extraction for consolidation failed, will retry ({error})")
+    return _verbatim(ports, result, verbatim, "out of extraction attempts")
+
+
+def _verbatim(ports, result, entry_ids, why):
+    """Report (and log) the entries that will be stored word for word."""
+    if entry_ids:
+        ports.log(f"{ports.name}: storing {len(entry_ids)} entries verbatim ({why})")
+        result["verbatim"] = sorted(entry_ids, key=str)
+    return entry_ids
 
 
 @defer.inlineCallbacks
@@ -249,7 +298,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
         Deferred[bool]: False when the store failed (the batch stops; the entry stays pending).
     """
     entry_id = entry["id"]
-    facts = extracted_facts(entry)
+    facts = None if verbatim else extracted_facts(entry)
     if facts is None and not verbatim and not found:
         return True  # the extraction reply left it out: next tick
     memory_ids = [item["id"] for item in found]
@@ -259,9 +308,12 @@ def _store_entry(ports, store, entry, found, verbatim, result):
         stored_texts = {item.get("memory") for item in found}
         texts = [fact for fact in facts if fact not in stored_texts]
     result["reused"] += 1 if found and not texts else 0
+    metadata = consolidation_metadata(entry)
+    if facts is None and texts:
+        metadata["verbatim"] = True
     try:
         for text in texts:
-            stored = yield store.add(text, metadata=consolidation_metadata(entry), infer=False)
+            stored = yield store.add(text, metadata=metadata, infer=False)
             new_ids = [item["id"] for item in stored or ()]
             memory_ids += [i for i in new_ids if i not in memory_ids]
             result["stored"] += len(new_ids)
@@ -269,7 +321,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
         _fail(ports, result, f"consolidation of journal entry {entry_id} failed: {err}")
         return False
     # No yield from here on: the marking uses fresh state.
-    _finish_entry(ports, entry_id, memory_ids)
+    _finish_entry(ports, entry_id, memory_ids, verbatim=facts is None and bool(texts))
     result["consolidated"].append(entry_id)
     return True
 
@@ -281,14 +333,16 @@ def _consolidate_batch(ports, store, batch, result):
     if existing is None:
         return
     verbatim = yield _extract_facts_for(ports, batch, existing, result)
-    if verbatim is None:
-        return
     # Store, entry by entry, each read fresh (the stores before it yielded).
     for entry_id in [entry["id"] for entry in batch]:
+        if ports.state.get(documents.OPERATING_MODE) == "awake":
+            result["interrupted"] = "woken"  # a forced wake: the next sleep goes on from here
+            return
         journal = journal_module.get_journal(ports)
         entry = next((item for item in journal["entries"] if item["id"] == entry_id), None)
         if entry is None or entry_id in journal["consolidated_entry_ids"]:
             continue  # deleted, or consolidated meanwhile
-        stored = yield _store_entry(ports, store, entry, existing[entry_id], verbatim, result)
+        stored = yield _store_entry(ports, store, entry, existing[entry_id],
+                                    entry_id in verbatim, result)
         if not stored:
             return

@@ -4,9 +4,10 @@
 Compacting phase: LLM importance scoring, then journal -> semantic consolidation; when the
 consolidation reports `completed`, the phase moves to dreaming. Wake is deferred meanwhile.
 
-Dreaming phase, in order, every tick: A-MEM link generation, orphan link pruning, entity
-consolidation, reflection (when the importance threshold is reached), episodic pruning, stale
-conversation cleanup, pre-compaction extraction, context compaction, and the memory patrol.
+Dreaming phase, in order, every tick: A-MEM link generation, orphan link pruning (and the
+links' bound), entity consolidation, entity pruning (forgetting passers-by), reflection (when
+the importance threshold is reached), episodic pruning, stale conversation cleanup,
+pre-compaction extraction, context compaction, and the memory patrol.
 
 Every step is bounded per tick by its own settings, reports what it did, and a failing step is
 recorded without stopping the others. After the steps, wake conditions are checked. The whole
@@ -15,12 +16,13 @@ report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` sta
 
 from twisted.internet import defer
 
+from ai_assistant.memory.entity_pruning import prune_entity_profiles
 from ai_assistant.memory.journal import prune_low_importance_entries
 from ai_assistant.memory.links import prune_orphaned_memory_links
 from ai_assistant.memory.working import clear_stale_conversations
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
-from ai_assistant.sleep import modes
+from ai_assistant.sleep import modes, reports
 from ai_assistant.sleep.compaction import (
     compact_conversation_history,
     run_pre_compaction_extraction,
@@ -41,6 +43,7 @@ DREAMING_STEPS = (
     ("memory_links", run_dreaming_tick),
     ("link_cleanup", prune_orphaned_memory_links),
     ("entity_consolidation", run_entity_consolidation_batch),
+    ("entity_pruning", prune_entity_profiles),
     ("reflection", run_reflection_if_triggered),
     ("episodic_pruning", prune_low_importance_entries),
     ("stale_conversations", clear_stale_conversations),
@@ -52,6 +55,11 @@ DREAMING_STEPS = (
 # Steps that give the assistant a ReAct pass: they are handed the agent's cycle as `run_cycle`
 # (the sleep layer never imports the agent).
 RUNS_A_CYCLE = (run_pre_compaction_extraction,)
+
+
+def _woken(ports):
+    """True once the assistant was woken (a forced wake can come while a tick runs)."""
+    return ports.state.get(documents.OPERATING_MODE) == "awake"
 
 
 @defer.inlineCallbacks
@@ -70,6 +78,10 @@ def run_steps(ports, steps, *, run_cycle=None):
     """
     report = {}
     for name, step in steps:
+        if _woken(ports):
+            # woken while the tick ran (a forced wake): the rest waits for the next sleep
+            report["interrupted"] = f"woken before {name}"
+            break
         extra = {"run_cycle": run_cycle} if step in RUNS_A_CYCLE else {}
         try:
             report[name] = yield defer.maybeDeferred(step, ports, **extra)
@@ -103,8 +115,9 @@ def run_sleep_tick(ports, transition, *, run_cycle=None):
         steps = yield run_steps(ports, COMPACTING_STEPS, run_cycle=run_cycle)
         consolidation = steps.get("consolidation")
         # without a consolidation step (no semantic tier) there is nothing to wait for
-        if consolidation is None or (isinstance(consolidation, dict)
-                                     and consolidation.get("completed")):
+        if not _woken(ports) and (
+                consolidation is None
+                or (isinstance(consolidation, dict) and consolidation.get("completed"))):
             ports.state.set(documents.SLEEP_PHASE, modes.DREAMING)
     else:
         steps = yield run_steps(ports, DREAMING_STEPS, run_cycle=run_cycle)
@@ -117,4 +130,5 @@ def run_sleep_tick(ports, transition, *, run_cycle=None):
     elif should_wake:
         report["wake_deferred"] = reason
     ports.state.set(documents.LAST_SLEEP_TICK, report)
+    reports.note_sleep_tick(ports, report, asleep)  # what this whole sleep changed, so far
     return report

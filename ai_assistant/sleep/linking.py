@@ -8,9 +8,15 @@ and records bidirectional links in the links store (`ai_assistant.memory.links`)
 
 from twisted.internet import defer
 
-from ai_assistant.memory.links import SCAN_LIMIT, get_links, link_record, save_links
+from ai_assistant.memory.links import (
+    SCAN_LIMIT,
+    get_links,
+    link_record,
+    linking_horizon,
+    save_links,
+)
 from ai_assistant.memory.semantic_recall import calibrated_threshold
-from ai_assistant.plumbing.ports import iso
+from ai_assistant.plumbing.ports import iso, parse_iso
 
 
 def _importance(memory):
@@ -26,12 +32,23 @@ def _add_link(record, other_id, score, max_links):
     record["linked_to"] = linked[:max_links]
 
 
+def _before(memory, horizon):
+    """True when the memory was made before `horizon` (both are wall-clock times)."""
+    made = parse_iso(memory.get("created_at"))
+    return bool(horizon and made and made < horizon)
+
+
 def _candidates(ports, memories, min_importance):
-    """Unprocessed memories important enough, the most important (then most recent) first."""
-    processed = {mem_id for mem_id, record in get_links(ports).items()
-                 if record.get("processed_at")}
+    """
+    Unprocessed memories important enough, the most important (then most recent) first; none
+    older than the links document's horizon (their records were dropped to bound it).
+    """
+    links = get_links(ports)
+    processed = {mem_id for mem_id, record in links.items() if record.get("processed_at")}
+    horizon = parse_iso(linking_horizon(ports, links))
     candidates = [memory for memory in memories or ()
-                  if memory["id"] not in processed and _importance(memory) >= min_importance]
+                  if memory["id"] not in processed and _importance(memory) >= min_importance
+                  and not _before(memory, horizon)]
     candidates.sort(key=lambda memory: (_importance(memory), memory.get("created_at") or ""),
                     reverse=True)
     return candidates

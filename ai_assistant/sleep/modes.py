@@ -7,7 +7,9 @@ ticker and tells the room), so this module never touches Evennia.
 
 This module holds the rules of the two modes in one place: what the modes are, the
 assistant's own request to sleep, the sleep schedule, the conditions that wake a sleeper and the
-transitions both ways. The `go_to_sleep` tool (`tools.modes`) only records the request.
+transitions both ways. The `go_to_sleep` tool (`tools.modes`) only records the request. An
+admin can force a wake (`force_wake`); a player who talks to a sleeper gets one sign of it
+(`sleep_sign`).
 
 State docs used (`plumbing.documents`): `OPERATING_MODE`, `SLEEP_PHASE` ("compacting" |
 "dreaming" | None), `SLEEP_STATE` (`{"started_at", "reason", "ticks", "wake_requested"}`),
@@ -95,6 +97,27 @@ def request_wake(ports, reason, transition):
     return "awake"
 
 
+def force_wake(ports, reason, transition):
+    """
+    Wake now, whatever the phase: an admin's `@assistant/wake/force`.
+
+    Waking in the compacting phase leaves the rest of the compacting for the next sleep: a
+    consolidation batch in flight stops between two entries (it checks the mode), and what
+    was stored but not yet marked is found again by consolidation's store lookup, so nothing
+    is consolidated twice.
+
+    Returns:
+        str: What happened, for the admin.
+    """
+    if mode(ports) != "sleep":
+        return request_wake(ports, reason, transition)
+    compacting = (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING
+    perform_wake_transition(ports, f"{reason} (forced)", transition)
+    if compacting:
+        return "awake (forced: compacting was interrupted; it goes on at the next sleep)"
+    return "awake (forced)"
+
+
 def perform_wake_transition(ports, reason, transition):
     """
     The canonical wake: cooldown before auto-sleep, activity counter reset, sleep
@@ -120,9 +143,10 @@ def clear_emergency_stop(ports):
     """
     if ports.llm is None or not hasattr(ports.llm, "clear_emergency_stop"):
         return False
-    was_stopped = bool(getattr(ports.llm, "emergency_stopped", False))
+    if not getattr(ports.llm, "emergency_stopped", False):
+        return False  # nothing to clear, and nothing logged as cleared
     ports.llm.clear_emergency_stop()
-    return was_stopped
+    return True
 
 
 def in_sleep_window(hour, start_hour, duration_hours):
@@ -227,3 +251,55 @@ def check_wake_conditions(ports):
         return False, "sleeping", False
     deferred = (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING
     return True, reason, deferred
+
+
+# What a player who talks to a sleeper sees (in character, to that player alone): a deep
+# (compacting) sleeper does not stir; a light (dreaming) one is woken by being addressed.
+DEEP_SLEEP_SIGN = "{name} is fast asleep, breathing slowly, and does not stir."
+LIGHT_SLEEP_SIGN = "{name} stirs in their sleep and blinks awake."
+
+
+def sleep_sign(ports, event):
+    """
+    The one in-character sign of sleep a player gets when talking to the sleeping assistant.
+
+    One per speaker per `sleep.sign_period` seconds, not one per line: the times are kept in
+    the assistant's runtime (`caches["sleep_signs"]`), so a reload forgets them.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        event (dict): What was heard (perception's event).
+
+    Returns:
+        str or None: The sign, or None (awake, not addressed, or shown recently).
+    """
+    if mode(ports) != "sleep" or event.get("classification") not in URGENT_CLASSIFICATIONS:
+        return None
+    shown = ports.runtime.cache("sleep_signs", dict)
+    now = ports.clock.now()
+    last = shown.get(event.get("sender_id"))
+    if last is not None and (now - last).total_seconds() < ports.settings.get(
+            "sleep.sign_period"):
+        return None
+    shown[event.get("sender_id")] = now
+    light = ports.state.get(documents.SLEEP_PHASE) == DREAMING
+    return (LIGHT_SLEEP_SIGN if light else DEEP_SLEEP_SIGN).format(name=ports.name)
+
+
+def wake_light_sleeper(ports, transition):
+    """
+    Wake at once when dreaming and someone addressed the assistant (urgent).
+
+    A deep (compacting) sleeper is not woken: `check_wake_conditions` defers it until the
+    compacting completes, as before.
+
+    Returns:
+        str or None: The reason it woke, or None.
+    """
+    if mode(ports) != "sleep" or ports.state.get(documents.SLEEP_PHASE) != DREAMING:
+        return None
+    should_wake, reason, deferred = check_wake_conditions(ports)
+    if not should_wake or deferred:
+        return None
+    perform_wake_transition(ports, reason, transition)
+    return reason

@@ -207,6 +207,21 @@ def _heuristic_entries(journal):
             if entry.get("importance_method") == "heuristic"]  # fmt: skip
 
 
+def _still_to_score(ports, journal):
+    """
+    Heuristic entries scoring has not given up on, oldest first.
+
+    An entry whose `journal.scoring_max_attempts` attempts all failed keeps its heuristic
+    score for good: asking again would only put the same oldest entries in every batch, so
+    the entries behind them would never be asked and consolidation would wait for them
+    forever (a model whose replies never parse kept the compacting phase going for good).
+    """
+    attempts = get_scoring_attempts(ports)
+    limit = int(ports.settings.get("journal.scoring_max_attempts"))
+    return [entry for entry in _heuristic_entries(journal)
+            if attempts.get(entry["id"], 0) < limit]
+
+
 def _new_report(ports, pending):
     return {
         "scored": [],
@@ -269,7 +284,7 @@ def _apply_scores(ports, report, asked, scores, facts):
     if report["facts_rejected"]:
         ports.log(f"{ports.name}: dropped {report['facts_rejected']} self-referential "
                   "fact(s) from the scoring reply")  # fmt: skip
-    report["remaining"] = len(_heuristic_entries(journal))
+    report["remaining"] = len(_still_to_score(ports, journal))
     return report
 
 
@@ -283,9 +298,10 @@ def score_pending_entries(ports, max_per_tick=None):
     The facts it lists for an unconsolidated entry are persona-filtered and kept on the entry
     (`facts`, `facts_method` "llm") for consolidation to store. Entries it did not score, or a
     failed or garbled reply, keep their heuristic scores, count one failed attempt, and are
-    retried next tick. Entries deleted (or re-scored by hand) while the call ran are skipped.
-    When an entry still counts toward the next reflection, the cumulative importance follows
-    the new score.
+    retried next tick, until `journal.scoring_max_attempts` attempts failed: then they keep
+    their heuristic score and are not asked about again. Entries deleted (or re-scored by
+    hand) while the call ran are skipped. When an entry still counts toward the next
+    reflection, the cumulative importance follows the new score.
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -302,7 +318,7 @@ def score_pending_entries(ports, max_per_tick=None):
         max_per_tick = settings.get("journal.scoring_max_per_tick")
     batch_size = max(0, min(int(max_per_tick), int(settings.get("journal.scoring_batch_size"))))
     journal = journal_module.get_journal(ports)
-    pending = _heuristic_entries(journal)
+    pending = _still_to_score(ports, journal)
     report = _new_report(ports, pending)
     if ports.mechanical:
         ports.log(f"{ports.name}: importance scoring skipped (mechanical mode, no LLM)")

@@ -24,7 +24,7 @@ from ai_assistant.memory.search.journal_search import (
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.threads import run_cpu_bound
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import CONVERSATION, MEMORY, Tool, ToolCategory, error_result
 
 RESULT_CONTENT_CHARS = 500
 REVIEW_LIST_MAX = 50
@@ -45,8 +45,9 @@ def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
     A journal entry as a tool result shows it.
 
     Returns:
-        dict: id, timestamp, content (cut to `content_chars`), importance and its method,
-        source, tags, projects, and `score` when given.
+        dict: every field the entry stores: id, timestamp, content (cut to `content_chars`),
+        importance and its method, source type, trust and entity, tags, projects, evidence
+        (when it has any), and `score` when given.
     """
     content = str(entry.get("content", ""))
     summary = {
@@ -56,10 +57,13 @@ def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
         "importance": entry.get("importance"),
         "importance_method": entry.get("importance_method"),
         "source_type": entry.get("source_type"),
+        "source_trust": entry.get("source_trust"),
         "source_entity": entry.get("source_entity"),
         "tags": list(entry.get("tags") or ()),
         "related_projects": list(entry.get("related_projects") or ()),
     }
+    if entry.get("evidence"):
+        summary["evidence"] = list(entry["evidence"])
     if score is not None:
         summary["score"] = round(float(score), 4)
     return summary
@@ -68,32 +72,26 @@ def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
 class AddJournalEntryTool(Tool):
     name = "add_journal_entry"
     description = (
-        "Write an entry in your journal: something you observed, were told or worked out. "
-        "Importance (1-10) is scored automatically when omitted; trust defaults by source type "
-        "(direct 0.9, observation 0.8, inference 0.6, environmental 0.3)."
+        "Write in your journal something you observed (observation), were told (direct) or "
+        "worked out (inference). Importance 1-10 is scored when left out."
     )
     parameters = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "content": {"type": "string", "description": "The narrative text of the entry."},
-            "tags": {**_STRING_LIST, "description": "Labels for later filtering."},
-            "related_projects": {**_STRING_LIST, "description": "Project keys it concerns."},
-            "source_type": {
-                "type": "string",
-                "enum": list(journal.SOURCE_TYPES),
-                "default": "observation",
-                "description": "direct (told by someone), observation (witnessed), "
-                "inference (deduced), environmental (overheard, ambient).",
-            },
+            "content": {"type": "string"},
+            "tags": _STRING_LIST,
+            "related_projects": _STRING_LIST,
+            "source_type": {"type": "string", "enum": list(journal.SOURCE_TYPES)},
             "source_trust": {"type": "number", "minimum": 0.0, "maximum": 1.0},
-            "source_entity": {"type": "string", "description": "Who provided the information."},
+            "source_entity": {"type": "string", "description": "Who told you."},
             "importance": {"type": "integer", "minimum": 1, "maximum": 10},
         },
         "required": ["content"],
     }
     category = ToolCategory.SAFE_CHAIN
     family = "journal"
+    kit = CONVERSATION
 
     def run(self, ports, content=None, **fields):
         try:
@@ -128,28 +126,25 @@ def _filter_params(tags, days_back, related_to_project):
 class SearchJournalTool(Tool):
     name = "search_journal"
     description = (
-        "Search your journal. Results are ranked by relevance to the query, importance and "
-        "recency; filters narrow by tags (all must match), days back and project. A time "
-        "named in the query ('yesterday', 'last week', 'on 9 May') favours what was written "
-        "then. An empty query lists recent important entries."
+        "Search your journal and long-term memory for what you were told or saw (ranked by "
+        "relevance, importance, recency; a time in the query like 'last week' favours then). "
+        "An empty query lists recent important entries."
     )
     parameters = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "query": {"type": "string", "description": "What to look for.", "default": ""},
-            "tags": {**_STRING_LIST, "description": "Only entries with all these tags."},
-            "days_back": {"type": "integer", "minimum": 0, "description": "Time window."},
-            "related_to_project": {"type": "string", "description": "A project key."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
-            "semantic": {
-                "type": "boolean",
-                "description": "Also search semantic memory when available (default true).",
-            },
+            "query": {"type": "string"},
+            "tags": {**_STRING_LIST, "description": "All must match."},
+            "days_back": {"type": "integer", "minimum": 0},
+            "related_to_project": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT},
+            "semantic": {"type": "boolean", "description": "Include long-term memory (true)."},
         },
     }
     category = ToolCategory.SAFE_CHAIN
     family = "journal"
+    kit = CONVERSATION
     cacheable = True
     cache_ttl = 300.0
 
@@ -279,6 +274,7 @@ class ReviewJournalTool(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "journal"
+    kit = MEMORY
 
     def run(self, ports, synthesis=None, days_back=7, tags=None, save_as_entry=True):
         if not isinstance(synthesis, str) or not synthesis.strip():

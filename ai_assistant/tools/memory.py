@@ -1,8 +1,8 @@
 """
-Semantic memory tools (family "memory"): `store_memory` and `recall_memories` (the
-specification's semantic memory tier).
+Semantic memory tools (family "memory"): `store_memory` and `search_facts` (formerly
+`recall_memories`, still accepted; the specification's semantic memory tier).
 
-Both are offered while asleep too (`SLEEP_MODE_TOOLS`). `recall_memories` uses the same two-stage
+Both are offered while asleep too (`SLEEP_MODE_TOOLS`). `search_facts` uses the same two-stage
 retrieval as the prompt's memory block; `format_memory_results` renders its result for
 `@assistant/memory <npc> = <query>`.
 """
@@ -17,7 +17,7 @@ from ai_assistant.memory.persona import (
     is_self_referential,
 )
 from ai_assistant.memory.semantic_recall import format_memory_results, retrieve_relevant_memories
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import MEMORY, Tool, ToolCategory, error_result
 
 __all__ = ["StoreMemory", "RecallMemories", "format_memory_results"]
 
@@ -51,6 +51,7 @@ class StoreMemory(Tool):
     }
     category = ToolCategory.ASYNC_REQUIRED
     family = "memory"
+    kit = MEMORY
 
     def run(self, ports, content="", source_type="observation", source_trust=None,
             source_entity=None, tags=None, importance=None, **unused):
@@ -101,10 +102,11 @@ class StoreMemory(Tool):
 
 
 class RecallMemories(Tool):
-    name = "recall_memories"
+    name = "search_facts"
+    aliases = ("recall_memories",)
     description = (
-        "Search long-term semantic memory for facts relevant to a query. Results carry a "
-        "relevance score and the trust of their source."
+        "Search the lasting facts of your long-term memory (what store_memory kept). Results "
+        "carry a relevance score and the trust of their source."
     )
     parameters = {
         "type": "object",
@@ -117,6 +119,7 @@ class RecallMemories(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "memory"
+    kit = MEMORY
     cacheable = True
     cache_ttl = 30.0
 
@@ -148,7 +151,7 @@ class RecallMemories(Tool):
                     "memories": memories}
 
         def _failed(failure):
-            ports.log(f"{ports.name}: recall_memories failed: {failure.getErrorMessage()}")
+            ports.log(f"{ports.name}: search_facts failed: {failure.getErrorMessage()}")
             return error_result(f"the memory store failed: {failure.getErrorMessage()}")
 
         return deferred.addCallbacks(_found, _failed)

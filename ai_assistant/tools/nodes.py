@@ -1,11 +1,13 @@
 """
-Memory node tools (family "nodes"): `note_scene`, `recall`, `recall_memory` and
-`search_memory`.
+Memory node tools (family "nodes"): `note_scene`, `recall_scenes`, `open_memory_cluster` and
+`find_scenes_by_keyword` (formerly `recall`, `recall_memory` and `search_memory`: names a model
+confused with each other and with `search_facts`; the old names are still accepted).
 
 `note_scene` queues a scene for the next memory patrol (`sleep.patrol`). The three recall tools
 read the nodes and count each hit as a reactivation, which holds decay back and can revive dead
-nodes (the specification's "Revive dead nodes"): `recall` +1 on the active nodes its vector
-search returns; `recall_memory` and `search_memory` +1 on live nodes, +2 on dead ones.
+nodes (the specification's "Revive dead nodes"): `recall_scenes` +1 on the active nodes its
+vector search returns; `open_memory_cluster` and `find_scenes_by_keyword` +1 on live nodes, +2
+on dead ones.
 """
 
 import json
@@ -29,7 +31,7 @@ from ai_assistant.memory.nodes import (
     setting,
 )
 from ai_assistant.plumbing import documents
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import CONVERSATION, MEMORY, Tool, ToolCategory, error_result
 
 __all__ = [
     "NoteScene", "Recall", "RecallMemory", "SearchMemory",
@@ -195,6 +197,7 @@ class NoteScene(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "nodes"
+    kit = MEMORY
 
     def run(self, ports, **scene):
         limit = int(setting(ports, "max_note_chars"))
@@ -212,19 +215,20 @@ class NoteScene(Tool):
 
 
 class Recall(Tool):
-    name = "recall"
+    name = "recall_scenes"
+    aliases = ("recall",)
     description = (
-        "Let memories come to mind: the scenes most like what you describe come back as "
-        "loose fragments. Empty when nothing comes to mind."
+        "Let scenes you lived through come to mind: those most like what you describe come "
+        "back as loose fragments."
     )
     parameters = {
         "type": "object",
-        "properties": {"query": {"type": "string", "minLength": 1,
-                                 "description": "What you are thinking about."}},
+        "properties": {"query": {"type": "string", "minLength": 1}},
         "required": ["query"],
     }
     category = ToolCategory.ASYNC_REQUIRED
     family = "nodes"
+    kit = CONVERSATION
 
     def run(self, ports, query=""):
         if not query.strip():
@@ -239,7 +243,8 @@ class Recall(Tool):
 
 
 class RecallMemory(Tool):
-    name = "recall_memory"
+    name = "open_memory_cluster"
+    aliases = ("recall_memory",)
     description = (
         "Open one memory cluster (by id or name) and go through its scenes; recalling "
         "fading or forgotten scenes brings them back."
@@ -252,6 +257,7 @@ class RecallMemory(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "nodes"
+    kit = MEMORY
 
     def run(self, ports, cluster_id=""):
         clusters = load_clusters(ports)
@@ -270,7 +276,8 @@ class RecallMemory(Tool):
 
 
 class SearchMemory(Tool):
-    name = "search_memory"
+    name = "find_scenes_by_keyword"
+    aliases = ("search_memory",)
     description = (
         "Search your memory scenes by keywords (in what happened, how you felt, themes and "
         "dates). Any keyword matches by default; mode 'and' needs every keyword."
@@ -286,6 +293,7 @@ class SearchMemory(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "nodes"
+    kit = MEMORY
 
     def run(self, ports, query="", mode="or", limit=None):
         if not query.split():

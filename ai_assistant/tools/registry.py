@@ -11,12 +11,16 @@ the timeout, and turns every failure into a result the model (or the admin) can 
 correct - never an exception.
 """
 
+import difflib
 import json
+import re
 import time
 from enum import StrEnum
 
 import jsonschema
 from twisted.internet import defer
+
+from ai_assistant.plumbing.tool_calls import decode_arguments
 
 MAX_ARGUMENT_CHARS = 20000
 
@@ -35,9 +39,32 @@ SLEEP_MODE_TOOLS = (
     "noop",
     "add_journal_entry",
     "review_journal",
-    "recall_memories",
+    "search_facts",
     "store_memory",
 )
+
+# Kits: which situations offer a tool. A conversational turn offers the CONVERSATION kit (speech,
+# lookups, journaling); the others come with autonomous and housekeeping passes, or when what
+# was said asks for them (`KIT_TRIGGERS`). A tool of any kit the assistant may use runs when the
+# model calls it by name: kits keep the prompt lean, they are not permissions.
+CONVERSATION = "conversation"
+WORKSPACE = "workspace"  # goals, projects, session memory, status, persona, sleep
+MEMORY = "memory"  # writing and browsing long-term memory
+KITS = (CONVERSATION, WORKSPACE, MEMORY)
+
+# Words in what the assistant was told that ask for a kit (an explicit request).
+KIT_TRIGGERS = {
+    WORKSPACE: re.compile(
+        r"\b(goals?|projects?|tasks?|plans?|todo|to-do|subtasks?|progress|prefer(?:s|ence)?|"
+        r"guidelines?|status|go to sleep|sleep|rest|remember (?:that|this|my|i))\b",
+        re.IGNORECASE,
+    ),
+    MEMORY: re.compile(
+        r"\b(remember (?:this|that|it)|memor(?:y|ies)|scenes?|note (?:this|that|it|down)|"
+        r"write (?:it|this|that) down)\b",
+        re.IGNORECASE,
+    ),
+}
 
 
 class Tool:
@@ -54,6 +81,11 @@ class Tool:
         cacheable (bool): Identical calls within `cache_ttl` reuse the first result.
         cache_ttl (float): Seconds a cached result lives.
         cache_scope (str): "tick" (cleared every tick) or "session".
+        kit (str): The situations that offer it (`KITS`).
+        aliases (tuple): Former names, still accepted from a model and as commands.
+        strict_arguments (bool): Refuse unknown arguments instead of dropping them (for a
+            tool where an unexpected argument means the caller wants something it must not
+            do, like rewriting the admins' prompt).
     """
 
     name = ""
@@ -65,6 +97,9 @@ class Tool:
     cacheable = False
     cache_ttl = 0.0
     cache_scope = "tick"
+    kit = WORKSPACE
+    aliases = ()
+    strict_arguments = False
 
     def run(self, ports, **params):
         """
@@ -80,14 +115,24 @@ class Tool:
         raise NotImplementedError
 
     def schema(self):
-        """The argument schema as offered to the LLM: ours plus the `reasoning` string."""
+        """
+        The argument schema as validated: ours plus the optional `reasoning` string (logged).
+        """
         schema = json.loads(json.dumps(self.parameters))
         schema.setdefault("type", "object")
         props = schema.setdefault("properties", {})
-        props["reasoning"] = {
-            "type": "string",
-            "description": "Why you are calling this tool (logged, not shown to players).",
-        }
+        props["reasoning"] = {"type": "string"}
+        return schema
+
+    def offered_schema(self):
+        """
+        The argument schema as offered to the LLM: compact, without `reasoning` (every tool
+        takes it; the system prompt says so once) and without `additionalProperties`.
+        """
+        schema = json.loads(json.dumps(self.parameters))
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        schema.pop("additionalProperties", None)
         return schema
 
     def spec(self):
@@ -97,7 +142,7 @@ class Tool:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.schema(),
+                "parameters": self.offered_schema(),
             },
         }
 
@@ -107,6 +152,7 @@ class ToolRegistry:
 
     def __init__(self):
         self._tools = {}
+        self._aliases = {}
 
     def register(self, tool_class):
         """
@@ -122,11 +168,37 @@ class ToolRegistry:
         if existing is not None and type(existing).__qualname__ != tool_class.__qualname__:
             raise ValueError(f"tool name {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        for alias in tool.aliases:
+            self._aliases[alias] = tool.name
         return tool_class
 
     def get(self, name):
-        """The tool instance called `name`, or None."""
-        return self._tools.get(name)
+        """The tool instance called `name` (or by a former name), or None."""
+        tool = self._tools.get(name)
+        if tool is None and name in self._aliases:
+            tool = self._tools.get(self._aliases[name])
+        return tool
+
+    def canonical(self, name):
+        """The current name of a tool called `name` or by a former name (`name` if unknown)."""
+        return self._aliases.get(name, name)
+
+    def close_names(self, name, among=None, limit=4):
+        """
+        Tool names that look like `name` (a model's typo or invention).
+
+        Args:
+            name (str): The unknown name.
+            among (iterable, optional): Names to choose from (default: every tool).
+            limit (int): At most this many.
+        """
+        names = sorted(among) if among is not None else self.names()
+        lowered = str(name or "").lower()
+        close = difflib.get_close_matches(lowered, names, n=limit, cutoff=0.5)
+        words = set(re.split(r"[_\W]+", lowered)) - {""}
+        close += [other for other in names
+                  if other not in close and words & set(other.split("_"))]
+        return close[:limit]
 
     def all(self):
         """Every tool, sorted by family then name."""
@@ -153,6 +225,27 @@ class ToolRegistry:
         if not dangerous_enabled:
             tools = [tool for tool in tools if tool.category != ToolCategory.DANGEROUS]
         return tools
+
+
+def lean_tools(tools, purpose, request_text=""):
+    """
+    The tools a turn offers the model, out of those it may use.
+
+    Args:
+        tools (list[Tool]): What the assistant may use now (`ToolRegistry.available`).
+        purpose (str): The cycle's purpose: "conversation" offers the conversation kit plus
+            the kits `request_text` asks for; any other purpose (autonomous and housekeeping
+            passes) offers them all.
+        request_text (str): What the assistant was told this turn.
+
+    Returns:
+        list[Tool]: The tools to describe to the model.
+    """
+    if purpose != "conversation":
+        return list(tools)
+    kits = {CONVERSATION} | {kit for kit, words in KIT_TRIGGERS.items()
+                             if words.search(request_text or "")}
+    return [tool for tool in tools if tool.kit in kits]
 
 
 REGISTRY = ToolRegistry()
@@ -210,28 +303,98 @@ def error_result(message, **extra):
     return {"success": False, "error": message, **extra}
 
 
+def unknown_tool_result(name, available, registry=None):
+    """
+    The result of calling a tool that does not exist (or is not available now).
+
+    Args:
+        name (str): The name the model used.
+        available (iterable): The names it may use now.
+        registry (ToolRegistry, optional): Where to look for close names (the global one).
+    """
+    registry = registry or REGISTRY
+    available = sorted(available)
+    close = registry.close_names(name, among=available)
+    message = f"unknown tool '{name}'"
+    if close:
+        message += f"; did you mean: {', '.join(close)}?"
+    return error_result(f"{message} Available tools: {', '.join(available)}", close_names=close)
+
+
 def parse_arguments(arguments):
     """
-    Turn raw arguments (JSON text or dict) into a dict.
+    Turn raw arguments (JSON text, double-encoded JSON text, or a dict) into a dict.
 
     Returns:
         tuple: `(params, None)` or `(None, error message)`.
     """
-    if arguments is None or arguments == "":
-        return {}, None
-    if isinstance(arguments, dict):
-        return dict(arguments), None
-    if not isinstance(arguments, str):
-        return None, f"arguments must be a JSON object, not {type(arguments).__name__}"
-    if len(arguments) > MAX_ARGUMENT_CHARS:
+    if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENT_CHARS:
         return None, f"arguments are too long ({len(arguments)} > {MAX_ARGUMENT_CHARS} chars)"
-    try:
-        params = json.loads(arguments)
-    except json.JSONDecodeError as err:
-        return None, f"arguments are not valid JSON ({err.msg} at char {err.pos})"
-    if not isinstance(params, dict):
-        return None, "arguments must be a JSON object like {\"key\": \"value\"}"
-    return params, None
+    return decode_arguments(arguments)
+
+
+_TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+
+
+def _coerce(value, spec):
+    """`value` as the schema's type where a model sent it as text (or as the wrong number)."""
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if kind == "integer" and re.fullmatch(r"[-+]?\d+(\.0*)?", text):
+                return int(float(text))
+            if kind == "number" and text:
+                return float(text)
+        except ValueError:
+            return value
+        if kind == "boolean" and text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        if kind in ("array", "object") and text[:1] in "[{":
+            try:
+                decoded = json.loads(text)
+            except json.JSONDecodeError:
+                return value
+            return decoded if isinstance(decoded, list if kind == "array" else dict) else value
+    elif kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def fit_arguments(tool, params):
+    """
+    Make a model's arguments fit the tool: arguments the schema does not know are dropped
+    (a lone stray one is taken for a lone missing required one of the same kind), and numbers
+    and booleans sent as text are converted.
+
+    Args:
+        tool (Tool): The tool.
+        params (dict): The arguments (not changed).
+
+    Returns:
+        tuple: `(arguments that fit, notes for the model)`; notes name what was dropped or
+        renamed.
+    """
+    properties = tool.parameters.get("properties") or {}
+    params = dict(params)
+    notes = []
+    if tool.parameters.get("additionalProperties") is not True and not tool.strict_arguments:
+        unknown = [key for key in params if key not in properties and key != "reasoning"]
+        missing = [key for key in tool.parameters.get("required") or () if key not in params]
+        if len(unknown) == 1 and len(missing) == 1 and isinstance(params[unknown[0]], str) \
+                and properties.get(missing[0], {}).get("type") == "string":
+            params[missing[0]] = params.pop(unknown[0])
+            notes.append(f"took '{unknown[0]}' as '{missing[0]}'")
+            unknown = []
+        for key in unknown:
+            params.pop(key)
+        if unknown:
+            notes.append(f"ignored unknown arguments: {', '.join(sorted(unknown))} "
+                         f"(this tool takes: {', '.join(properties) or 'none'})")
+    for key, value in params.items():
+        if key in properties:
+            params[key] = _coerce(value, properties[key])
+    return params, notes
 
 
 def validate_arguments(tool, params):
@@ -268,15 +431,15 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
         name = tool
         tool = REGISTRY.get(name)
         if tool is None:
-            known = ", ".join(REGISTRY.names())
-            return defer.succeed(error_result(f"unknown tool '{name}'. Known tools: {known}"))
+            return defer.succeed(unknown_tool_result(name, REGISTRY.names(), REGISTRY))
     params, error = parse_arguments(arguments)
     if error:
         return defer.succeed(error_result(error))
+    params, notes = fit_arguments(tool, params)
     reasoning = params.pop("reasoning", None)
     error = validate_arguments(tool, params)
     if error:
-        return defer.succeed(error_result(error))
+        return defer.succeed(error_result(error, **({"note": "; ".join(notes)} if notes else {})))
     if tool.category == ToolCategory.DANGEROUS and not allow_dangerous:
         return defer.succeed(error_result(f"'{tool.name}' is a dangerous tool and is disabled"))
     if reasoning:
@@ -295,6 +458,8 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
     def _done(result):
         if not isinstance(result, dict) or "success" not in result:
             result = {"success": True, "result": result}
+        if notes:
+            result = {**result, "note": "; ".join([*notes, *filter(None, [result.get("note")])])}
         if cache is not None and result.get("success"):
             if tool.cacheable:
                 cache.put(tool, params, result)

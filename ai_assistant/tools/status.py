@@ -46,6 +46,9 @@ class UpdateSystemPromptTool(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "status"
+    # self-modification: an unexpected argument (say, a "target" aimed at the admins' prompt)
+    # is refused, never quietly dropped
+    strict_arguments = True
 
     def run(self, ports, new_prompt, reason=None, reasoning=None):
         # execute_tool consumes the generic `reasoning` argument, so the specification's `reasoning`

@@ -7,7 +7,13 @@ answer the room in the same turn, so it is SAFE_CHAIN. `inspect_location` is rea
 cached for the tick. `noop` is the explicit "nothing to do" that ends a quiet turn.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import (
+    CONVERSATION,
+    WORKSPACE,
+    Tool,
+    ToolCategory,
+    error_result,
+)
 
 MAX_MESSAGE_CHARS = 2000
 MAX_TARGET_CHARS = 80
@@ -31,11 +37,12 @@ class SayTool(Tool):
     description = "Say something out loud to everyone in the room. Ends your turn."
     parameters = {
         "type": "object",
-        "properties": {"message": {"type": "string", "description": "What you say."}},
+        "properties": {"message": {"type": "string"}},
         "required": ["message"],
     }
     category = ToolCategory.TERMINAL
     family = "world"
+    kit = CONVERSATION
 
     def run(self, ports, message):
         error = _check_text(message, "message")
@@ -50,17 +57,15 @@ class SayTool(Tool):
 
 class EmoteTool(Tool):
     name = "emote"
-    description = (
-        "Perform a visible action or expression, e.g. 'nods slowly.' (your name is put in "
-        "front). Ends your turn."
-    )
+    description = "A visible action, e.g. 'nods slowly.' (after your name). Ends your turn."
     parameters = {
         "type": "object",
-        "properties": {"action": {"type": "string", "description": "What you do."}},
+        "properties": {"action": {"type": "string"}},
         "required": ["action"],
     }
     category = ToolCategory.TERMINAL
     family = "world"
+    kit = CONVERSATION
 
     def run(self, ports, action):
         error = _check_text(action, "action")
@@ -75,20 +80,18 @@ class EmoteTool(Tool):
 
 class WhisperTool(Tool):
     name = "whisper"
-    description = (
-        "Say something privately to one character who is here. Others do not hear it. "
-        "Does not end your turn."
-    )
+    description = "Say something privately to one character here. Does not end your turn."
     parameters = {
         "type": "object",
         "properties": {
-            "target": {"type": "string", "description": "Name of the character to whisper to."},
-            "message": {"type": "string", "description": "What you whisper."},
+            "target": {"type": "string", "description": "Their name."},
+            "message": {"type": "string"},
         },
         "required": ["target", "message"],
     }
     category = ToolCategory.SAFE_CHAIN
     family = "world"
+    kit = CONVERSATION
 
     def run(self, ports, target, message):
         error = _check_text(target, "target", MAX_TARGET_CHARS) or _check_text(message, "message")
@@ -110,6 +113,7 @@ class WhisperTool(Tool):
 class PageTool(WhisperTool):
     name = "page"
     description = "Send a private message to one character (the same as whisper)."
+    kit = WORKSPACE  # offered with the full set; in a conversation `whisper` does the same
 
 
 class InspectLocationTool(Tool):
@@ -118,6 +122,7 @@ class InspectLocationTool(Tool):
     parameters = {"type": "object", "properties": {}}
     category = ToolCategory.SAFE_CHAIN
     family = "world"
+    kit = CONVERSATION
     cacheable = True
     cache_ttl = 60.0
     cache_scope = "tick"
@@ -138,6 +143,7 @@ class NoopTool(Tool):
     parameters = {"type": "object", "properties": {}}
     category = ToolCategory.TERMINAL
     family = "world"
+    kit = CONVERSATION
 
     def run(self, ports):
         return {"success": True, "result": "nothing to do"}

@@ -21,10 +21,7 @@ def start_plugin_services(portal):
 
     portal - a reference to the main portal application.
     """
-    from evennia.server.portal.amp import AMPMultiConnectionProtocol
-    from evennia.server.portal.telnet import TelnetProtocol
+    # Nagle off for telnet and the AMP link (the contrib's helper, see its README)
+    from ai_assistant.tcp_nodelay import portal_no_delay
 
-    from server.conf.tcp_nodelay import no_delay
-
-    no_delay(TelnetProtocol)
-    no_delay(AMPMultiConnectionProtocol)
+    portal_no_delay()

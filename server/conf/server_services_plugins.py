@@ -21,13 +21,7 @@ def start_plugin_services(server):
 
     server - a reference to the main server application.
     """
-    import evennia
-    from evennia.server.amp_client import AMPServerClientProtocol
+    # Nagle off for the AMP link to the Portal (the contrib's helper, see its README)
+    from ai_assistant.tcp_nodelay import server_no_delay
 
-    from server.conf.tcp_nodelay import no_delay
-
-    no_delay(AMPServerClientProtocol)  # reconnections after a Portal restart
-    protocol = getattr(evennia.EVENNIA_SERVER_SERVICE, "amp_protocol", None)
-    transport = getattr(protocol, "transport", None)
-    if transport is not None and hasattr(transport, "setTcpNoDelay"):
-        transport.setTcpNoDelay(True)  # the link made before plugins start
+    server_no_delay()

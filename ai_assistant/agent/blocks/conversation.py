@@ -11,9 +11,28 @@ from ai_assistant.sleep import compaction
 MAX_HISTORY_MESSAGES = 20
 
 
+def _without_new_events(history, events):
+    """
+    The history without its newest messages that are the new events themselves (the awake
+    tick records what was heard before the prompt is built): each utterance is shown once.
+    """
+    pending = [(str(e.get("sender") or ""), " ".join(str(e.get("text") or "").split()))
+               for e in events or ()]
+    history = list(history)
+    while history and pending:
+        last = history[-1]
+        said = " ".join(str(last.get("content") or "").removeprefix("(whispered) ").split())
+        key = (str(last.get("name") or ""), said)
+        if last.get("role") != "user" or key not in pending:
+            break
+        pending.remove(key)
+        history.pop()
+    return history
+
+
 def history_block(ports, situation):
     """The recent conversation with the current interlocutor, as quoted data."""
-    history = situation.get("history") or []
+    history = _without_new_events(situation.get("history") or [], situation.get("events"))
     if not history:
         return None
     lines = []
@@ -34,6 +53,8 @@ def events_block(ports, situation):
         sender = safe_name(event.get("sender"))
         kind = safe_name(event.get("kind") or "say")
         header = f"Event {number}: {kind} from {sender}"
+        if event.get("kind") in ("whisper", "page"):
+            header += " (private: nobody else heard it; your answer goes back privately)"
         if event.get("sender_id") is not None:
             header += f" (id {safe_name(event.get('sender_id'))})"
         if event.get("time"):

@@ -1,8 +1,9 @@
 """
 Prompt blocks of the memory nodes (the specification's "Context Structure").
 
-- `system_memory_block`: the think notes of the last patrol and the relationships, in the
-  system message;
+- `system_memory_block`: the think notes of the last patrol and the relationships of the
+  people present or most relevant (`memory.entities.relationship_summary`), in the system
+  message;
 - `snapshot_block`: unread notes (todos, reminders) and the diary of the last days;
 - `recent_nodes_block`: the most recently activated memories.
 
@@ -11,34 +12,41 @@ Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
 
 from datetime import timedelta
 
+from ai_assistant.memory.entities import relationship_summary, relevant_profiles
 from ai_assistant.memory.nodes import scene_to_text, setting
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.quoting import defuse, safe_name
 
 
-def relationships_text(ports):
-    """A short line per entity profile: name and relationship (from "entity_profiles")."""
-    profiles = ports.state.get(documents.ENTITY_PROFILES, None) or {}
-    if isinstance(profiles, dict):
-        items = list(profiles.items())
-    elif isinstance(profiles, list):
-        items = [(p.get("name") if isinstance(p, dict) else p, p) for p in profiles]
-    else:
-        items = []
+def people_in(situation):
+    """Entity ids of the person talked with and those present, in that order, each once."""
+    people = []
+    situation = situation or {}
+    interlocutor = situation.get("interlocutor")
+    if isinstance(interlocutor, dict) and interlocutor.get("id"):
+        people.append(interlocutor["id"])
+    for person in situation.get("present") or ():
+        person_id = person.get("id") if isinstance(person, dict) else person
+        if person_id and person_id not in people:
+            people.append(person_id)
+    return people
+
+
+def relationships_text(ports, situation=None):
+    """
+    A line per relevant person - those present first, then the most recently met - with the
+    relationship as `memory.entities` keeps it (at most `nodes.relationships_max`).
+    """
+    chosen = relevant_profiles(ports, people_in(situation),
+                               limit=int(setting(ports, "relationships_max")))  # fmt: skip
+    now = ports.clock.now()
     lines = []
-    for key, profile in items[: int(setting(ports, "relationships_max"))]:
-        profile = profile if isinstance(profile, dict) else {}
-        name = safe_name(profile.get("name") or profile.get("entity_name") or key)
-        relationship = profile.get("relationship")
-        if isinstance(relationship, dict):
-            relationship = ", ".join(
-                f"{k} {v}" for k, v in relationship.items()
-                if isinstance(v, (str, int, float)) and k in
-                ("type", "label", "band", "trust", "affinity", "summary", "status")
-            )
-        detail = defuse(relationship or profile.get("summary") or "", 200)
-        lines.append(f"- {name}: {detail}" if detail else f"- {name}")
+    for profile, present in chosen:
+        summary = relationship_summary(profile, now, ports.settings)
+        where = ", here" if present else ""
+        lines.append(f"- {safe_name(summary['name'])} ({summary['entity_type']}{where}): "
+                     f"{summary['text']}")
     return "\n".join(lines)
 
 
@@ -49,9 +57,9 @@ def system_memory_block(ports, situation):
     if think.get("text"):
         parts.append("Notes you wrote for yourself after your last memory patrol:\n"
                      + defuse(think["text"], 2000))
-    relationships = relationships_text(ports)
+    relationships = relationships_text(ports, situation)
     if relationships:
-        parts.append("People you know:\n" + relationships)
+        parts.append("People you know (relationship):\n" + relationships)
     return "\n\n".join(parts) or None
 
 

@@ -1,62 +1,55 @@
 """
-The "People you know" prompt block: what the assistant knows about the people around it.
+The "Notes on people here" prompt block: what the assistant has noted about the people around
+it.
 
-For the person it talks with and the others present, the block shows the relationship (band,
-current favorability after decay, interactions) and the notes of their entity profile
-(`ai_assistant.memory.entities`): consolidated attributes and the most recent observations,
-quoted as untrusted text since players wrote them.
+For the person it talks with and the others present, the block shows the notes of their entity
+profile (`ai_assistant.memory.entities`): consolidated attributes and the most recent
+observations, quoted as untrusted text since players wrote them. Their relationship is shown
+once, in the system message (`blocks.memory_nodes.relationships_text`), and an observation that
+repeats what is already in the prompt (a new event, a line of the recent conversation) is left
+out: each fact appears once.
 """
 
-from ai_assistant.memory.entities import current_relationship, get_profiles
+from ai_assistant.agent.blocks.memory_nodes import people_in
+from ai_assistant.memory.entities import get_profiles
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
 
 
-def _people_in(situation):
-    people = []
-    interlocutor = situation.get("interlocutor")
-    if isinstance(interlocutor, dict) and interlocutor.get("id"):
-        people.append(interlocutor["id"])
-    for person in situation.get("present") or ():
-        person_id = person.get("id") if isinstance(person, dict) else person
-        if person_id and person_id not in people:
-            people.append(person_id)
-    return people
+def said_in_prompt(situation):
+    """The texts the prompt already shows: the new events and the recent conversation."""
+    texts = {" ".join(str(event.get("text") or "").split())
+             for event in situation.get("events") or ()}  # fmt: skip
+    for message in situation.get("history") or ():
+        content = str(message.get("content") or "")
+        texts.add(" ".join(content.removeprefix("(whispered) ").split()))
+    texts.discard("")
+    return texts
 
 
 def entity_context_block(ports, situation):
     """
-    Context provider: what the assistant knows about the person it talks with and the others
+    Context provider: the notes about the person the assistant talks with and the others
     present (`situation["interlocutor"]`, `situation["present"]`), at most
     `entities.context_max_profiles` of them.
 
     Returns:
-        str or None: The block, or None when it knows nobody here.
+        str or None: The block, or None when it has no notes about anybody here.
     """
+    situation = situation or {}
     profiles = get_profiles(ports)
     limit = int(ports.settings.get("entities.context_max_profiles"))
     recent = int(ports.settings.get("entities.context_observations"))
-    now = ports.clock.now()
+    already = said_in_prompt(situation)
     blocks = []
-    for entity_id in _people_in(situation or {}):
+    for entity_id in people_in(situation)[:limit]:
         profile = profiles.get(entity_id)
         if profile is None:
             continue
-        relationship = current_relationship(profile, now, ports.settings)
-        header = (
-            f"{safe_name(profile.get('name'))} ({profile.get('entity_type')}): "
-            f"{relationship['state']}, favorability {relationship['favorability']:.2f}, "
-            f"{relationship.get('interaction_count', 0)} interactions"
-        )
         notes = [f"{key}: {value}" for key, value in (profile.get("attributes") or {}).items()]
-        notes += (
-            [f"recently: {o.get('text')}" for o in (profile.get("observations") or [])[-recent:]]
-            if recent > 0
-            else []
-        )
+        observations = [o for o in (profile.get("observations") or [])
+                        if " ".join(str(o.get("text") or "").split()) not in already]
+        notes += [f"recently: {o.get('text')}" for o in observations[-recent:]] if recent else []
         if notes:
-            header += "\n" + quote_untrusted("\n".join(notes), "NOTES ABOUT A CHARACTER")
-        blocks.append(header)
-        if len(blocks) >= limit:
-            break
+            blocks.append(f"{safe_name(profile.get('name'))}:\n"
+                          + quote_untrusted("\n".join(notes), "NOTES ABOUT A CHARACTER"))
     return "\n\n".join(blocks) or None
-

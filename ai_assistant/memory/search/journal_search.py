@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy
 
+from ai_assistant.memory.corrections import is_wrong
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.search.dense import EmbeddingMatrices, dense_scores
 from ai_assistant.memory.search.filters import SearchFilters
@@ -150,6 +151,16 @@ def _rank(index, entries, head, tail, relevance, now_epoch, params, limit):
     return ranked
 
 
+def _wrong_positions(index, entries):
+    """Positions of the entries marked wrong, found once per journal version (its index)."""
+    wrong = getattr(index, "wrong_positions", None)
+    if wrong is None:
+        # entries are replaced, never changed in place, so a version's marks never change
+        wrong = index.wrong_positions = numpy.flatnonzero(
+            numpy.fromiter((is_wrong(entry) for entry in entries), bool, len(entries)))
+    return wrong
+
+
 def search_entries(entries, query, *, now, params=None, filters=None, limit=10, embed=None,
                    semantic_scores=None, index_cache=None):  # fmt: skip
     """
@@ -183,6 +194,10 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
     if found is None:
         return []
     positions, relevance = found
+    # an entry staff marked as wrong (memory.corrections) is never recalled again
+    wrong = _wrong_positions(index, entries)
+    if len(wrong):
+        positions = positions[~numpy.isin(positions, wrong)]
     if filters.active:
         positions = filters.keep(entries, positions, index.epochs, now)
     if not len(positions):

@@ -2,8 +2,9 @@
 Patrol step: the diary entry and the think notes.
 
 From the scenes filed since the last diary, the model writes today's diary entry (3-5 lines,
-kept in "diary" by date) and the think notes (3-7 bullets, "think_notes") that the assistant's
-next conversation starts with. Scenes stay pending until a call succeeds.
+kept in "diary" by date, for its last `nodes.diary_kept` days) and the think notes (3-7
+bullets, "think_notes") that the assistant's next conversation starts with. Scenes stay
+pending until a call succeeds.
 """
 
 from twisted.internet import defer
@@ -36,6 +37,8 @@ def _store(ports, date, diary_lines, bullets, scenes):
     if diary_lines:
         diary_doc = dict(ports.state.get(documents.DIARY, None) or {})
         diary_doc[date] = {"date": date, "text": "\n".join(diary_lines), "updated_at": stamp}
+        for old in sorted(diary_doc)[:-int(setting(ports, "diary_kept"))]:
+            del diary_doc[old]  # the diary's bound: its last `nodes.diary_kept` days
         ports.state.set(documents.DIARY, diary_doc)
     if bullets:
         ports.state.set(documents.THINK_NOTES, {

@@ -8,7 +8,9 @@ The memory patrol: the order of its steps, and when it runs.
     4. consolidation of clusters holding fresh or dying nodes (LLM: merges, make_dead)
     5. revival of nodes whose eff_imp rose above the threshold again (recalls lift it)
     6. split of clusters with more than split_min_active active nodes (LLM)
-    7. mechanical merge of small sub-clusters into their most similar sibling, else their root
+    7. the graph's bound: past nodes.max_nodes, dead, then dying, then the least important
+       unpinned nodes are dropped (`archive`)
+    8. mechanical merge of small sub-clusters into their most similar sibling, else their root
     then the diary entry (3-5 lines, today) and think notes (3-7 bullets) (LLM)
 
 Without an LLM (mechanical mode) consolidation, split, diary and think notes are skipped, with
@@ -25,6 +27,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.nodes import scene_notes
 from ai_assistant.plumbing import documents
+from ai_assistant.sleep.patrol.archive import bound_node_graph
 from ai_assistant.sleep.patrol.clusters import (
     consolidate_clusters,
     merge_small_clusters,
@@ -55,6 +58,7 @@ def _steps(ports, embedder, runner):
         ("consolidation", lambda: consolidate_clusters(ports, **kwargs)),
         ("revival", lambda: revive_nodes(ports)),
         ("split", lambda: split_large_clusters(ports)),
+        ("bound", lambda: bound_node_graph(ports)),
         ("small_clusters", lambda: merge_small_clusters(ports, embedder=embedder)),
         ("diary", lambda: write_diary_and_think(ports)),
     )

@@ -14,6 +14,7 @@ STEP_TITLES = (
     ("consolidation", "consolidation"),
     ("revival", "revival"),
     ("split", "split"),
+    ("bound", "bound (nodes.max_nodes)"),
     ("small_clusters", "small clusters"),
     ("diary", "diary and think notes"),
 )

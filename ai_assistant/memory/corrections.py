@@ -1,0 +1,268 @@
+"""
+Corrections staff make to what an assistant remembers, and their audit trail.
+
+The memory inspector on the game's website (`ai_assistant.web`) calls these; they are store
+logic, so they live here and run without Evennia. Each correction changes one store through its
+own rules, then is recorded twice: in the `documents.CORRECTIONS_AUDIT` trail (the last
+`inspector.audit_kept`), and as a journal entry tagged `correction`, so the assistant itself
+knows its memory was corrected and by whom.
+
+- pin or unpin a memory node (a pinned node never starts dying: `sleep.patrol.decay`);
+- edit or delete a journal entry;
+- edit or delete a long-term (semantic) memory;
+- correct, add or remove an attribute of an entity profile;
+- mark a journal entry or a long-term memory as wrong: it stays visible to staff but is never
+  recalled again (`is_wrong`, applied by the journal search and by semantic recall).
+
+Journal entries are replaced, never changed in place: the search index caches a journal
+version by the identity of its entry objects (`memory.search.index.get_index`).
+
+Functions on the semantic tier return Deferreds (its port runs off the reactor); the others
+return at once. Every function raises (or errbacks with) `CorrectionError` on bad input, with a
+message meant for the staff member who asked.
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.memory.journal import add_entry, get_journal, save_journal
+from ai_assistant.memory.nodes import load_nodes
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import iso
+
+CORRECTION_TAG = "correction"
+MAX_ATTRIBUTE_NAME_CHARS = 64
+MAX_ATTRIBUTE_VALUE_CHARS = 500
+MAX_REASON_CHARS = 300
+
+
+class CorrectionError(ValueError):
+    """A correction that cannot be made: unknown target or bad input. The message says why."""
+
+
+def is_wrong(item):
+    """
+    Whether staff marked this journal entry or semantic hit as wrong (so it is not recalled).
+
+    Args:
+        item (dict): A journal entry, or a semantic memory with its `metadata`.
+    """
+    if not isinstance(item, dict):
+        return False
+    return bool(item.get("wrong") or (item.get("metadata") or {}).get("wrong"))
+
+
+def audit_trail(ports):
+    """The corrections made so far, oldest first (`documents.CORRECTIONS_AUDIT`)."""
+    trail = ports.state.get(documents.CORRECTIONS_AUDIT, None)
+    return list(trail) if isinstance(trail, list) else []
+
+
+def _record(ports, by, action, target, detail):
+    """Append a correction to the audit trail and the journal; returns the audit record."""
+    who = str(by or "staff")[:80]
+    entry = add_entry(
+        ports, f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
+        source_type="direct", source_entity=who, count_for_reflection=False,
+    )
+    trail = audit_trail(ports)
+    record = {
+        "id": (trail[-1]["id"] + 1) if trail else 1,
+        "time": iso(ports.clock.now()),
+        "by": who,
+        "action": action,
+        "target": str(target),
+        "detail": detail,
+        "journal_entry_id": entry["id"],
+    }
+    trail.append(record)
+    kept = max(1, int(ports.settings.get("inspector.audit_kept")))
+    ports.state.set(documents.CORRECTIONS_AUDIT, trail[-kept:])
+    return record
+
+
+def _clean_reason(reason):
+    return " ".join(str(reason or "").split())[:MAX_REASON_CHARS]
+
+
+def _clean_text(ports, text, what):
+    text = str(text or "").strip()
+    if not text:
+        raise CorrectionError(f"{what} cannot be empty.")
+    limit = int(ports.settings.get("journal.max_content_chars"))
+    if len(text) > limit:
+        raise CorrectionError(f"{what} is {len(text)} characters long; at most {limit}.")
+    return text
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory nodes
+
+
+def set_node_pinned(ports, node_id, pinned, *, by):
+    """
+    Pin (or unpin) a memory node: a pinned node is never flagged as dying.
+
+    Returns:
+        dict: The audit record.
+    """
+    nodes = load_nodes(ports)
+    node = nodes.get(str(node_id))
+    if node is None:
+        raise CorrectionError(f"There is no memory node {node_id!r}.")
+    node["pinned"] = bool(pinned)
+    ports.state.set(documents.MEMORY_NODES, nodes)
+    verb = "pinned" if pinned else "unpinned"
+    title = str((node.get("scene") or {}).get("action") or node_id)[:80]
+    return _record(ports, by, "pin_node" if pinned else "unpin_node", node_id,
+                   f"{verb} memory node {node_id} ({title}).")
+
+
+# ----------------------------------------------------------------------------------------------
+# Journal entries
+
+
+def _entry_position(journal, entry_id):
+    try:
+        wanted = int(entry_id)
+    except (TypeError, ValueError):
+        raise CorrectionError(f"A journal entry id is a number, not {entry_id!r}.") from None
+    for position, entry in enumerate(journal["entries"]):
+        if entry.get("id") == wanted:
+            return position
+    raise CorrectionError(f"There is no journal entry #{wanted}.")
+
+
+def _replace_entry(ports, entry_id, change):
+    """Replace an entry by a changed copy (`change(copy)`); returns the new entry."""
+    journal = get_journal(ports)
+    position = _entry_position(journal, entry_id)
+    entry = dict(journal["entries"][position])
+    change(entry)
+    journal["entries"][position] = entry
+    save_journal(ports, journal)
+    return entry
+
+
+def edit_journal_entry(ports, entry_id, content, *, by):
+    """Replace the text of a journal entry. Returns the audit record."""
+    content = _clean_text(ports, content, "The new text")
+    stamp = {"by": str(by), "time": iso(ports.clock.now())}
+    entry = _replace_entry(ports, entry_id,
+                           lambda entry: entry.update(content=content, corrected=stamp))
+    return _record(ports, by, "edit_journal", entry["id"],
+                   f"rewrote journal entry #{entry['id']} as: {content[:200]}")
+
+
+def delete_journal_entry(ports, entry_id, *, by):
+    """Remove a journal entry. Returns the audit record."""
+    journal = get_journal(ports)
+    position = _entry_position(journal, entry_id)
+    removed = journal["entries"].pop(position)
+    journal["consolidated_entry_ids"] = [
+        i for i in journal.get("consolidated_entry_ids") or () if i != removed["id"]
+    ]
+    save_journal(ports, journal)
+    return _record(ports, by, "delete_journal", removed["id"],
+                   f"deleted journal entry #{removed['id']}.")
+
+
+def mark_journal_entry_wrong(ports, entry_id, reason="", *, by):
+    """Mark a journal entry as wrong: searches never return it again. Returns the audit record."""
+    reason = _clean_reason(reason)
+    mark = {"by": str(by), "time": iso(ports.clock.now()), "reason": reason}
+    entry = _replace_entry(ports, entry_id, lambda entry: entry.update(wrong=mark))
+    why = f" ({reason})" if reason else ""
+    return _record(ports, by, "mark_wrong", f"journal:{entry['id']}",
+                   f"marked journal entry #{entry['id']} as wrong{why}; I will not recall it.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Entity profiles
+
+
+def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
+    """
+    Set an attribute of an entity profile (an empty `value` removes it).
+
+    Returns:
+        dict: The audit record.
+    """
+    attribute = " ".join(str(attribute or "").split())
+    if not attribute or len(attribute) > MAX_ATTRIBUTE_NAME_CHARS:
+        raise CorrectionError(
+            f"An attribute needs a name of 1 to {MAX_ATTRIBUTE_NAME_CHARS} characters.")
+    value = " ".join(str(value or "").split())
+    if len(value) > MAX_ATTRIBUTE_VALUE_CHARS:
+        raise CorrectionError(f"An attribute value is at most {MAX_ATTRIBUTE_VALUE_CHARS} "
+                              "characters.")
+    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
+    if entity_id not in profiles:
+        raise CorrectionError(f"There is no profile of {entity_id!r}.")
+    profile = dict(profiles[entity_id])
+    attributes = dict(profile.get("attributes") or {})
+    if value:
+        attributes[attribute] = value
+        detail = f"set {profile.get('name')}'s {attribute} to: {value}"
+    elif attribute in attributes:
+        del attributes[attribute]
+        detail = f"removed {profile.get('name')}'s {attribute}."
+    else:
+        raise CorrectionError(f"{profile.get('name')} has no attribute {attribute!r} to remove.")
+    profile["attributes"] = attributes
+    profiles[entity_id] = profile
+    ports.state.set(documents.ENTITY_PROFILES, profiles)
+    return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail)
+
+
+# ----------------------------------------------------------------------------------------------
+# Long-term (semantic) memories
+
+
+def _require_store(ports):
+    if ports.semantic is None:
+        raise CorrectionError("This assistant has no long-term memory.")
+    return ports.semantic
+
+
+@defer.inlineCallbacks
+def _existing_memory(store, memory_id):
+    memory = yield store.get(str(memory_id))
+    if not memory:
+        raise CorrectionError(f"There is no long-term memory {memory_id!r}.")
+    return memory
+
+
+@defer.inlineCallbacks
+def edit_memory(ports, memory_id, text, *, by):
+    """Rewrite a long-term memory (re-embedded; its id and links stay). Deferred[audit record]."""
+    text = _clean_text(ports, text, "The new text")
+    store = _require_store(ports)
+    yield _existing_memory(store, memory_id)
+    yield store.update(str(memory_id), text, metadata={"corrected_by": str(by),
+                                                       "corrected_at": iso(ports.clock.now())})
+    return _record(ports, by, "edit_memory", memory_id,
+                   f"rewrote long-term memory {memory_id} as: {text[:200]}")
+
+
+@defer.inlineCallbacks
+def delete_memory(ports, memory_id, *, by):
+    """Delete a long-term memory (its links go at the next sleep's pruning). Deferred[record]."""
+    store = _require_store(ports)
+    memory = yield _existing_memory(store, memory_id)
+    yield store.delete(str(memory_id))
+    return _record(ports, by, "delete_memory", memory_id,
+                   f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).")
+
+
+@defer.inlineCallbacks
+def mark_memory_wrong(ports, memory_id, reason="", *, by):
+    """Mark a long-term memory as wrong: recall skips it from now on. Deferred[audit record]."""
+    reason = _clean_reason(reason)
+    store = _require_store(ports)
+    memory = yield _existing_memory(store, memory_id)
+    mark = {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
+            "wrong_at": iso(ports.clock.now())}
+    yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)
+    why = f" ({reason})" if reason else ""
+    return _record(ports, by, "mark_wrong", f"memory:{memory_id}",
+                   f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.")

@@ -1,0 +1,46 @@
+"""
+Patrol step: keep the node graph within its bound.
+
+Every scene filed becomes a node (with its vector in "node_vectors"), and decay only marks old
+nodes dead: without a rule the graph grows by a node a scene, for ever. Past `nodes.max_nodes`
+nodes this step drops, in order, the dead nodes (the oldest first), then the dying ones, then
+the active ones with the lowest effective importance; a pinned node is never dropped. Their
+vectors go with them and their clusters' centroids are recomputed; a sub-cluster left empty is
+removed by the next step (`merge_small_clusters`).
+"""
+
+from ai_assistant.memory import node_vectors
+from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_nodes, setting
+from ai_assistant.sleep.patrol.graph import save_graph
+
+# Which nodes go first: dead, then dying, then active.
+_STATUS_ORDER = {DEAD: 0, DYING: 1}
+
+
+def bound_node_graph(ports):
+    """
+    Drop the least useful unpinned nodes past `nodes.max_nodes`.
+
+    Returns:
+        dict: `{"dropped": n, "kept": n}` (and the dropped ids when any).
+    """
+    nodes = load_nodes(ports)
+    excess = len(nodes) - int(setting(ports, "max_nodes"))
+    if excess <= 0:
+        return {"dropped": 0, "kept": len(nodes)}
+    decay = float(setting(ports, "decay_sessions"))
+    candidates = sorted(
+        (node for node in nodes.values() if not node.get("pinned")),
+        key=lambda node: (_STATUS_ORDER.get(node.get("status"), 2),
+                          effective_importance(node, decay), node.get("created_at") or ""),
+    )
+    dropped = [node["id"] for node in candidates[:excess]]
+    clusters = {nodes[node_id].get("cluster_id") for node_id in dropped}
+    for node_id in dropped:
+        del nodes[node_id]
+    vectors = node_vectors.load_vectors(ports)
+    for node_id in dropped:
+        vectors["nodes"].pop(node_id, None)
+    node_vectors.recompute_centroids(nodes, vectors, clusters - {None})
+    save_graph(ports, nodes, vectors=vectors)
+    return {"dropped": len(dropped), "kept": len(nodes), "ids": dropped}

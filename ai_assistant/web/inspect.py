@@ -1,0 +1,332 @@
+"""
+What the memory inspector reads about an assistant: plain, JSON-ready dicts, one per tier.
+
+Every function here takes the assistant NPC and reads it through `npc.assistant.ports()`, the
+same state documents and stores the assistant itself uses; the callers (`web.api`,
+`web.views`) run them on the reactor thread (`web.reactor.on_reactor`), where that state
+lives. The functions that read the semantic tier return Deferreds.
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.memory import entities
+from ai_assistant.memory.corrections import audit_trail, is_wrong
+from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.links import SCAN_LIMIT, get_links
+from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
+from ai_assistant.memory.search.journal_search import search_journal
+from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import parse_iso
+from ai_assistant.reports import provider_line
+from ai_assistant.sleep.reports import recent_sleeps
+from ai_assistant.workspace.goals import load_goals
+from ai_assistant.workspace.projects import list_projects
+
+# The most results one journal search returns (the pages of a search come from these).
+SEARCH_LIMIT = 200
+# Relationship moves that are direct interactions (`agent.perception` classifications).
+INTERACTIONS = ("direct_message", "direct_addressing", "talk")
+
+
+def assistant_summary(npc):
+    """One line of the list: `{"id", "key", "mode", "phase", "location"}`."""
+    state = npc.assistant.ports().state
+    mode = state.get(documents.OPERATING_MODE) or "awake"
+    return {
+        "id": npc.id,
+        "key": npc.key,
+        "mode": mode,
+        "phase": state.get(documents.SLEEP_PHASE) if mode == "sleep" else None,
+        "location": npc.location.key if npc.location else None,
+    }
+
+
+def _tier_counts(ports):
+    journal = get_journal(ports)
+    nodes = load_nodes(ports)
+    by_status = {}
+    for node in nodes.values():
+        by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
+                                                                0) + 1
+    return {
+        "journal_entries": len(journal["entries"]),
+        "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
+        "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
+        "memory_links": len(get_links(ports)),
+        "entity_profiles": len(entities.get_profiles(ports)),
+        "goals": len(load_goals(ports)),
+        "projects": len(list_projects(ports)),
+        "memory_nodes": len(nodes),
+        "memory_nodes_by_status": by_status,
+        "memory_clusters": len(load_clusters(ports)),
+        "corrections": len(audit_trail(ports)),
+    }
+
+
+@defer.inlineCallbacks
+def status(npc):
+    """
+    The status header: mode and phase, ticks, provider and model, LLM use, errors, the
+    emergency stop and the counts per tier (long-term memories counted in the store).
+
+    Returns:
+        Deferred[dict]
+    """
+    ports = npc.assistant.ports()
+    long_term, note = None, None
+    if ports.semantic is not None:
+        try:
+            long_term = len((yield ports.semantic.list(limit=SCAN_LIMIT)) or ())
+        except Exception as err:  # noqa: BLE001 - the rest of the status still shows
+            note = f"long-term memory unavailable: {err}"
+    state = ports.state
+    stats = state.get(documents.LLM_STATS) or {}
+    llm = ports.settings.get("llm")
+    summary = assistant_summary(npc)
+    counts = _tier_counts(ports)
+    counts["long_term_memories"] = long_term
+    return {
+        **summary,
+        "dbref": npc.dbref,
+        "ticks": state.get(documents.TICK_COUNT) or 0,
+        "skipped_ticks": state.get(documents.SKIPPED_TICKS) or 0,
+        "mechanical": ports.mechanical,
+        "provider": provider_line(ports.settings, ports.llm),
+        "model": None if ports.mechanical else llm.get("model"),
+        "llm": {key: stats.get(key, 0) for key in
+                ("calls", "prompt_tokens", "completion_tokens", "failures",
+                 "consecutive_errors")},
+        "last_error": stats.get("last_error"),
+        "emergency_stop": bool(stats.get("emergency_stop")),
+        "pending_events": len(state.get(documents.PENDING_EVENTS) or ()),
+        "counts": counts,
+        "note": note,
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Journal
+
+
+def entry_view(entry, consolidated, score=None):
+    """A journal entry as the inspector shows it."""
+    view = {key: entry.get(key) for key in (
+        "id", "timestamp", "content", "importance", "importance_method", "source_type",
+        "source_trust", "source_entity", "tags", "related_projects")}
+    view["consolidated"] = entry.get("id") in consolidated
+    view["wrong"] = entry.get("wrong")
+    view["corrected"] = entry.get("corrected")
+    if score is not None:
+        view["score"] = round(float(score), 4)
+    return view
+
+
+def journal_entries(npc, query=""):
+    """
+    The journal, newest first; with a query, the assistant's own journal search, best first.
+
+    Returns:
+        list[dict]: `entry_view`s (with `score` for a search).
+    """
+    ports = npc.assistant.ports()
+    journal = get_journal(ports)
+    consolidated = set(journal.get("consolidated_entry_ids") or ())
+    if query and query.strip():
+        hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
+        return [entry_view(entry, consolidated, score) for score, entry in hits]
+    return [entry_view(entry, consolidated) for entry in reversed(journal["entries"])]
+
+
+def importance_points(npc):
+    """Every entry as a point of the importance-over-time plot: `(time, importance, entry)`."""
+    points = []
+    for entry in get_journal(npc.assistant.ports())["entries"]:
+        moment = parse_iso(entry.get("timestamp"))
+        if moment is not None and entry.get("importance") is not None:
+            points.append((moment, float(entry["importance"]), entry))
+    return points
+
+
+# ----------------------------------------------------------------------------------------------
+# Long-term memories
+
+
+def _memory_view(ports, hit, links, threshold, min_trust):
+    metadata = dict(hit.get("metadata") or {})
+    trust = metadata.get("source_trust")
+    trust = float(trust) if isinstance(trust, int | float) else UNKNOWN_TRUST
+    record = links.get(str(hit.get("id"))) or {}
+    view = {
+        "id": str(hit.get("id")),
+        "memory": hit.get("memory", ""),
+        "trust": trust,
+        "source": {key: metadata.get(key) for key in ("source", "source_type",
+                                                      "source_entity", "entry_id")},
+        "tags": list(metadata.get("tags") or []),
+        "created_at": hit.get("created_at"),
+        "links": list(record.get("linked_to") or []),
+        "journal_ids": list(record.get("journal_ids") or []),
+        "wrong": is_wrong(hit),
+        "metadata": metadata,
+    }
+    if hit.get("score") is not None:
+        view["score"] = round(float(hit["score"]), 4)
+        # whether the assistant's own recall would return it (semantic_recall's two stages)
+        view["recalled"] = bool(view["score"] > threshold and trust >= min_trust
+                                and not view["wrong"])
+    return view
+
+
+@defer.inlineCallbacks
+def long_term_memories(npc, query="", limit=SCAN_LIMIT):
+    """
+    The long-term memories with trust, source and links; with a query, scored as the
+    assistant's recall scores them (`recalled` says whether its recall would return each).
+
+    Returns:
+        Deferred[dict]: `{"available": bool, "memories": [...], "threshold", "min_trust"}`.
+    """
+    ports = npc.assistant.ports()
+    if ports.semantic is None:
+        return {"available": False, "memories": [], "threshold": None, "min_trust": None}
+    if query and query.strip():
+        hits = yield ports.semantic.search(query.strip(), limit=min(limit, 50))
+    else:
+        hits = yield ports.semantic.list(limit=limit)
+    links = get_links(ports)  # read after the yield: the links as they are now
+    threshold = calibrated_threshold(ports, "relevance_threshold")
+    min_trust = float(ports.settings.get("memory.min_source_trust"))
+    memories = [_memory_view(ports, hit, links, threshold, min_trust) for hit in hits or ()]
+    if not query:
+        memories.sort(key=lambda memory: memory.get("created_at") or "", reverse=True)
+    return {"available": True, "memories": memories, "threshold": threshold,
+            "min_trust": min_trust}
+
+
+# ----------------------------------------------------------------------------------------------
+# People, goals, projects
+
+
+def _relationship_course(ports, profile):
+    """Favorability after each direct interaction the profile still holds, replayed."""
+    settings = ports.settings
+    relationship = {"favorability": float(settings.get("entities.initial_favorability"))}
+    course = []
+    for observation in profile.get("observations") or ():
+        if observation.get("source") not in INTERACTIONS:
+            continue
+        moment = parse_iso(observation.get("time"))
+        if moment is None:
+            continue
+        entities.apply_interaction(relationship, observation.get("text"), moment, settings)
+        course.append({"time": observation.get("time"),
+                       "favorability": round(relationship["favorability"], 4),
+                       "state": relationship["state"]})
+    return course
+
+
+def profiles(npc):
+    """Entity profiles: attributes, observations, the relationship now and its recent course."""
+    ports = npc.assistant.ports()
+    rows = []
+    for entity_id, stored in entities.get_profiles(ports).items():
+        profile = entities.get_profile(ports, entity_id)
+        rows.append({
+            **{key: profile.get(key) for key in (
+                "entity_id", "name", "entity_type", "first_seen", "last_seen",
+                "last_interaction", "last_consolidated", "observation_count")},
+            "attributes": dict(profile.get("attributes") or {}),
+            "observations": list(profile.get("observations") or [])[-20:],
+            "relationship": profile.get("relationship"),
+            "course": _relationship_course(ports, stored),
+        })
+    rows.sort(key=lambda row: row.get("last_seen") or "", reverse=True)
+    return rows
+
+
+def relationship_bands(npc):
+    """`[(band, lowest favorability)]`, lowest band first (for the relationship charts)."""
+    settings = npc.assistant.ports().settings
+    return [("stranger", 0.0),
+            ("acquaintance", float(settings.get("entities.acquaintance_threshold"))),
+            ("friend", float(settings.get("entities.friend_threshold"))),
+            ("ally", float(settings.get("entities.ally_threshold")))]
+
+
+def goal_tree(npc):
+    """The goals as a tree: root goals, each with its `children`, in creation order."""
+    goals = load_goals(npc.assistant.ports())
+    nodes = {goal["id"]: {**goal, "children": []} for goal in goals}
+    roots = []
+    for goal in goals:
+        parent = nodes.get(goal.get("parent_id"))
+        (parent["children"] if parent and goal.get("parent_id") != goal["id"]
+         else roots).append(nodes[goal["id"]])
+    return roots
+
+
+def projects(npc):
+    """Project slots, the active one first (`workspace.projects.list_projects`)."""
+    return list_projects(npc.assistant.ports())
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory nodes, sleeps, corrections
+
+
+def _node_state(node):
+    status = node.get("status", "active")
+    if status == "active" and "died_reactivation_count" in node:
+        return "revived"
+    return status
+
+
+def memory_nodes(npc):
+    """
+    Nodes with their effective importance and state (active, dying, dead, revived), and the
+    clusters with their member counts.
+
+    Returns:
+        dict: `{"nodes": [...], "clusters": [...], "dying_threshold", "decay_sessions"}`.
+    """
+    ports = npc.assistant.ports()
+    decay = float(ports.settings.get("nodes.decay_sessions"))
+    nodes = load_nodes(ports)
+    clusters = load_clusters(ports)
+    rows = []
+    for node in nodes.values():
+        scene = node.get("scene") or {}
+        rows.append({
+            **{key: node.get(key) for key in (
+                "id", "status", "importance", "session_count", "reactivation_count",
+                "cluster_id", "themes", "feeling", "created_at", "last_activated",
+                "merged_into")},
+            "action": scene.get("action", ""),
+            "pinned": bool(node.get("pinned")),
+            "state": _node_state(node),
+            "effective_importance": round(effective_importance(node, decay), 4),
+            "cluster": (clusters.get(node.get("cluster_id")) or {}).get("name"),
+        })
+    order = {DYING: 0, "revived": 1, "active": 2, DEAD: 3}
+    rows.sort(key=lambda row: (order.get(row["state"], 4), -row["effective_importance"]))
+    cluster_rows = [
+        {**cluster, "members": sum(1 for node in nodes.values()
+                                   if node.get("cluster_id") == cluster_id)}
+        for cluster_id, cluster in clusters.items()
+    ]
+    return {"nodes": rows, "clusters": cluster_rows,
+            "dying_threshold": float(ports.settings.get("nodes.dying_threshold")),
+            "decay_sessions": decay}
+
+
+def sleeps(npc):
+    """The reports of the recent sleeps, newest first (`sleep.reports`)."""
+    ports = npc.assistant.ports()
+    asleep = (ports.state.get(documents.OPERATING_MODE) or "awake") == "sleep"
+    return recent_sleeps(ports, asleep)
+
+
+def corrections(npc):
+    """The audit trail of corrections, newest first."""
+    return list(reversed(audit_trail(npc.assistant.ports())))

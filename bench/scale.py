@@ -1,0 +1,471 @@
+"""
+A big world: N assistants living M days of game time, in the real Evennia shell.
+
+    .venv/bin/python -m bench.scale [--assistants 100] [--days 90] [--lines 12]
+        [--database sqlite|postgresql] [--no-semantic] [--unbounded]
+        --out bench/results/scale.json
+
+It boots Django + Evennia in-process on a throwaway database (a SQLite file, or a PostgreSQL
+cluster started in a temporary folder by `tests/postgres.py`), creates the assistants through
+the real typeclass, and drives the real shell and core code in mechanical mode (no LLM), with
+the semantic tier on (mem0 with local qdrant in a temporary folder, one store for every
+assistant of the process). Every assistant has its own game clock (a `FixedClock` in its ports)
+that the bench moves day by day. Each day, for each assistant:
+
+- awake: `--lines` lines from its speakers (five regulars and a stream of strangers drawn from
+  a large pool, most met once) go through `npc.assistant.hear(...)`, as a player's talk does,
+  with an awake tick (`npc.assistant.run_tick("awake")`) after every few lines; the assistant
+  notes one scene of its day (`note_scene`, what a thinking assistant files: mechanical mode
+  files none) so the memory patrol has nodes to file;
+- every 7th day and the last, admin queries: a journal search, a semantic recall
+  (`search_facts`) and a profile lookup (`@assistant/profile`'s `find_profile`);
+- night: `enter_sleep` as `@assistant/sleep` does, sleep ticks (`run_tick("sleep")`) until the
+  dreaming phase has run its steps (patrol included), then `request_wake` as `@assistant/wake`;
+- the state is flushed to the Attributes (timed), and every stored Attribute is measured.
+
+At the end: the idle awake tick (the real `AssistantScript.at_assistant_tick`), the reload (a
+fresh Python process that loads every assistant and reads each of its state documents from the
+database, against the same for a game with no history: `empty_reload_seconds`), and the
+process's resident memory. Thread-pool work (embedding, mem0) runs inline: no reactor runs here.
+"""
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "scale.json"
+START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+WORDS = ("dragon market bread harbour lantern sword quest festival garden tower river forge "
+         "library potion knight merchant storm rumour treasure map lute wolf bridge mill "
+         "well cart orchard ferry chapel wool salt ember").split()
+TICK_EVERY = 3  # lines heard between two awake ticks
+SLEEP_TICKS_MAX = 40
+ADMIN_EVERY = 7
+STRANGERS = 100_000
+# `--unbounded`: the documents' bounds (issue 20) set out of reach, i.e. the growth before them
+UNBOUNDED = {"memory.links_max_records": 10**9, "entities.max_profiles": 10**9,
+             "entities.forget_after_days": 36500, "nodes.max_nodes": 10**9,
+             "nodes.diary_kept": 36500}
+
+
+def boot(folder, database):
+    """Django + Evennia on a fresh database in `folder` (SQLite) or a PostgreSQL cluster."""
+    sys.path.insert(0, str(REPO))
+    cluster = None
+    if database == "postgresql":
+        sys.path.insert(0, str(REPO / "tests"))
+        from postgres import PostgresCluster, find_bindir
+
+        bindir = find_bindir()
+        if bindir is None:
+            raise SystemExit("PostgreSQL is not installed (Debian's postgresql package)")
+        cluster = PostgresCluster(bindir).start()
+        os.environ.update(cluster.environment())
+    os.environ["DJANGO_SETTINGS_MODULE"] = "server.conf.settings"
+    from django.conf import settings
+
+    if database == "sqlite":
+        settings.DATABASES["default"]["NAME"] = os.path.join(folder, "bench.db3")
+    settings.TEST_ENVIRONMENT = True
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    import evennia
+
+    evennia._init()
+    # the semantic tier's folder is <GAME_DIR>/server/ai_assistant_data: a temporary one here
+    settings.GAME_DIR = folder
+    return cluster
+
+
+def inline_threads():
+    """Run the thread pools' work inline (no reactor runs in this process)."""
+    from twisted.internet import defer
+
+    from ai_assistant.plumbing import threads
+    from ai_assistant.tools import journal as journal_tools
+
+    threads.run_cpu_bound = threads.run_blocking = defer.maybeDeferred
+    journal_tools.EMBED_RUNNER = defer.maybeDeferred
+
+
+def fired(deferred):
+    """The result of a Deferred that fired inline (raises its failure)."""
+    from twisted.python.failure import Failure
+
+    if deferred is None:
+        return None
+    results = []
+    deferred.addBoth(results.append)
+    if not results:
+        raise RuntimeError("a Deferred did not fire inline")
+    if isinstance(results[0], Failure):
+        results[0].raiseException()
+    return results[0]
+
+
+class World:
+    """The assistants, their clocks and their speakers."""
+
+    def __init__(self, count, semantic, unbounded=False, seed=11):
+        from evennia.utils import create
+
+        from ai_assistant.plumbing.ports import FixedClock
+        from ai_assistant.typeclasses import AssistantCharacter
+
+        self.rng = random.Random(seed)
+        self.room = create.create_object("evennia.objects.objects.DefaultRoom", key="Square")
+        self.npcs, self.clocks, self.regulars = [], [], []
+        for number in range(count):
+            npc = create.create_object(AssistantCharacter, key=f"Ada{number}",
+                                       location=self.room, home=self.room)
+            npc.assistant.script.unsubscribe()  # the bench drives its ticks
+            overrides = {"memory.enabled": semantic, **(UNBOUNDED if unbounded else {})}
+            npc.attributes.add("config_overrides", overrides)
+            npc.assistant.reset()
+            clock = FixedClock(START)
+            npc.assistant.ports().clock = clock
+            self.npcs.append(npc)
+            self.clocks.append(clock)
+            self.regulars.append([self.speaker(f"Regular{number}x{i}", 1_000_000 + number * 10
+                                               + i) for i in range(5)])
+
+    @staticmethod
+    def speaker(name, number):
+        """A player as `hear` sees one (a key, a dbref, an account), without a database row."""
+        return SimpleNamespace(key=name, dbref=f"#{number}", has_account=True,
+                               msg=lambda *args, **kwargs: None)
+
+    def line(self, npc):
+        words = " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(6, 16)))
+        return f"{npc.key}, did you hear about the {words}?"
+
+    def pick_speaker(self, index):
+        if self.rng.random() < 0.6:
+            return self.rng.choice(self.regulars[index])
+        number = self.rng.randrange(STRANGERS)
+        return self.speaker(f"Stranger{number}", 2_000_000 + number)
+
+
+def awake_day(world, index, lines, timings):
+    """One assistant's day awake: lines heard, awake ticks, one scene noted."""
+    from ai_assistant.tools.registry import execute_tool
+
+    npc, clock = world.npcs[index], world.clocks[index]
+    for number in range(lines):
+        clock.advance(minutes=20)
+        npc.assistant.hear(world.pick_speaker(index), world.line(npc), "say")
+        if (number + 1) % TICK_EVERY == 0 or number == lines - 1:
+            started = time.process_time()
+            fired(npc.assistant.run_tick("awake"))
+            timings["awake_tick_cpu_ms"].append((time.process_time() - started) * 1000)
+    day = clock.now().date().isoformat()
+    result = fired(execute_tool("note_scene", npc.assistant.ports(), {
+        "action": f"Talked with visitors at the square about {world.rng.choice(WORDS)}",
+        "actors": [world.rng.choice(world.regulars[index]).key], "when": [day],
+        "feeling": "Busy but content.", "importance": round(world.rng.uniform(0.1, 0.9), 2),
+        "themes": [world.rng.choice(WORDS)]}))  # fmt: skip
+    if not result.get("success"):
+        raise RuntimeError(f"note_scene failed: {result}")
+
+
+def admin_queries(world, index, timings):
+    """What staff look up now and then: a journal search, a recall, a profile."""
+    from ai_assistant.memory import entities
+    from ai_assistant.tools.registry import execute_tool
+
+    npc = world.npcs[index]
+    ports = npc.assistant.ports()
+    topic = " ".join(world.rng.choice(WORDS) for _ in range(3))
+    for name, timing in (("search_journal", "journal_search_ms"), ("search_facts", "recall_ms")):
+        started = time.perf_counter()
+        result = fired(execute_tool(name, ports, {"query": f"What about the {topic}?"}))
+        timings[timing].append((time.perf_counter() - started) * 1000)
+        if not result.get("success"):
+            raise RuntimeError(f"{name} failed: {result}")
+    started = time.perf_counter()
+    entities.find_profile(ports, world.regulars[index][0].key)
+    timings["profile_lookup_ms"].append((time.perf_counter() - started) * 1000)
+
+
+def night(world, index, timings):
+    """A night's sleep in mechanical mode, as `@assistant/sleep` then `@assistant/wake`."""
+    from ai_assistant.sleep import modes
+
+    npc, clock = world.npcs[index], world.clocks[index]
+    ports = npc.assistant.ports()
+    modes.enter_sleep(ports, "bench: night", npc.assistant.set_mode)
+    dreamt = 0
+    for _ in range(SLEEP_TICKS_MAX):
+        clock.advance(minutes=1)
+        started = time.process_time()
+        report = fired(npc.assistant.run_tick("sleep"))
+        timings["sleep_tick_cpu_ms"].append((time.process_time() - started) * 1000)
+        if report and report.get("phase") == modes.DREAMING:
+            dreamt += 1
+            if dreamt >= 2:  # the second dreaming tick finds the patrol done for this sleep
+                break
+    modes.request_wake(ports, "bench: morning", npc.assistant.set_mode)
+    if npc.assistant.operating_mode != "awake":
+        raise RuntimeError(f"{npc.key} did not wake")
+
+
+def attribute_sizes(obj):
+    """`{attribute name: bytes stored}` for an object's Attributes, measured in the database."""
+    from django.db import connection
+
+    ids = list(obj.db_attributes.values_list("id", flat=True))
+    if not ids:
+        return {}
+    marks = ",".join(["%s"] * len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT db_key, LENGTH(db_value) FROM typeclasses_attribute "
+                       f"WHERE id IN ({marks})", ids)
+        return {key: int(size or 0) for key, size in cursor.fetchall()}
+
+
+def stored_bytes(npc):
+    """Bytes stored for one assistant: its character's and its script's Attributes."""
+    sizes = attribute_sizes(npc)
+    script = npc.assistant.script
+    if script is not None:
+        for key, size in attribute_sizes(script).items():
+            sizes[key] = sizes.get(key, 0) + size
+    return sizes
+
+
+def flush_all(world, timings):
+    for npc in world.npcs:
+        started = time.perf_counter()
+        npc.assistant.flush()
+        timings["flush_ms"].append((time.perf_counter() - started) * 1000)
+
+
+def idle_tick_ms(world, ticks=200):
+    """CPU per idle `AssistantScript.at_assistant_tick` (nothing heard), after the run."""
+    from twisted.internet import reactor
+
+    scripts = [npc.assistant.script for npc in world.npcs[:10]]
+    for npc in world.npcs:  # no real ticker may fire in between (set_mode subscribed them)
+        npc.assistant.script.unsubscribe()
+    for script in scripts:  # warm the caches
+        script.at_assistant_tick()
+    started = time.process_time()
+    for number in range(ticks):
+        scripts[number % len(scripts)].at_assistant_tick()
+        reactor.runUntilCurrent()
+    return round((time.process_time() - started) / ticks * 1000, 4)
+
+
+RELOAD_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {repo!r})
+os.environ["DJANGO_SETTINGS_MODULE"] = "server.conf.settings"
+from django.conf import settings
+if {sqlite!r}:
+    settings.DATABASES["default"]["NAME"] = {database!r}
+settings.TEST_ENVIRONMENT = True
+started = time.perf_counter()
+import django
+django.setup()
+import evennia
+evennia._init()
+from ai_assistant.handler import is_assistant
+from ai_assistant.plumbing import documents
+from evennia.objects.models import ObjectDB
+count = 0
+for obj in ObjectDB.objects.all():
+    if is_assistant(obj):
+        state = obj.assistant.ports().state
+        for name in documents.REGISTRY:
+            state.get(name)
+        count += 1
+print(count, time.perf_counter() - started)
+"""
+
+
+def reload_seconds(database, sqlite, repeat=3):
+    """
+    Seconds a fresh process takes to start Django + Evennia and load every assistant's state
+    documents from the database (what a reload does before the first tick), the best of
+    `repeat` runs (the machine's other work only ever adds time), and how many it loaded.
+    """
+    script = RELOAD_SCRIPT.format(repo=str(REPO), sqlite=sqlite, database=database)
+    best = None
+    for _ in range(repeat):
+        output = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                                text=True, env=os.environ.copy()).stdout.split()
+        seconds = float(output[-1])
+        best = seconds if best is None else min(best, seconds)
+    return int(output[-2]), round(best, 3)
+
+
+def summary(values):
+    ordered = sorted(values) or [0.0]
+    return {"median": round(statistics.median(ordered), 4),
+            "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4),
+            "max": round(ordered[-1], 4), "count": len(values)}  # fmt: skip
+
+
+def simulate(args, log):
+    """The days of the world; returns the results document (without reload figures)."""
+    world = World(args.assistants, semantic=args.semantic, unbounded=args.unbounded)
+    timings = {name: [] for name in ("awake_tick_cpu_ms", "sleep_tick_cpu_ms", "flush_ms",
+                                     "journal_search_ms", "recall_ms", "profile_lookup_ms")}
+    by_day, by_document, largest = [], {}, {"bytes": 0}
+    started = time.perf_counter()
+    for day in range(1, args.days + 1):
+        for index in range(args.assistants):
+            world.clocks[index].current = START + timedelta(days=day - 1)
+            awake_day(world, index, args.lines, timings)
+            if day % ADMIN_EVERY == 0 or day == args.days:
+                admin_queries(world, index, timings)
+            world.clocks[index].current = START + timedelta(days=day - 1, hours=17)
+            night(world, index, timings)
+        flush_all(world, timings)
+        totals = [stored_bytes(npc) for npc in world.npcs]
+        by_document = {name: round(statistics.fmean(t.get(name, 0) for t in totals))
+                       for name in sorted({n for t in totals for n in t})}
+        for npc, sizes in zip(world.npcs, totals, strict=True):
+            for name, size in sizes.items():
+                if size > largest["bytes"]:
+                    largest = {"bytes": size, "document": name, "assistant": npc.key, "day": day}
+        by_day.append({"day": day, "bytes": round(statistics.fmean(sum(t.values())
+                                                                   for t in totals)),
+                       "by_document": by_document})
+        log(f"day {day}: {by_day[-1]['bytes']} bytes/assistant "
+            f"({time.perf_counter() - started:.0f}s)")
+    return {
+        "max_attribute_bytes": largest["bytes"],
+        "max_attribute": largest,
+        "bytes_per_assistant": {str(d["day"]): d["bytes"] for d in by_day},
+        "bytes_per_assistant_by_document": by_document,
+        "bytes_by_day_and_document": {str(d["day"]): d["by_document"] for d in by_day},
+        "flush_ms": summary(timings["flush_ms"]),
+        "awake_tick_cpu_ms": summary(timings["awake_tick_cpu_ms"]),
+        "sleep_tick_cpu_ms": summary(timings["sleep_tick_cpu_ms"]),
+        "recall_ms_p95": summary(timings["recall_ms"])["p95"],
+        "recall_ms": summary(timings["recall_ms"]),
+        "journal_search_ms": summary(timings["journal_search_ms"]),
+        "profile_lookup_ms": summary(timings["profile_lookup_ms"]),
+        "idle_tick_ms": idle_tick_ms(world),
+        "simulation_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def empty_game_reload(folder, database, cluster):
+    """`reload_seconds` of an empty game (migrated, no assistant), on the same database kind."""
+    if database == "sqlite":
+        path = os.path.join(folder, "empty.db3")
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "server.conf.settings"}
+        code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\nfrom django.conf import settings\n"
+                f"settings.DATABASES['default']['NAME'] = {path!r}\nimport django; django.setup()\n"
+                "from django.core.management import call_command\n"
+                "call_command('migrate', verbosity=0)")  # fmt: skip
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
+        return reload_seconds(path, True)[1]
+    cluster._run("createdb", "-h", "127.0.0.1", "-p", str(cluster.port), "-U", "ai_assistant",
+                 "empty")
+    env = {**os.environ, "EVENNIA_DB_NAME": "empty"}
+    evennia = os.path.join(os.path.dirname(sys.executable), "evennia")
+    subprocess.run([evennia, "migrate"], cwd=REPO, env=env, check=True, capture_output=True)
+    saved = os.environ["EVENNIA_DB_NAME"]
+    os.environ["EVENNIA_DB_NAME"] = "empty"
+    try:
+        return reload_seconds("", False)[1]
+    finally:
+        os.environ["EVENNIA_DB_NAME"] = saved
+
+
+def run(args, log=print):
+    """Boot, simulate, measure the reloads; returns the results document."""
+    with tempfile.TemporaryDirectory(prefix="ai_assistant_scale_") as folder:
+        cluster = boot(folder, args.database)
+        try:
+            inline_threads()
+            from django.db import connection
+
+            document = simulate(args, log)
+            connection.close()  # the reload process reads what this one wrote
+            sqlite = args.database == "sqlite"
+            database = os.path.join(folder, "bench.db3") if sqlite else ""
+            loaded, document["reload_seconds"] = reload_seconds(database, sqlite)
+            document["reload_assistants_loaded"] = loaded
+            document["empty_reload_seconds"] = empty_game_reload(folder, args.database, cluster)
+            document["rss_mb"] = round(
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        finally:
+            from ai_assistant.memory.semantic import close_all_stores
+
+            close_all_stores()
+            if cluster is not None:
+                from django.db import connections
+
+                connections.close_all()
+                cluster.stop()
+    days = args.days
+    curve = document["bytes_per_assistant"]
+    document.update({
+        "benchmark": "scale",
+        "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "assistants": args.assistants, "days": days, "database": args.database,
+        "lines_per_day": args.lines, "semantic_tier": args.semantic,
+        "bounds": "out of reach (--unbounded)" if args.unbounded else "the defaults",
+        "what": ("mechanical mode; speakers: 5 regulars per assistant (60% of lines) and "
+                 f"strangers from a pool of {STRANGERS}; an awake tick every {TICK_EVERY} "
+                 "lines; one note_scene a day; admin queries every "
+                 f"{ADMIN_EVERY} days; a nightly sleep through the dreaming phase and patrol"),
+        "reload_measures": ("a fresh process: Django + Evennia start, then every assistant's "
+                            "state documents read from the database (not a full `evennia "
+                            "reload`, which also restarts the portal link and the tickers)"),
+        "targets": {
+            "max_attribute_bytes<1MB": document["max_attribute_bytes"] < 1_000_000,
+            "reload<2x_empty": document["reload_seconds"] < 2 * document["empty_reload_seconds"],
+            "idle_tick_ms<0.5": document["idle_tick_ms"] < 0.5,
+            "recall_ms_p95<50": document["recall_ms_p95"] < 50,
+            "sublinear_after_day_30": (
+                curve[str(days)] - curve["30"] < curve["30"] * (days - 30) / 30
+                if days > 30 else None),
+        },
+    })  # fmt: skip
+    return document
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assistants", type=int, default=100)
+    parser.add_argument("--days", type=int, default=90)
+    parser.add_argument("--lines", type=int, default=12, help="lines heard per assistant a day")
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--no-semantic", dest="semantic", action="store_false",
+                        help="leave the semantic tier (mem0) off")
+    parser.add_argument("--unbounded", action="store_true",
+                        help="set the documents' bounds out of reach (growth without them)")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    if args.assistants < 1 or args.days < 1 or args.lines < 1:
+        parser.error("--assistants, --days and --lines must be at least 1")
+    document = run(args)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in document.items()
+                      if k not in ("bytes_by_day_and_document",)}, indent=2))
+    return document
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""
+Run the test suite with Evennia's database on a real PostgreSQL.
+
+`make test-postgres` runs `python tests/postgres.py [pytest args]`: it starts a throwaway
+PostgreSQL cluster (Debian's `postgresql` package) in a temporary folder, owned by an
+unprivileged user and listening on a free loopback port, points the demo game's settings at it
+through the `EVENNIA_DB_*` environment variables, runs pytest, and removes the cluster again.
+pytest-django creates its test database on that cluster; every end-to-end test server gets a
+database of its own (`tests/game_server.py`).
+"""
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DB_USER = "ai_assistant"
+DB_NAME = "ai_assistant"
+# PostgreSQL refuses to run as root: a root caller runs the server as this system user.
+SERVER_USER = "postgres"
+
+
+def find_bindir():
+    """The folder with `initdb` and `pg_ctl`, or None when PostgreSQL is not installed."""
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if os.path.exists(os.path.join(candidate, "initdb")):
+            return candidate
+    found = shutil.which("initdb")
+    return os.path.dirname(found) if found else None
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class PostgresCluster:
+    """
+    A PostgreSQL cluster for one test run, in a temporary folder.
+
+    Args:
+        bindir (str): Where PostgreSQL's programs are.
+    """
+
+    def __init__(self, bindir):
+        self.bindir = bindir
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="ai_assistant_pg_")
+        self.data = os.path.join(self.dir, "data")
+        self.sockets = os.path.join(self.dir, "run")
+        os.makedirs(self.sockets)
+        self.as_user = SERVER_USER if os.geteuid() == 0 else None
+        if self.as_user:
+            entry = pwd.getpwnam(self.as_user)
+            for folder in (self.dir, self.sockets):
+                os.chown(folder, entry.pw_uid, entry.pw_gid)
+
+    def _run(self, program, *args):
+        command = [os.path.join(self.bindir, program), *args]
+        if self.as_user:
+            command = ["runuser", "-u", self.as_user, "--", *command]
+        return subprocess.run(command, check=True, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL)
+
+    def start(self):
+        """Create the cluster (a superuser `ai_assistant`, trust on loopback) and start it."""
+        self._run("initdb", "-D", self.data, "-U", DB_USER, "--auth=trust", "-E", "UTF8",
+                  "--no-instructions")
+        options = (f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                   "-c max_connections=200")
+        self._run("pg_ctl", "-D", self.data, "-o", options, "-l",
+                  os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start")
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, DB_NAME)
+        return self
+
+    def stop(self):
+        """Stop the server and delete the cluster."""
+        try:
+            self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def environment(self):
+        """The `EVENNIA_DB_*` variables that point the game's settings at this cluster."""
+        return {
+            "EVENNIA_DB_ENGINE": "postgresql",
+            "EVENNIA_DB_NAME": DB_NAME,
+            "EVENNIA_DB_USER": DB_USER,
+            "EVENNIA_DB_PASSWORD": "",
+            "EVENNIA_DB_HOST": "127.0.0.1",
+            "EVENNIA_DB_PORT": str(self.port),
+        }
+
+
+def main(pytest_args):
+    bindir = find_bindir()
+    if bindir is None:
+        print("PostgreSQL is not installed: `make test-postgres` installs Debian's postgresql "
+              "package (as root) before running this.", file=sys.stderr)
+        return 2
+    cluster = PostgresCluster(bindir).start()
+    started = time.monotonic()
+    try:
+        env = {**os.environ, **cluster.environment()}
+        print(f"PostgreSQL {os.path.basename(os.path.dirname(bindir))} on 127.0.0.1:"
+              f"{cluster.port} (cluster in {cluster.dir})", flush=True)
+        # Evennia reads its server config when it initialises, before pytest-django makes the
+        # test database: the main database must have its tables (SQLite would just warn)
+        evennia = os.path.join(os.path.dirname(sys.executable), "evennia")
+        subprocess.run([evennia, "migrate"], cwd=ROOT, env=env, check=True,
+                       capture_output=True, stdin=subprocess.DEVNULL)
+        return subprocess.call([sys.executable, "-m", "pytest", *pytest_args], cwd=ROOT,
+                               env=env)
+    finally:
+        cluster.stop()
+        print(f"PostgreSQL run: {time.monotonic() - started:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
