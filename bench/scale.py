@@ -63,6 +63,10 @@ def boot(folder, database):
     """Django + Evennia on a fresh database in `folder` (SQLite) or a PostgreSQL cluster."""
     sys.path.insert(0, str(REPO))
     cluster = None
+    if database == "sqlite":
+        # run under `make test-postgres` too: the demo's settings would pick its cluster
+        for name in [name for name in os.environ if name.startswith("EVENNIA_DB_")]:
+            del os.environ[name]
     if database == "postgresql":
         sys.path.insert(0, str(REPO / "tests"))
         from postgres import PostgresCluster, find_bindir

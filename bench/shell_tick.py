@@ -23,6 +23,10 @@ RESULTS = REPO / "bench" / "results" / "shell_tick.json"
 def boot(database):
     """Django + Evennia on `database` (a fresh SQLite file), migrated."""
     sys.path.insert(0, str(REPO))
+    # a SQLite file even under `make test-postgres`, whose variables point the demo's settings
+    # at its cluster
+    for name in [name for name in os.environ if name.startswith("EVENNIA_DB_")]:
+        del os.environ[name]
     os.environ["DJANGO_SETTINGS_MODULE"] = "server.conf.settings"
     from django.conf import settings
 

@@ -8,6 +8,7 @@ the superuser from the environment, and stops it (killing anything left) when do
 `TelnetClient` talks to it as a player would.
 """
 
+import contextlib
 import os
 import re
 import shutil
@@ -194,6 +195,29 @@ class GameServer:
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
         self._drop_database()
+
+
+@contextlib.contextmanager
+def running_game(**options):
+    """A started `GameServer(**options)`, stopped and removed afterwards (no process left)."""
+    server = GameServer(**options)
+    try:
+        server.start()
+        yield server
+    finally:
+        left = server.stop()
+        server.cleanup()
+        assert not left, f"server processes left running: {left}"
+
+
+def login(server):
+    """A `TelnetClient` logged in as the server's superuser, standing in Limbo."""
+    client = TelnetClient(server.telnet_port)
+    client.read_until(r"connect", timeout=60)
+    client.send(f"connect {server.username} {server.password}")
+    client.read_until(r"Limbo", timeout=60)
+    client.drain(0.5)
+    return client
 
 
 def _postgres_params():

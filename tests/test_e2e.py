@@ -7,30 +7,15 @@ import re
 import time
 
 import pytest
-from game_server import GameServer, TelnetClient
+from game_server import TelnetClient, login, running_game
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def mechanical_game():
-    server = GameServer()
-    try:
-        server.start()
+    with running_game() as server:
         yield server
-    finally:
-        left = server.stop()
-        server.cleanup()
-        assert not left, f"server processes left running: {left}"
-
-
-def login(server):
-    client = TelnetClient(server.telnet_port)
-    client.read_until(r"connect", timeout=60)
-    client.send(f"connect {server.username} {server.password}")
-    client.read_until(r"Limbo", timeout=60)
-    client.drain(0.5)
-    return client
 
 
 def test_admin_commands_over_telnet(mechanical_game):

@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from game_server import GameServer, TelnetClient
+from game_server import login, running_game
 from scripted_llm import Reply, ScriptedLLMServer
 
 from ai_assistant.sleep.scoring import SCORING_SYSTEM_PROMPT
@@ -46,25 +46,10 @@ def llm():
 
 @pytest.fixture(scope="module")
 def game(llm):
-    server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
-                             "AI_ASSISTANT_LLM_API_KEY": KEY,
-                             "AI_ASSISTANT_LLM_MODEL": "scripted-model"})
-    try:
-        server.start()
+    with running_game(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
+                           "AI_ASSISTANT_LLM_API_KEY": KEY,
+                           "AI_ASSISTANT_LLM_MODEL": "scripted-model"}) as server:
         yield server
-    finally:
-        left = server.stop()
-        server.cleanup()
-        assert not left, f"server processes left running: {left}"
-
-
-def login(server):
-    client = TelnetClient(server.telnet_port)
-    client.read_until(r"connect", timeout=60)
-    client.send(f"connect {server.username} {server.password}")
-    client.read_until(r"Limbo", timeout=60)
-    client.drain(0.5)
-    return client
 
 
 def test_the_demo_ada_has_a_persona_a_description_and_a_room_written_for_her(game):

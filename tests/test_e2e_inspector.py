@@ -16,7 +16,7 @@ import time
 import urllib.request
 
 import pytest
-from game_server import GameServer, TelnetClient
+from game_server import TelnetClient, running_game
 
 pytestmark = pytest.mark.e2e
 
@@ -61,15 +61,9 @@ def wait_for_website(url, timeout=60):
 
 @pytest.fixture(scope="module")
 def game():
-    server = GameServer(website=True)
-    try:
-        server.start()
+    with running_game(website=True) as server:
         wait_for_website(server.web_url)
         yield server
-    finally:
-        left = server.stop()
-        server.cleanup()
-        assert not left, f"server processes left running: {left}"
 
 
 def journal_text(client):

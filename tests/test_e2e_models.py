@@ -9,7 +9,7 @@ Select with `-m e2e`.
 import json
 
 import pytest
-from game_server import GameServer, TelnetClient
+from game_server import login, running_game
 from scripted_llm import Reply, ScriptedLLMServer
 
 pytestmark = pytest.mark.e2e
@@ -17,23 +17,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def game():
-    server = GameServer()
-    try:
-        server.start()
+    with running_game() as server:
         yield server
-    finally:
-        left = server.stop()
-        server.cleanup()
-        assert not left, f"server processes left running: {left}"
-
-
-def login(server):
-    client = TelnetClient(server.telnet_port)
-    client.read_until(r"connect", timeout=60)
-    client.send(f"connect {server.username} {server.password}")
-    client.read_until(r"Limbo", timeout=60)
-    client.drain(0.5)
-    return client
 
 
 def test_real_reply_shapes_reach_the_player_over_telnet(game):
