@@ -13,6 +13,8 @@ import copy
 from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize
 
+from ai_assistant import durability
+from ai_assistant.durability import durability_of
 from ai_assistant.plumbing import documents, threads
 from ai_assistant.plumbing.environment import setting_source
 from ai_assistant.plumbing.ports import AssistantPorts, SystemClock
@@ -36,12 +38,25 @@ class AttributeState:
     def __init__(self, character):
         self.character = character
         self._stores = {}
+        self._durability = None
+
+    def durability(self):
+        """
+        The NPC's write-ahead log (`ai_assistant.durability`), opened on first use in this
+        process - which first replays what an unclean stop left in it into the Attributes, so
+        it comes before any document is read.
+        """
+        if self._durability is None:
+            self._durability = durability_of(self.character,
+                                             lambda: npc_settings(self.character))
+        return self._durability
 
     def _store(self, name):
         """`(owner, cache, dirty)` of the object that keeps document `name`."""
         on_script = documents.on_script(name)
         store = self._stores.get(on_script)
         if store is None:
+            self.durability()  # replayed before the first read
             owner = self.character
             script = self.character.assistant.script
             if on_script and script is not None:
@@ -71,21 +86,28 @@ class AttributeState:
         Written behind because one answered line touches a dozen documents (queue, journal,
         profile, working memory, history, stats) and a busy room multiplies that by every
         listener: a database write each would cost the reactor far more than the thinking.
-        The script flushes every `ticks.flush_every` ticks, on every mode change and before a
-        reload or shutdown, so only a crash can lose the last few ticks of changes.
+        The script flushes every `ticks.flush_every` ticks, on every mode change, before a
+        reload or shutdown and when the reactor stops (SIGTERM). Between flushes the change
+        is safe in the NPC's write-ahead log (appended here, before anyone is told), so a
+        crash loses nothing; a value the log cannot take is written through at once.
         """
-        _, cache, dirty = self._store(name)
+        owner, cache, dirty = self._store(name)
         cache[name] = value
-        dirty.add(name)
+        place = durability.SCRIPT if owner is not self.character else durability.CHARACTER
+        if self.durability().record(place, name, value) or not self._durability.enabled:
+            dirty.add(name)
+        else:
+            owner.attributes.add(name, value)  # the log refused it: write it through
 
     def flush(self):
-        """Write every changed document to its Attribute (reactor thread only)."""
+        """Write every changed document to its Attribute, then empty the log (reactor only)."""
         for owner in {self.character, self.character.assistant.script} - {None}:
             cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
             for name in sorted(dirty or ()):
                 owner.attributes.add(name, cache[name])
             if dirty:
                 dirty.clear()
+        self.durability().flushed()
 
 
 def game_clock():
@@ -285,6 +307,9 @@ class LazySemanticStore:
     def list(self, *, limit=100, filters=None):
         return self._call("list", limit=limit, filters=filters)
 
+    def delete_all(self):
+        return self._call("delete_all")
+
 
 def semantic_data_dir():
     """The game's folder for the semantic tier: `<game>/server/ai_assistant_data`."""
@@ -367,7 +392,7 @@ def build_ports(character, *, runtime):
         log_to_server(f"{character.key}: ignored setting {problem['key']} = "
                       f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
-    key = f"assistant_{character.id}"
+    key = character.assistant.memory_scope
     return AssistantPorts(
         key=key,
         name=character.key,

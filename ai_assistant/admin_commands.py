@@ -9,6 +9,7 @@ CmdAssistant` keeps working.
 from evennia import search_tag
 from evennia.commands.default.muxcommand import MuxCommand
 from evennia.utils import create, logger
+from evennia.utils.utils import at_search_result
 
 from ai_assistant.adapters import game_settings
 from ai_assistant.admin_views import AdminViews, format_json, run_tool_as  # noqa: F401
@@ -20,18 +21,30 @@ MAX_NAME_LENGTH = 40
 RESET_WORD = "default"  # `/config <npc> = <key> default` and `/persona <npc> = default`
 
 
-def find_assistant(name):
+def find_assistant(name, caller=None):
     """
     Args:
-        name (str): An assistant's name (case-insensitive) or dbref.
+        name (str): An assistant's name (case-insensitive) or dbref; with a `caller`, also
+            Evennia's "Ada-2" to pick one of several called Ada.
+        caller (Object, optional): Who asks. Given, several assistants of that name get
+            Evennia's usual multimatch prompt (sent to them) rather than a silent pick.
 
     Returns:
-        tuple: `(assistant, None)` or `(None, error message)`.
+        tuple: `(assistant, None)` or `(None, error message)`; the message is "" when the
+        caller was already told (a multimatch).
     """
     name = (name or "").strip()
     assistants = all_assistants()
     if not name:
         return None, "Name an assistant."
+    if caller is not None:
+        matches = caller.search(name, candidates=assistants, exact=True, quiet=True,
+                                use_locks=False)
+        if len(matches) > 1:
+            at_search_result(matches, caller, query=name)
+            return None, ""
+        if matches:
+            return matches[0], None
     for npc in assistants:
         if npc.key.lower() == name.lower() or npc.dbref == name:
             return npc, None
@@ -80,6 +93,8 @@ class CmdAssistant(AdminViews, MuxCommand):
       @assistant [<npc>]                     - status (all assistants, or one)
       @assistant/create <name> [= <persona>] - create an assistant here, awake and ticking
       @assistant/persona <npc> [= <text>]    - show or set the admins' persona of it
+      @assistant/persona/history <npc>       - the versions of its own guidelines
+      @assistant/persona/revert <npc> = <n>  - put back version <n> of its own guidelines
       @assistant/sleep <npc>                 - put it to sleep (memory consolidation)
       @assistant/wake <npc>                  - wake it (deferred while it is compacting)
       @assistant/wake/force <npc>            - wake it now, even while compacting
@@ -97,7 +112,9 @@ class CmdAssistant(AdminViews, MuxCommand):
 
     The persona is who the assistant is, in the admins' words ("You are Ada, the archivist of
     the harbour library..."); the assistant may add guidelines of its own but never override
-    it. `= default` removes it. Its description is the ordinary `@desc`.
+    it. `= default` removes it. Its description is the ordinary `@desc`. Every change the
+    assistant makes to its own guidelines is a numbered version: /history lists them (who,
+    when, why, the text), /revert puts one back (itself a new version, so it can be undone).
 
     Per-NPC settings use the dotted keys of AI_ASSISTANT, e.g.
       @assistant/config Ada = llm.model gpt-4o-mini
@@ -115,7 +132,7 @@ class CmdAssistant(AdminViews, MuxCommand):
                       "goals", "projects", "reflect", "profile", "patrol", "nodes", "tools",
                       "tool")
     # switches that only modify another: /wake/force
-    modifiers = {"force": "wake"}
+    modifiers = {"force": "wake", "history": "persona", "revert": "persona"}
 
     def func(self):
         switches = [name for name in self.switches if name not in self.modifiers]
@@ -137,7 +154,7 @@ class CmdAssistant(AdminViews, MuxCommand):
             self.caller.msg(f"|r@assistant/{switch} failed: {err}|n")
 
     def _npc(self, name=None):
-        npc, error = find_assistant(self.lhs if name is None else name)
+        npc, error = find_assistant(self.lhs if name is None else name, caller=self.caller)
         if error:
             self.caller.msg(error)
         return npc
@@ -205,6 +222,9 @@ class CmdAssistant(AdminViews, MuxCommand):
         npc = self._npc()
         if not npc:
             return
+        if "history" in self.switches or "revert" in self.switches:
+            self._persona_versions(npc)
+            return
         state = npc.assistant.ports().state
         if not self.rhs or not self.rhs.strip():
             own = state.get(documents.ASSISTANT_SYSTEM_PROMPT)
@@ -213,7 +233,8 @@ class CmdAssistant(AdminViews, MuxCommand):
                      f"  {persona}" if persona else "  (none: the default persona is used)"]
             if own:
                 lines += ["|wIts own guidelines|n (update_system_prompt; they extend the "
-                          "persona)", f"  {own}"]
+                          "persona)", f"  {own}",
+                          f"  (every version: @assistant/persona/history {npc.key})"]
             lines.append(f"|wDescription|n (@desc): {npc.db.desc or '(none)'}")
             self.caller.msg("\n".join(lines))
             return
@@ -228,6 +249,40 @@ class CmdAssistant(AdminViews, MuxCommand):
             return
         set_persona(npc, text)
         self.caller.msg(f"{npc.key}: persona set ({len(text)} characters).")
+
+    def _persona_versions(self, npc):
+        """`/persona/history`: list the versions; `/persona/revert <npc> = <n>`: put one back."""
+        from ai_assistant.memory import persona
+
+        ports = npc.assistant.ports()
+        if "revert" in self.switches:
+            number = (self.rhs or "").strip().lstrip("v")
+            if not number.lstrip("-").isdigit():
+                self.caller.msg(f"Usage: @assistant/persona/revert {npc.key} = <version number> "
+                                f"(see @assistant/persona/history {npc.key})")
+                return
+            try:
+                version = persona.revert(ports, int(number), f"admin {self.caller.key}")
+            except persona.PersonaVersionError as err:
+                self.caller.msg(f"{npc.key}: not reverted: {err}.")
+                return
+            ports.state.flush()
+            self.caller.msg(f"{npc.key}: its own guidelines are back to version {number} "
+                            f"(recorded as version {version['version']}).")
+            return
+        listed = persona.versions(ports)
+        if not listed:
+            self.caller.msg(f"{npc.key} has not changed its own guidelines.")
+            return
+        lines = [f"|wVersions of {npc.key}'s own guidelines|n (oldest first; "
+                 f"@assistant/persona/revert {npc.key} = <n>)"]
+        for item in listed:
+            when = f" {item['time']}" if item["time"] else ""
+            who = f" by {item['by']}" if item["by"] else ""
+            text = item["prompt"] if item["kept"] else "(text not kept)"
+            lines.append(f"  |w{item['version']}|n{when}{who}: {item['reason'] or ''}")
+            lines.append(f"      {text if text else '(none: no guidelines of its own)'}")
+        self.caller.msg("\n".join(lines))
 
     # --- modes ------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import textwrap
 
 from ai_assistant.plumbing import documents
 from ai_assistant.tools.catalogue import load_all_tools
-from ai_assistant.tools.registry import ToolCategory, execute_tool
+from ai_assistant.tools.registry import SCOPED, ToolCategory, execute_tool
 
 TOOL_TEXT_WIDTH = 78
 
@@ -92,7 +92,9 @@ def format_tools(npc, registry):
             family = tool.family
             lines.append(f"|y{family}|n")
         marker = "" if tool.category != ToolCategory.DANGEROUS else " |r(disabled)|n"
-        lines.append(f"  |c{tool.name}|n ({tool.category.value}){marker}")
+        # least agency (tools.agency): a lasting tool never runs on a player's word
+        reach = "players' turns too" if tool.reach == SCOPED else "own turns and admins only"
+        lines.append(f"  |c{tool.name}|n ({tool.category.value}; {reach}){marker}")
         # the whole description, wrapped at word boundaries, never cut
         for paragraph in " ".join(tool.description.split()).split("\n"):
             lines += textwrap.wrap(paragraph, TOOL_TEXT_WIDTH, initial_indent="      ",

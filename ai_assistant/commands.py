@@ -9,6 +9,7 @@ go through the same code.
 
 from evennia import CmdSet
 from evennia.commands.command import Command
+from evennia.commands.default.general import CmdPose as EvenniaCmdPose
 
 # `@assistant` lives in admin_commands (and its view switches in admin_views); its names are
 # re-exported here, where games and tests have always imported them from
@@ -51,10 +52,13 @@ class CmdTalk(Command):
         if len(message) > MAX_TALK_LENGTH:
             caller.msg(f"That is too long to say at once ({len(message)} > {MAX_TALK_LENGTH}).")
             return
-        npc = caller.search(target, location=caller.location, quiet=True)
-        npc = npc[0] if npc else None
-        if npc is None or not is_assistant(npc):
-            caller.msg(f"There is no assistant called '{target}' here.")
+        # Evennia's own search among the assistants here: two called Ada get its usual
+        # multimatch prompt ("Ada-1", "Ada-2"), never a silent pick
+        here = [obj for obj in (caller.location.contents if caller.location else ())
+                if is_assistant(obj)]
+        npc = caller.search(target, candidates=here,
+                            nofound_string=f"There is no assistant called '{target}' here.")
+        if npc is None:
             return
         caller.msg(f'You say to {npc.get_display_name(caller)}, "{message}"')
         # the player's words go in through the mapping, which is never parsed for `$func()`
@@ -64,6 +68,36 @@ class CmdTalk(Command):
             mapping={"speaker": caller, "listener": npc, "speech": message},
         )
         npc.assistant.hear(caller, message, "talk")
+
+
+class CmdPose(EvenniaCmdPose):
+    """
+    strike a pose
+
+    Usage:
+      pose <pose text>
+      pose's <pose text>
+
+    Example:
+      pose is standing by the wall, smiling.
+       -> others will see:
+      Tom is standing by the wall, smiling.
+
+    Describe an action being taken. The pose text will automatically begin with your name.
+    """
+
+    def func(self):
+        """Evennia's pose, with the player's words kept out of the message template."""
+        if not self.args:
+            self.msg("What do you want to do?")
+            return
+        # Evennia's own pose puts the text in the template, which `msg_contents` formats:
+        # "{curly}" raised a KeyError and the pose was lost. Through the mapping, which is
+        # substituted after formatting and never parsed, braces and `$You()` stay text.
+        self.caller.location.msg_contents(
+            text=("{actor}{pose}", {"type": "pose"}), from_obj=self.caller,
+            mapping={"actor": self.caller.name, "pose": self.args},
+        )
 
 
 class ToolCommand(Command):
@@ -156,10 +190,14 @@ class AssistantToolCmdSet(CmdSet):
 
 
 class AssistantCmdSet(CmdSet):
-    """`talk` for everyone and `@assistant` for admins. Add it to your CharacterCmdSet."""
+    """
+    `talk` for everyone and `@assistant` for admins. Add it to your CharacterCmdSet (after
+    the defaults: its `pose`, which keeps braces in a pose literal, replaces Evennia's).
+    """
 
     key = "AssistantCmdSet"
 
     def at_cmdset_creation(self):
         self.add(CmdTalk())
         self.add(CmdAssistant())
+        self.add(CmdPose())

@@ -20,6 +20,7 @@ before a reload or shutdown. The thinking itself happens in the core (`ai_assist
 """
 
 import json
+import uuid
 
 from evennia.utils import logger
 from evennia.utils.ansi import strip_ansi
@@ -76,6 +77,44 @@ class AssistantHandler:
         if runtime is None:
             runtime = self.obj.ndb.ai_runtime = AssistantRuntime()
         return runtime
+
+    @property
+    def memory_scope(self):
+        """
+        The id that scopes the NPC's long-term memories (`documents.MEMORY_SCOPE`): random,
+        given at creation, so a database that reuses object ids never hands a new assistant
+        an old one's memories. An assistant made before scopes were random keeps its old,
+        id-based scope, so what it stored stays readable.
+        """
+        scope = self.obj.attributes.get(documents.MEMORY_SCOPE)
+        if not scope:
+            scope = f"assistant_{self.obj.id}"
+            self.obj.attributes.add(documents.MEMORY_SCOPE, scope)
+        return scope
+
+    def forget_memories(self):
+        """
+        Delete the NPC's long-term memories from the shared store (it is being deleted): its
+        points and their history, off the reactor. Its state documents (journal, nodes and
+        their vectors, profiles) are Attributes, deleted with it.
+
+        Returns:
+            Deferred or None: Fires with the count deleted; None when memory is off.
+        """
+        store = self.ports().semantic
+        if store is None:
+            return None
+        name, scope = self.obj.key, self.memory_scope
+
+        def _done(count):
+            logger.log_info(f"[ai_assistant] {name}: deleted {count} memories of {scope}")
+            return count
+
+        def _failed(failure):
+            logger.log_err(f"[ai_assistant] {name}: could not delete the memories of {scope}: "
+                           f"{failure.getErrorMessage()}")
+
+        return store.delete_all().addCallbacks(_done, _failed)
 
     def ports(self):
         """The core's ports for this NPC, cached until its config changes (`reset`)."""
@@ -215,6 +254,9 @@ class AssistantHandler:
             time=iso(ports.clock.now()),
             urgent_priority=ports.settings.get("perception.urgent_priority"),
         )
+        # an admin's words may order what a player's may not (`tools.agency`): the same
+        # lock as the @assistant command decides who is an admin
+        event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
         perception.enqueue(ports, event)
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
@@ -335,6 +377,7 @@ class AssistantMixin:
         self.tags.add(*ASSISTANT_TAG)
         self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
         self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
+        self.attributes.add(documents.MEMORY_SCOPE, f"assistant_{uuid.uuid4().hex}")
         self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
         self.assistant.script.subscribe()
 
@@ -351,6 +394,13 @@ class AssistantMixin:
         """Spawned or updated from a prototype (`spawn`): take up its Attributes too."""
         super().at_object_post_spawn(prototype=prototype)
         self.assistant.renew()
+
+    def at_object_delete(self):
+        """Deleted: its memories go with it, from every store (whispers included)."""
+        if not super().at_object_delete():
+            return False
+        self.assistant.forget_memories()
+        return True
 
     def at_msg_receive(self, text=None, from_obj=None, **kwargs):
         """Hear the room: what is said, posed, whispered, and who comes and goes."""

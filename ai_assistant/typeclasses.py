@@ -16,6 +16,7 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 from twisted.internet import defer, reactor
 
+from ai_assistant import durability
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin
 from ai_assistant.plumbing import documents
 
@@ -75,12 +76,20 @@ class AssistantScript(DefaultScript):
             self.attributes.add(documents.TICKER_INTERVAL, None)
 
     def at_server_start(self):
-        # persistent tickers come back by themselves; this repairs a missing or stale one
         if self.obj:
+            # what an unclean stop left in the write-ahead log reaches the Attributes before
+            # anything (a tick, the inspector, an admin command) reads them
+            self.obj.assistant.ports().state.durability()
+            # persistent tickers come back by themselves; this repairs a missing or stale one
             self.subscribe()
 
     def at_script_delete(self):
         self.unsubscribe()
+        if self.obj:
+            # the documents reach the database (its NPC may live on without this script), and
+            # the write-ahead log - which may hold whispers - does not outlive them
+            self.obj.assistant.flush()
+            durability.remove_log(self.obj)
         return True
 
     def set_mode(self, target, reason):
@@ -99,12 +108,17 @@ class AssistantScript(DefaultScript):
         if self.ndb.busy:
             state.set(documents.SKIPPED_TICKS, (state.get(documents.SKIPPED_TICKS) or 0) + 1)
             return None
-        count = (state.get(documents.TICK_COUNT) or 0) + 1
-        state.set(documents.TICK_COUNT, count)
-        # flush every few awake ticks (a minute at 5 s) and every sleep tick (one a minute)
+        state.set(documents.TICK_COUNT, (state.get(documents.TICK_COUNT) or 0) + 1)
+        # flush every few awake ticks (a minute at 5 s) and every sleep tick (one a minute).
+        # The ticks since the last flush are counted in ndb: a stored counter would be rolled
+        # back by the very crash it is meant to limit, and a server crashing more often than a
+        # flush would never flush
+        since = (self.ndb.ticks_since_flush or 0) + 1
         flush_every = max(1, int(ports.settings.get("ticks.flush_every")))
-        if count % flush_every == 0 or assistant.operating_mode == "sleep":
+        if since >= flush_every or assistant.operating_mode == "sleep":
             state.flush()
+            since = 0
+        self.ndb.ticks_since_flush = since
         # TICKER_HANDLER calls every assistant on the same interval in one reactor turn: each
         # starts its work in a turn of its own, so players' commands get in between them
         reactor.callLater(0, self._start_work_if_idle)

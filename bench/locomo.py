@@ -12,11 +12,13 @@ source_entity=<speaker>)` with the session's date on a `FixedClock`. Each questi
 - `search_journal`: the real tool through `execute_tool`, journal only (no semantic tier: BM25,
   feedback, speaker and context boosts, fused with the local WordLlama similarity of every
   entry, which the tool computes in the worker pool) and the embedded default (the journal
-  consolidated into mem0 with the local WordLlama embedder, no LLM; the tool fuses mem0's
-  similarities with BM25), each at the tool's real defaults (seed weights 1/1/1, seed recency,
-  relevance gate) and relevance-only; journal only also with the seed's formula over every
-  matching entry (no relevance gate);
-- `recall_memories`: the real semantic tool over the same mem0 store;
+  consolidated into mem0 with the local WordLlama embedder, no LLM; the tool is then the recall
+  pipeline, `memory.recall`, over the journal and the memories' mirror), each at the tool's real
+  defaults (seed weights 1/1/1, seed recency, relevance gate) and relevance-only; journal only
+  also with the seed's formula over every matching entry (no relevance gate);
+- `search_facts` (formerly `recall_memories`): the recall pipeline over the mirror of the same
+  mem0 store (memories only), against mem0's own search (`store.search`, WordLlama cosine over
+  the local qdrant): recall and time per query of each;
 - baselines over the same journal: the seed's keyword overlap, plain BM25 (no boosts), plain
   embedding cosine with the default embedder.
 
@@ -65,7 +67,8 @@ NO_GATE_TOOL = "search_journal (journal only, seed formula without relevance gat
 RELEVANCE_TOOL = "search_journal (journal only, relevance-only)"
 MEM0_TOOL = "search_journal (embedded default: journal + mem0, tool defaults)"
 MEM0_RELEVANCE_TOOL = "search_journal (embedded default: journal + mem0, relevance-only)"
-RECALL = "recall_memories (mem0)"
+RECALL = "search_facts (recall pipeline over the memory mirror)"
+MEM0_SEARCH = "mem0 search (the store's own, dense)"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
@@ -175,7 +178,9 @@ def run_tool(ports, name, arguments):
 
 def search_tool_ids(ports, question):
     result = run_tool(ports, "search_journal", {"query": question, "limit": 10})
-    return [item["id"] for item in result["results"]]
+    # a long-term memory the recall pipeline returns stands for the entry it was made from
+    return [item["entry_id"] if item.get("tier") == "memory" else item["id"]
+            for item in result["results"]]
 
 
 def recall_memories_ids(ports, question, links):
@@ -184,6 +189,18 @@ def recall_memories_ids(ports, question, links):
     ranked = []
     for memory in result["memories"]:
         for entry_id in links.get(memory["id"], ()):
+            if entry_id not in ranked:
+                ranked.append(entry_id)
+    return ranked
+
+
+def mem0_search_ids(store, question, links):
+    """mem0's own search (WordLlama cosine over the local qdrant), as the mirror's baseline."""
+    found = []
+    store.search(question, limit=10).addBoth(found.append)
+    ranked = []
+    for hit in found[0]:
+        for entry_id in links.get(hit["id"], ()):
             if entry_id not in ranked:
                 ranked.append(entry_id)
     return ranked
@@ -277,7 +294,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
     embedder = get_embedder()
     journal_methods = [TOOL, NO_GATE_TOOL, "keyword_overlap (seed)", "bm25 (plain)",
                        "embedding (plain, wordllama)", RELEVANCE_TOOL, NO_TIME_TOOL]  # fmt: skip
-    mem0_methods = [MEM0_TOOL, MEM0_RELEVANCE_TOOL, RECALL] if use_mem0 else []
+    mem0_methods = [MEM0_TOOL, MEM0_RELEVANCE_TOOL, RECALL, MEM0_SEARCH] if use_mem0 else []
     methods = journal_methods + mem0_methods
     tallies = {name: Tally() for name in methods}
     folder = tempfile.mkdtemp(prefix="locomo-mem0-")
@@ -345,6 +362,8 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
                     mem_mapping)  # fmt: skip
                 ask(RECALL, lambda q: recall_memories_ids(mem_ports, q, links), mem_asked,  # noqa: B023
                     mem_mapping)  # fmt: skip
+                ask(MEM0_SEARCH, lambda q: mem0_search_ids(store, q, links), mem_asked,  # noqa: B023
+                    mem_mapping)  # fmt: skip
             finally:
                 store.close()
             log(f"  mem0: {len(subset)} turns consolidated in {elapsed:.1f}s")
@@ -397,9 +416,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     # No reactor runs here: the tool's embedding, which the game runs in the worker pool, is
     # run inline (same code, same vectors).
+    from ai_assistant.memory.recall import pipeline
     from ai_assistant.tools import journal as journal_tools
 
-    journal_tools.EMBED_RUNNER = sync_runner
+    journal_tools.EMBED_RUNNER = pipeline.RECALL_RUNNER = sync_runner
     document = run(args.data, args.conversations, args.questions, args.mem0_turns,
                    not args.no_mem0)  # fmt: skip
     print_table(document)

@@ -3,7 +3,7 @@ A big world: N assistants living M days of game time, in the real Evennia shell.
 
     .venv/bin/python -m bench.scale [--assistants 100] [--days 90] [--lines 12]
         [--database sqlite|postgresql] [--no-semantic] [--unbounded]
-        --out bench/results/scale.json
+        --out bench/results/scale.json [--partial PATH]
 
 It boots Django + Evennia in-process on a throwaway database (a SQLite file, or a PostgreSQL
 cluster started in a temporary folder by `tests/postgres.py`), creates the assistants through
@@ -23,7 +23,8 @@ that the bench moves day by day. Each day, for each assistant:
   dreaming phase has run its steps (patrol included), then `request_wake` as `@assistant/wake`;
 - the state is flushed to the Attributes (timed), and every stored Attribute is measured.
 
-At the end: the idle awake tick (the real `AssistantScript.at_assistant_tick`), the reload (a
+At the end: the idle awake tick (the real `AssistantScript.at_assistant_tick`; and a fresh
+assistant's, created then, as the control: `idle_tick_ms_fresh`), the reload (a
 fresh Python process that loads every assistant and reads each of its state documents from the
 database, against the same for a game with no history: `empty_reload_seconds`), and the
 process's resident memory. Thread-pool work (embedding, mem0) runs inline: no reactor runs here.
@@ -34,6 +35,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,10 +51,13 @@ START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 WORDS = ("dragon market bread harbour lantern sword quest festival garden tower river forge "
          "library potion knight merchant storm rumour treasure map lute wolf bridge mill "
          "well cart orchard ferry chapel wool salt ember").split()
+SHARED_MEMORY = "/dev/shm"
 TICK_EVERY = 3  # lines heard between two awake ticks
 SLEEP_TICKS_MAX = 40
 ADMIN_EVERY = 7
 STRANGERS = 100_000
+# the speakers' locks: no admin among them (`hear` asks, as the @assistant command's lock does)
+NOT_ADMIN = SimpleNamespace(check_lockstring=lambda *args, **kwargs: False)
 # `--unbounded`: the documents' bounds (issue 20) set out of reach, i.e. the growth before them
 UNBOUNDED = {"memory.links_max_records": 10**9, "entities.max_profiles": 10**9,
              "entities.forget_after_days": 36500, "nodes.max_nodes": 10**9,
@@ -150,9 +155,12 @@ class World:
 
     @staticmethod
     def speaker(name, number):
-        """A player as `hear` sees one (a key, a dbref, an account), without a database row."""
+        """
+        A player as `hear` sees one (a key, a dbref, an account, locks that make no admin),
+        without a database row.
+        """
         return SimpleNamespace(key=name, dbref=f"#{number}", has_account=True,
-                               msg=lambda *args, **kwargs: None)
+                               msg=lambda *args, **kwargs: None, locks=NOT_ADMIN)
 
     def line(self, npc):
         words = " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(6, 16)))
@@ -259,20 +267,41 @@ def flush_all(world, timings):
         timings["flush_ms"].append((time.perf_counter() - started) * 1000)
 
 
-def idle_tick_ms(world, ticks=200):
-    """CPU per idle `AssistantScript.at_assistant_tick` (nothing heard), after the run."""
+def idle_tick_ms(world, ticks=200, rounds=10):
+    """
+    CPU per idle `AssistantScript.at_assistant_tick` (nothing heard) after the run, for the
+    assistants that lived it and for a control: one created now, in the same process, with
+    empty documents. Both are timed in alternating rounds, so the machine's load weighs the
+    same on each: when the two agree, the state's size is not what costs.
+
+    Returns:
+        tuple: `(grown ms, fresh ms)`.
+    """
+    from evennia.utils import create
     from twisted.internet import reactor
 
-    scripts = [npc.assistant.script for npc in world.npcs[:10]]
-    for npc in world.npcs:  # no real ticker may fire in between (set_mode subscribed them)
+    from ai_assistant.typeclasses import AssistantCharacter
+
+    fresh = create.create_object(AssistantCharacter, key="Control", location=world.room,
+                                 home=world.room)
+    for npc in [*world.npcs, fresh]:  # no real ticker may fire in between
         npc.assistant.script.unsubscribe()
-    for script in scripts:  # warm the caches
-        script.at_assistant_tick()
-    started = time.process_time()
-    for number in range(ticks):
-        scripts[number % len(scripts)].at_assistant_tick()
-        reactor.runUntilCurrent()
-    return round((time.process_time() - started) / ticks * 1000, 4)
+    groups = ([npc.assistant.script for npc in world.npcs[:10]], [fresh.assistant.script])
+    spent = [0.0, 0.0]
+    for scripts in groups:  # warm the caches
+        for script in scripts:
+            script.at_assistant_tick()
+            reactor.runUntilCurrent()
+    per_round = max(1, ticks // rounds)
+    for _ in range(rounds):
+        for group, scripts in enumerate(groups):
+            started = time.process_time()
+            for number in range(per_round):
+                scripts[number % len(scripts)].at_assistant_tick()
+                reactor.runUntilCurrent()
+            spent[group] += time.process_time() - started
+    fresh.delete()
+    return tuple(round(total / (per_round * rounds) * 1000, 4) for total in spent)
 
 
 RELOAD_SCRIPT = """
@@ -353,6 +382,12 @@ def simulate(args, log):
                        "by_document": by_document})
         log(f"day {day}: {by_day[-1]['bytes']} bytes/assistant "
             f"({time.perf_counter() - started:.0f}s)")
+        if args.partial:  # a long run cut short still leaves its curve
+            Path(args.partial).write_text(json.dumps({
+                "days_done": day, "largest_attribute": largest,
+                "bytes_by_day_and_document": {str(d["day"]): {"total": d["bytes"],
+                                                              **d["by_document"]}
+                                              for d in by_day}}, indent=1) + "\n")
     return {
         "max_attribute_bytes": largest["bytes"],
         "max_attribute": largest,
@@ -366,7 +401,7 @@ def simulate(args, log):
         "recall_ms": summary(timings["recall_ms"]),
         "journal_search_ms": summary(timings["journal_search_ms"]),
         "profile_lookup_ms": summary(timings["profile_lookup_ms"]),
-        "idle_tick_ms": idle_tick_ms(world),
+        **dict(zip(("idle_tick_ms", "idle_tick_ms_fresh"), idle_tick_ms(world), strict=True)),
         "simulation_seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -399,6 +434,13 @@ def run(args, log=print):
     """Boot, simulate, measure the reloads; returns the results document."""
     with tempfile.TemporaryDirectory(prefix="ai_assistant_scale_") as folder:
         cluster = boot(folder, args.database)
+        from django.conf import settings
+
+        if os.path.isdir(SHARED_MEMORY):
+            # the semantic tier in memory (tmpfs): mem0's history and the local qdrant commit
+            # every memory added, and this machine's disk syncs are not what is measured
+            settings.GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_scale_",
+                                                 dir=SHARED_MEMORY)
         try:
             inline_threads()
             from django.db import connection
@@ -416,6 +458,8 @@ def run(args, log=print):
             from ai_assistant.memory.semantic import close_all_stores
 
             close_all_stores()
+            if settings.GAME_DIR.startswith(SHARED_MEMORY):  # outside the temporary folder
+                shutil.rmtree(settings.GAME_DIR, ignore_errors=True)
             if cluster is not None:
                 from django.db import connections
 
@@ -460,6 +504,8 @@ def main(argv=None):
     parser.add_argument("--unbounded", action="store_true",
                         help="set the documents' bounds out of reach (growth without them)")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--partial", default=None,
+                        help="also write the sizes measured so far here, after every day")
     args = parser.parse_args(argv)
     if args.assistants < 1 or args.days < 1 or args.lines < 1:
         parser.error("--assistants, --days and --lines must be at least 1")

@@ -14,7 +14,13 @@ with `time.process_time` (CPU) and `time.perf_counter` (wall), over many repetit
 - sleep tick: `run_sleep_tick` in mechanical mode (no LLM, no semantic store), both phases;
 - `add_journal_entry` through `execute_tool` (a full journal: each add also auto-prunes);
 - `search_journal` through `execute_tool` with the tool's default settings (a new question
-  each call, so the tool cache does not answer).
+  each call, so the tool cache does not answer);
+- prompt recall with N consolidated memories (the long-term store's mirror) beside a journal
+  of 100 entries: `prompt_recall_reactor` is what building the prompt's "What you remember"
+  block costs on the reactor (the query, reading the journal, the block's text; the corpus and
+  the ranking are handed to the worker pool, here answered at once), `prompt_recall_worker` the
+  ranking in the worker pool (embedding the query, the dense product, BM25, the budget), and
+  `prompt_recall_worker_after_write` the same when a new journal entry changed the corpus.
 
 Results (median and p95 per call, in ms) go to `bench/results/ticks.json`.
 """
@@ -162,7 +168,72 @@ def measure_size(size, repeat):
         run_tool(ports, "search_journal", {"query": QUESTIONS[n % len(QUESTIONS)] + f" {n}"})
 
     result["add_then_search"] = timed(search_after_write, max(5, repeat // 4))
+    result.update(measure_prompt_recall(size, repeat))
     return result
+
+
+def make_recall_ports(size):
+    """Ports with `size` consolidated memories mirrored and a journal of the last 100 lines."""
+    from ai_assistant.memory.recall.mirror import mirror_of
+
+    ports = make_ports(100)
+    memories = make_journal(size, seed=11)["entries"]
+    mirror = mirror_of(ports)
+    mirror.merge([{"id": f"memory-{entry['id']}", "memory": entry["content"],
+                   "metadata": {"entry_id": f"old-{entry['id']}", "timestamp": entry["timestamp"],
+                                "source_entity": entry["source_entity"]}}
+                  for entry in memories])  # fmt: skip
+    mirror.loaded = True
+    return ports
+
+
+def measure_prompt_recall(size, repeat):
+    """The prompt's recall: its reactor part and its worker part (see the module doc)."""
+    from twisted.internet import defer
+
+    from ai_assistant.agent.blocks import recall as recall_block
+    from ai_assistant.memory.recall import pipeline
+
+    ports = make_recall_ports(size)
+    handed = []
+
+    def to_worker(func, *args):
+        handed.append(args)  # the work the reactor hands over, answered at once
+        return defer.succeed(([], ["- [1 June 2025] a recalled line"] * 10))
+
+    def situation(n):
+        return {"events": [{"text": f"{QUESTIONS[n % len(QUESTIONS)]} ({n})", "sender": "Alice",
+                            "sender_id": "#5"}],
+                "interlocutor": {"id": "#5", "name": "Alice"}, "history": []}  # fmt: skip
+
+    def reactor_part(n):
+        found = []
+        pipeline.recall(ports, recall_block.recall_query(ports, situation(n)),
+                        runner=to_worker).addBoth(found.append)
+        recall_block.recall_block(ports, {**situation(n), "recall": found[0][1]})
+
+    result = {"prompt_recall_reactor": timed(reactor_part, repeat)}
+    worker = pipeline._recall_in_worker
+    worker(*handed[-1])  # warm up: the memories' vectors and the index
+    result["prompt_recall_worker"] = timed(lambda n: worker(*_asked(handed, n)),
+                                           max(5, repeat // 4))
+
+    def after_write(n):
+        run_tool(ports, "add_journal_entry", {"content": f"Fresh news number {n}"})
+        found = []
+        pipeline.recall(ports, recall_block.recall_query(ports, situation(n)),
+                        runner=to_worker).addBoth(found.append)
+        worker(*handed[-1])
+
+    result["prompt_recall_worker_after_write"] = timed(after_write, max(5, repeat // 10))
+    return result
+
+
+def _asked(handed, n):
+    """The last work handed over, asking another question (so no cache answers)."""
+    journal_entries, query, now, settings, mirror = handed[-1]
+    text = f"{QUESTIONS[n % len(QUESTIONS)]} ({n})"
+    return journal_entries, type(query)(**{**vars(query), "text": text}), now, settings, mirror
 
 
 def run(sizes=(100, 1000, 10000), repeat=200, log=print):
@@ -188,6 +259,10 @@ def run(sizes=(100, 1000, 10000), repeat=200, log=print):
         "idle_awake_tick_cpu_ms<0.5": all(
             s["idle_awake_tick"]["cpu_ms"]["median"] < 0.5 for s in document["sizes"].values()
         ),
+        "prompt_recall_reactor_at_10000_ms<=10": (
+            document["sizes"]["10000"]["prompt_recall_reactor"]["wall_ms"]["p95"] <= 10
+            if "10000" in document["sizes"] else None
+        ),
         "search_at_10000_ms<50": (
             document["sizes"]["10000"]["search_journal"]["wall_ms"]["p95"] < 50
             if "10000" in document["sizes"] else None
@@ -198,7 +273,8 @@ def run(sizes=(100, 1000, 10000), repeat=200, log=print):
 
 def print_table(document, out=sys.stdout):
     names = ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal",
-             "add_then_search")  # fmt: skip
+             "add_then_search", "prompt_recall_reactor", "prompt_recall_worker",
+             "prompt_recall_worker_after_write")  # fmt: skip
     out.write(f"{'operation (CPU ms, median / p95)':<34}" + "".join(
         f"{size:>20}" for size in document["sizes"]) + "\n")  # fmt: skip
     for name in names:

@@ -83,3 +83,6 @@ def synchronous_journal_embedding(monkeypatch):
     import ai_assistant.tools.journal as journal_tools
 
     monkeypatch.setattr(journal_tools, "EMBED_RUNNER", sync_runner)
+    import ai_assistant.memory.recall.pipeline as recall_pipeline
+
+    monkeypatch.setattr(recall_pipeline, "RECALL_RUNNER", sync_runner)

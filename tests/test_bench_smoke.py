@@ -94,6 +94,7 @@ def test_scale_smoke(tmp_path):
     assert document["recall_ms"]["count"] == 2  # the admin queries of the last day
     assert document["sleep_tick_cpu_ms"]["count"] >= 6  # at least two sleep ticks a night
     assert 0 < document["idle_tick_ms"] < 50
+    assert 0 < document["idle_tick_ms_fresh"] < 50  # the control: a fresh assistant, same time
 
 
 @pytest.mark.django_db

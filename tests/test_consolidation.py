@@ -116,6 +116,7 @@ def test_consolidates_a_batch_per_tick_with_the_specified_metadata(make_ports):
         "source_trust": 0.8, "source_entity": "Alice", "importance": 6,
         "importance_method": "heuristic",
         "verbatim": True,  # no LLM: the text itself, and it says so
+        "timestamp": "2025-01-01T12:00:00Z",  # when it was heard: recall dates it
     }
     assert memory_ids_for_entry(ports, "entry-0") == [memories[0]["id"]]
     assert get_links(ports)[memories[0]["id"]]["journal_ids"] == ["entry-0"]
@@ -224,10 +225,13 @@ def test_extracted_facts_are_stored_one_memory_each_without_inference(make_ports
     memories = result_of(ports.semantic.list(filters={"entry_id": "entry-0"}))
     assert sorted(m["memory"] for m in memories) == sorted([FACTS[0], FACTS[2]])
     for memory in memories:
-        assert memory["metadata"] == {
+        metadata = dict(memory["metadata"])
+        # its place among the entry's facts: what a re-run after a crash checks
+        assert [FACTS[0], FACTS[2]][metadata.pop("fact_index")] == memory["memory"]
+        assert metadata == {
             "source": "journal", "entry_id": "entry-0", "tags": ["drinks"],
             "source_type": "observation", "source_trust": 0.8, "source_entity": "Alice",
-            "importance": 6, "importance_method": "llm",
+            "importance": 6, "importance_method": "llm", "timestamp": "2025-01-01T12:00:00Z",
         }
     assert sorted(memory_ids_for_entry(ports, "entry-0")) == sorted(m["id"] for m in memories)
     # an entry whose facts are all self-referential or absent is done, with no memories

@@ -90,6 +90,104 @@ def test_links_under_the_bound_keep_every_memory_a_candidate():
     assert result_of(linking.run_dreaming_tick(ports))["processed"] == ["m0"]
 
 
+class _OrderedStore(_Store):
+    """Lists as local qdrant scrolls: in id order, cut at `limit` (new ids sort anywhere)."""
+
+    def __init__(self, memories):
+        super().__init__(memories)
+        self.limits = []
+
+    def list(self, limit=100, filters=None):
+        self.limits.append(limit)
+        return defer.succeed(sorted(self.memories, key=lambda m: m["id"])[:limit])
+
+
+def test_linking_finds_a_new_memory_past_the_first_listing():
+    old = [{"id": f"a{n:04d}", "memory": f"fact {n}", "metadata": {"importance": 8},
+            "created_at": "2025-01-01T10:00:00+00:00"} for n in range(linking.SCAN_LIMIT + 100)]
+    new = {"id": "z-new", "memory": "the newest fact", "metadata": {"importance": 8},
+           "created_at": "2025-02-01T10:00:00+00:00"}
+    store = _OrderedStore([*old, new])
+    ports = make_ports(semantic=store)
+    save_links(ports, {memory["id"]: _record("2025-01-01T12:00:00Z") for memory in old})
+    # every old memory was processed: the only candidate sorts after the first listing's end
+    report = result_of(linking.run_dreaming_tick(ports))
+    assert report["processed"] == ["z-new"]
+    assert store.limits[-1] > len(store.memories)  # the last listing came back complete
+
+
+def test_links_processed_long_ago_keep_their_strongest_links_only():
+    from ai_assistant.memory.journal import add_entry
+    from ai_assistant.memory.links import age_memory_links
+
+    ports = make_ports(overrides={"memory.links_full_days": 30, "memory.links_old_kept": 2})
+    kept_entry = add_entry(ports, "Bob sells bread at the market.")["id"]
+    linked = [{"id": f"x{n}", "score": 0.9 - n / 10} for n in range(5)]  # strongest first
+    old = iso(ports.clock.now() - timedelta(days=31))
+    recent = iso(ports.clock.now() - timedelta(days=29))
+    links = {"old": {"linked_to": list(linked), "journal_ids": [kept_entry, "gone"],
+                     "processed_at": old},
+             "recent": {"linked_to": list(linked), "journal_ids": ["gone"],
+                        "processed_at": recent},
+             "new": {"linked_to": list(linked), "journal_ids": ["gone"], "processed_at": None}}
+    assert age_memory_links(ports, links) == 1
+    assert links["old"]["linked_to"] == linked[:2]
+    assert links["old"]["journal_ids"] == [kept_entry]  # the entry the journal no longer holds
+    assert links["recent"]["linked_to"] == linked and links["new"]["linked_to"] == linked
+    assert age_memory_links(ports, links) == 0  # idempotent
+
+
+def test_the_link_cleanup_step_ages_old_records():
+    held = [{"id": memory_id, "memory": "fact", "metadata": {}}
+            for memory_id in ("m", "x0", "x1", "x2", "x3")]
+    ports = make_ports(semantic=_Store(held))
+    old = iso(ports.clock.now() - timedelta(days=40))
+    linked = [{"id": f"x{n}", "score": round(0.9 - n / 10, 4)} for n in range(4)]
+    save_links(ports, {"m": {"linked_to": linked, "journal_ids": [], "processed_at": old}})
+    result = result_of(prune_orphaned_memory_links(ports))
+    assert result["aged"] == 1 and result["removed_links"] == 0
+    assert get_links(ports)["m"]["linked_to"] == linked[:2]  # the default links_old_kept
+
+
+# ----------------------------------------------------------------------------------------------
+# conversation history
+
+
+def test_a_sleep_condenses_the_lines_older_than_history_days():
+    from ai_assistant.sleep import compaction
+
+    ports = make_ports(overrides={"compaction.history_days": 7,
+                                  "compaction.preserve_messages": 2})
+    for day in range(10):
+        compaction.append_history(ports, "user", "Bob", f"Line of day {day}.")
+        ports.clock.advance(days=1)
+    # the window is far from full: only the age rule makes a sleep compact, never an awake tick
+    assert compaction.usage(ports) < 0.1
+    assert compaction.is_due(ports) and not compaction.is_due(ports, threshold=0.8)
+    report = result_of(compaction.compact_conversation_history(ports))
+    assert report["compacted"] and report["messages"] == 3
+    history = compaction.get_history(ports)
+    assert history[0]["summary"]
+    assert [m["content"] for m in history[1:]] == [f"Line of day {d}." for d in range(3, 10)]
+    # the next sleep finds nothing older than the marker: nothing to do
+    assert not compaction.is_due(ports)
+    ports.clock.advance(days=1)  # a day later, the line of day 3 has aged too
+    assert result_of(compaction.compact_conversation_history(ports))["messages"] == 2
+
+
+def test_history_days_zero_keeps_the_old_rule():
+    from ai_assistant.sleep import compaction
+
+    ports = make_ports(overrides={"compaction.history_days": 0,
+                                  "compaction.preserve_messages": 2})
+    for _ in range(10):
+        compaction.append_history(ports, "user", "Bob", "Hello.")
+        ports.clock.advance(days=1)
+    assert not compaction.is_due(ports)
+    assert result_of(compaction.compact_conversation_history(ports))["reason"] == (
+        "below threshold")
+
+
 # ----------------------------------------------------------------------------------------------
 # entity profiles
 
@@ -155,6 +253,36 @@ def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
     assert set(vectors["nodes"]) == {"n0", "n1", "n4"}
     assert "c1" in vectors["clusters"]  # the centroid of what is left
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 3}
+
+
+def test_old_nodes_keep_their_vectors_as_int8():
+    import numpy as np
+
+    ports = make_ports(overrides={"nodes.vectors_full_days": 30})
+    rng = np.random.default_rng(3)
+    nodes, vectors = {}, {"dims": 64, "revision": None, "nodes": {}, "clusters": {}}
+    full = {}
+    for number, age in enumerate((40, 31, 29, 1)):
+        node_id = f"n{number}"
+        nodes[node_id] = {"id": node_id, "status": ACTIVE, "pinned": False, "importance": 0.5,
+                          "session_count": 0, "reactivation_count": 0, "cluster_id": "c1",
+                          "created_at": iso(ports.clock.now() - timedelta(days=age))}
+        full[node_id] = node_vectors.unit(rng.normal(size=64))
+        vectors["nodes"][node_id] = node_vectors.encode_vector(full[node_id])
+    ports.state.set(documents.MEMORY_NODES, nodes)
+    node_vectors.save_vectors(ports, vectors)
+    before = {k: len(v) for k, v in vectors["nodes"].items()}
+
+    assert bound_node_graph(ports) == {"dropped": 0, "kept": 4, "compacted": 2}
+    stored = node_vectors.load_vectors(ports)["nodes"]
+    for node_id in ("n0", "n1"):  # older than 30 days: a quarter of the size, same direction
+        assert stored[node_id].startswith(node_vectors.COMPACT_PREFIX)
+        assert len(stored[node_id]) < before[node_id] / 3
+        decoded = node_vectors.decode_vector(stored[node_id])
+        assert float(node_vectors.unit(decoded) @ full[node_id]) > 0.999
+    for node_id in ("n2", "n3"):
+        assert stored[node_id] == vectors["nodes"][node_id]
+    assert bound_node_graph(ports) == {"dropped": 0, "kept": 4}  # nothing left to compact
 
 
 def test_the_diary_keeps_its_last_days():

@@ -208,12 +208,14 @@ def test_endpoint_rejecting_tools_switches_to_json(llm_server, make_ports, clock
 
 def test_a_400_not_about_tools_does_not_disable_native_tools(llm_server, make_ports, clock):
     ports = make_ports()
-    llm_server.script(Reply.error(400), Reply.error(400), Reply.tool("noop"))
+    llm_server.script(Reply.error(400, message="This model's maximum context length is 8192"),
+                      Reply.tool("noop"))
     summary = cycle(ports, clock)
     assert summary["stopped"].startswith("llm_error: HTTP 400")
-    assert "tools" in llm_server.requests[0] and "tools" not in llm_server.requests[1]
+    # one call: no second try without the tools, and no switch to the JSON protocol
+    assert len(llm_server.requests) == 1 and "tools" in llm_server.requests[0]
     cycle(ports, clock)
-    assert "tools" in llm_server.requests[2]  # native again: JSON did not help either
+    assert "tools" in llm_server.requests[1]
 
 
 def test_plain_text_reply_is_said(llm_server, make_ports, clock):
@@ -339,7 +341,8 @@ def test_at_most_one_dangerous_tool_per_cycle(llm_server, make_ports, clock):
     registry = world_registry(DangerTool)
     ports = make_ports({"react": {"dangerous_tools_enabled": True}})
     llm_server.script(Reply.tools(("danger", {}), ("danger", {})), Reply.tool("noop"))
-    summary = cycle(ports, clock, registry=registry)
+    # the assistant's own turn: a dangerous tool has lasting effects, never on a player's word
+    summary = cycle(ports, clock, {"events": []}, registry=registry)
     assert "danger" in tool_names(llm_server.requests[0])
     assert DangerTool.runs == 1 and summary["errors"] == 1
     assert "only one dangerous tool per turn" in llm_server.requests[1]["messages"][-1]["content"]

@@ -208,15 +208,20 @@ def test_update_system_prompt_changes_only_the_assistants_prompt_and_logs_why():
             "reason": "Players prefer direct responses without preamble",
         },
     )
-    assert result == {"success": True, "changed": True, "old_len": 10, "new_len": 45}
+    assert result == {"success": True, "changed": True, "old_len": 10, "new_len": 45,
+                      "version": 1}
     assert ports.state.get("assistant_system_prompt") == (
         "Be concise. Prefer actions over explanations."
     )
     assert ports.state.get("user_system_prompt") == "Never swear."
     assert ports.state.get("system_prompt_history") == [
         {
-            "timestamp": "2025-01-01T13:00:00Z",
-            "reasoning": "Players prefer direct responses without preamble",
+            "version": 1,
+            "time": "2025-01-01T13:00:00Z",
+            "by": "assistant",
+            "reason": "Players prefer direct responses without preamble",
+            "prompt": "Be concise. Prefer actions over explanations.",
+            "previous": "Be chatty.",
             "old_len": 10,
             "new_len": 45,
         }
@@ -257,7 +262,8 @@ def test_prompt_size_limit_is_a_setting_and_history_is_bounded():
         )
         assert result["changed"] is True
     history = ports.state.get("system_prompt_history")
-    assert [entry["reasoning"] for entry in history] == ["r2", "r3", "r4"]
+    assert [entry["reason"] for entry in history] == ["r2", "r3", "r4"]
+    assert [entry["version"] for entry in history] == [3, 4, 5]
     same = run_tool(ports, "update_system_prompt", {"new_prompt": "Rule 4.", "reason": "again"})
     assert same == {"success": True, "changed": False, "old_len": 7, "new_len": 7}
     assert len(ports.state.get("system_prompt_history")) == 3

@@ -21,7 +21,7 @@ from ai_assistant.plumbing.ports import MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, deep_merge
 from ai_assistant.plumbing.tool_calls import decode_arguments, read_text_calls
 from ai_assistant.tools.catalogue import load_all_tools
-from ai_assistant.tools.registry import Tool, ToolCategory
+from ai_assistant.tools.registry import SCOPED, Tool, ToolCategory
 
 pytestmark = pytest.mark.core
 
@@ -37,6 +37,7 @@ class Spy(Tool):
                                                    "limit": {"type": "integer"}},
                   "required": ["query"]}
     category = ToolCategory.SAFE_CHAIN
+    reach = SCOPED  # a lookup: a player's words may have it run
     calls = []
 
     def run(self, ports, **params):
@@ -129,12 +130,21 @@ def test_bare_json_that_is_not_a_call_is_never_spoken(llm_server, ports, clock):
 
 
 def test_a_tool_outside_the_lean_set_still_runs_when_called(llm_server, ports, clock):
+    llm_server.script(Reply.tool("get_system_status", {}),
+                      Reply.tool("say", {"message": "Fine."}))
+    summary = run_cycle(ports, clock)
+    offered = {spec["function"]["name"] for spec in llm_server.requests[0]["tools"]}
+    assert "get_system_status" not in offered
+    assert summary["tools"] == ["get_system_status", "say"]
+
+
+def test_a_lasting_tool_is_refused_on_a_players_word_even_by_name(llm_server, ports, clock):
     llm_server.script(Reply.tool("add_session_memory", {"content": "Bob likes tea."}),
                       Reply.tool("say", {"message": "Noted."}))
     summary = run_cycle(ports, clock)
-    offered = {spec["function"]["name"] for spec in llm_server.requests[0]["tools"]}
-    assert "add_session_memory" not in offered
-    assert summary["tools"] == ["add_session_memory", "say"]
+    observation = json.loads(llm_server.requests[1]["messages"][-1]["content"])
+    assert observation["refused"] is True and "not permitted" in observation["error"]
+    assert summary["tools"] == ["say"] and not ports.state.get("session_memory")
 
 
 # --- the reader itself -------------------------------------------------------------------------

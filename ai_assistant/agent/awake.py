@@ -14,7 +14,10 @@ whisper: what they said is journaled as private, and nobody else hears the reply
 Never silent: when someone addressed the assistant and its cycle ends without a turn-ending
 action (errors, the iteration limit, the LLM down), that person hears the assistant's
 `react.fallback_line` (in character, configurable per assistant), and the reason is logged and
-kept for `@assistant <npc>` (`react.record_unanswered`).
+kept for `@assistant <npc>` (`react.record_unanswered`). Nor kept waiting: one reply has one
+deadline (`react.reply_deadline`) for every LLM call of it, and the fallback line is said when
+it passes. A speaker who floods is answered at most once per `perception.speaker_cooldown`
+seconds, everything they said meanwhile in one turn (`perception.hold`).
 """
 
 import dataclasses
@@ -22,8 +25,9 @@ import dataclasses
 from twisted.internet import defer
 
 from ai_assistant.agent import perception, react
+from ai_assistant.agent.blocks.recall import recall_lines
 from ai_assistant.memory import entities, journal, working
-from ai_assistant.memory.semantic_recall import memory_context_block
+from ai_assistant.plumbing.llm_resilience import with_deadline
 from ai_assistant.sleep import compaction
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
@@ -59,6 +63,16 @@ class ConversationWorld:
     def __getattr__(self, name):
         return getattr(self._world, name)
 
+    @property
+    def interlocutor_id(self):
+        """Whom this conversation answers: recall shows them public items and their own."""
+        return self._interlocutor["id"]
+
+    @property
+    def audience(self):
+        """Who may hear what this conversation makes: the speaker when they whispered."""
+        return self._interlocutor["id"] if self.private else None
+
     def _audience_present(self):
         return any(person["id"] == self._interlocutor["id"] for person in self._world.present())
 
@@ -82,7 +96,10 @@ class ConversationWorld:
         working.record_message(
             self._ports, self._interlocutor["id"], self._interlocutor["name"], "assistant", content
         )
-        if compaction.append_history(self._ports, "assistant", self._ports.name, content):
+        # the shared conversation history is summarised for everyone: a whispered exchange
+        # stays in the whisperer's own working memory and the journal (with its audience) only
+        if not self.private and compaction.append_history(
+                self._ports, "assistant", self._ports.name, content):
             self.compaction_due = True
 
     def notice(self, text):
@@ -141,6 +158,8 @@ def journal_heard_events(ports, events):
                 source_type=source_type,
                 source_entity=event["sender"],
                 tags=tags,
+                # a whisper or a page is for the assistant alone: its audience is the speaker
+                audience=event.get("sender_id") if event["kind"] in PRIVATE_KINDS else None,
             )
             # the prompt shows this utterance once, as a new event, not again as a memory
             event["journal_id"] = entry["id"]
@@ -172,11 +191,12 @@ def _interlocutors(events):
     return ordered
 
 
-def _relevant_memories(ports, events):
-    """Deferred[str]: the semantic memories relevant to `events` ("" without the tier)."""
-    if ports.semantic is None:
-        return defer.succeed("")
-    return defer.maybeDeferred(memory_context_block, ports, events=events)
+def _relevant_memories(ports, situation):
+    """
+    Deferred[list[str] | None]: what the assistant remembers that bears on the situation,
+    from every tier (the recall pipeline, run off the reactor); None if it failed.
+    """
+    return recall_lines(ports, situation)
 
 
 @defer.inlineCallbacks
@@ -200,8 +220,10 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
     report = {"events": len(events), "answered": 0, "cycles": []}
     if not events:
         return report
-    _notify_listeners(ports, events)
-    compaction_due = _record_speech(ports, events)
+    # events held through a speaker's cooldown were journaled and recorded when first heard
+    fresh = [event for event in events if not event.get("held")]
+    _notify_listeners(ports, fresh)
+    compaction_due = _record_speech(ports, fresh)
     for interlocutor in _interlocutors(events):
         world = ConversationWorld(ports.world, ports, interlocutor) if ports.world else None
         if ports.mechanical:
@@ -209,8 +231,16 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
             report["cycles"].append({"interlocutor": interlocutor["id"], "mechanical": True,
                                      **({"notice": True} if told else {})})
             continue
+        if perception.cooling_down(ports, interlocutor["id"]):
+            # a flood: answered together when their cooldown ends (`perception.hold`)
+            perception.hold(ports, interlocutor["id"],
+                            [e for e in events if e["sender_id"] == interlocutor["id"]])
+            report["cycles"].append({"interlocutor": interlocutor["id"], "held": True})
+            continue
         result = yield _answer(ports, world, interlocutor, events, run_cycle=run_cycle,
                                call_later=call_later, cache=cache)  # fmt: skip
+        # what they say from now until the cooldown ends waits for one turn together
+        perception.start_cooldown(ports, interlocutor["id"], call_later)
         compaction_due |= bool(world is not None and world.compaction_due)
         report["cycles"].append(result)
         report["answered"] += 1
@@ -272,7 +302,8 @@ def _record_speech(ports, events):
             if event["kind"] in PRIVATE_KINDS:
                 text = f"(whispered) {text}"
             working.record_message(ports, event["sender_id"], event["sender"], "user", text)
-            compaction_due |= compaction.append_history(ports, "user", event["sender"], text)
+            if event["kind"] not in PRIVATE_KINDS:  # not summarised for everyone (`_speak`)
+                compaction_due |= compaction.append_history(ports, "user", event["sender"], text)
     return compaction_due
 
 
@@ -291,25 +322,34 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
     addressed = [e for e in their_events if e["classification"] in ANSWERED]
     if world is not None and addressed and addressed[-1]["kind"] in PRIVATE_KINDS:
         world.private = True
+    # one deadline for the whole reply: every LLM call of it, and a notice when it passes
+    deadline = float(ports.settings.get("react.reply_deadline"))
+    llm = with_deadline(ports.llm, deadline)
+    overdue = None
+    if call_later is not None and world is not None:
+        overdue = call_later(deadline, _never_silent, ports, world, interlocutor,
+                             {"stopped": f"no answer within the {deadline:g} s reply deadline"})
     situation = {
         "events": context_events,
         "history": working.history(ports, interlocutor["id"]),
         "interlocutor": interlocutor,
         "mode": "awake",
         "purpose": "conversation",
-        "memories": (yield _relevant_memories(ports, context_events)),
         "present": ports.world.present() if ports.world else [],
         "private": bool(world is not None and world.private),
     }
+    situation["recall"] = yield _relevant_memories(ports, situation)
     thinking = None
     delay = ports.settings.get("react.thinking_delay")
     if call_later is not None and world is not None and delay and delay > 0:
         thinking = call_later(delay, ports.world.emote, perception.THINKING_EMOTE)
     try:
-        result = yield run_cycle(dataclasses.replace(ports, world=world), situation, cache=cache)
+        result = yield run_cycle(dataclasses.replace(ports, world=world, llm=llm), situation,
+                                 cache=cache)
     finally:
-        if thinking is not None and thinking.active():
-            thinking.cancel()
+        for call in (thinking, overdue):
+            if call is not None and call.active():
+                call.cancel()
     if not result.get("terminal"):
         _never_silent(ports, world, interlocutor, result)
     result = {**result, "interlocutor": interlocutor["id"]}

@@ -21,6 +21,12 @@ entity profile or events to answer. Colour codes are stripped from what is queue
 The queue is a bounded list in the state doc `documents.PENDING_EVENTS`. When it is full the
 oldest event of the lowest priority is dropped first, and drops are counted in
 `documents.PERCEPTION_STATS`.
+
+Floods: what one speaker says between two ticks is answered in one turn (the awake tick runs one
+cycle per speaker), and a speaker gets at most one turn per `perception.speaker_cooldown`
+seconds. Lines a speaker says while cooling down are journaled at once like any other, then
+held (`hold`, in the runtime) and queued again, marked `held`, when the cooldown ends, to be
+answered together: fifty lines in five seconds get a few replies, not fifty, and none is lost.
 """
 
 import re
@@ -198,3 +204,51 @@ def drain(ports):
 def has_urgent(ports):
     """True if an urgent event is waiting (wakes a light sleeper)."""
     return any(event.get("urgent") for event in ports.state.get(documents.PENDING_EVENTS, []) or [])
+
+
+# ----------------------------------------------------------------------------------------------
+# One turn per speaker per cooldown
+
+# runtime caches: {speaker id: the delayed call ending their cooldown}, {speaker id: [events]}
+COOLDOWNS = "speaker_cooldowns"
+HELD = "held_speech"
+
+
+def start_cooldown(ports, speaker_id, call_later):
+    """
+    A turn answering `speaker_id` starts: their next one waits `perception.speaker_cooldown`
+    seconds.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        speaker_id (str): The speaker's stable id.
+        call_later (callable or None): `call_later(seconds, func, *args)`; without one (or with
+            a cooldown of 0) speakers are not paced.
+    """
+    seconds = float(ports.settings.get("perception.speaker_cooldown"))
+    if call_later is None or seconds <= 0:
+        return
+    ports.runtime.cache(COOLDOWNS, dict)[speaker_id] = call_later(
+        seconds, end_cooldown, ports, speaker_id)
+
+
+def cooling_down(ports, speaker_id):
+    """True while `speaker_id` must wait for their next turn."""
+    call = ports.runtime.cache(COOLDOWNS, dict).get(speaker_id)
+    return call is not None and call.active()
+
+
+def hold(ports, speaker_id, events):
+    """
+    Keep a cooling speaker's events for the turn after their cooldown. They were journaled
+    already: they come back marked `held`, so nobody records them twice.
+    """
+    held = ports.runtime.cache(HELD, dict).setdefault(speaker_id, [])
+    held.extend({**event, "held": True} for event in events)
+
+
+def end_cooldown(ports, speaker_id):
+    """The cooldown is over: what the speaker said meanwhile is queued again, in order."""
+    ports.runtime.cache(COOLDOWNS, dict).pop(speaker_id, None)
+    for event in ports.runtime.cache(HELD, dict).pop(speaker_id, []):
+        enqueue(ports, event)

@@ -24,9 +24,14 @@ it goes out through the `say` tool. Mistakes (malformed calls, unknown tools, ba
 arguments) become observations the model can correct, never exceptions; unknown arguments are
 dropped and named in the observation. At most one DANGEROUS tool runs per cycle.
 
-A conversational turn offers a lean set of tools (`registry.lean_tools`: speech, lookups,
-journaling, plus what was explicitly asked for); every other tool the assistant may use now
-still runs when the model calls it by name (the system prompt lists them in one line).
+The tools of a cycle are chosen by purpose AND trust (`tools.agency.tool_set`): a turn driven
+by a player's words may run only the tools whose effects stay in that conversation, an admin's
+words and the assistant's own turns the rest too; of those, a conversational turn describes a
+lean set (`registry.lean_tools`: speech, lookups, journaling, plus what was explicitly asked
+for), and every other permitted tool still runs when the model calls it by name (the system
+prompt lists them in one line). A tool the turn's trust does not permit is refused, with the
+reason, even when called by name; each call is admitted by the turn's grant, which also keeps a
+player's turn whispering only to them and caps the trust of what it records.
 
 State documents kept here (read by the get_system_status tool):
 `documents.LOOP_STATE` - {iteration, max_iterations, tools_this_cycle, tool_count_this_cycle,
@@ -47,6 +52,7 @@ from ai_assistant.plumbing.markup import strip_markup
 from ai_assistant.plumbing.ports import LLMError, ToolCall, iso
 from ai_assistant.plumbing.tokens import count_message_tokens
 from ai_assistant.plumbing.tool_calls import looks_like_data, read_text_calls
+from ai_assistant.tools import agency
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import (
     REGISTRY,
@@ -54,15 +60,10 @@ from ai_assistant.tools.registry import (
     ToolCategory,
     error_result,
     execute_tool,
-    lean_tools,
     unknown_tool_result,
 )
 
 MAX_OBSERVATION_CHARS = 4000
-
-# HTTP statuses with which an endpoint says "I don't understand this request" - for a request
-# with tools, usually "I don't do native tool calling".
-TOOLS_REJECTED_STATUSES = (400, 404, 415, 422, 501)
 
 # An assistant whose endpoint rejected native tools uses the JSON protocol from then on (until
 # the server reloads: `ports.runtime.native_tools_rejected`), instead of paying a failed call
@@ -180,7 +181,9 @@ class _Cycle:
         self.dangerous_ran = False
         self.registry = REGISTRY
         self.offered = {}  # described to the model
-        self.allowed = {}  # may run when called (the offered ones and the rest of the kits)
+        self.allowed = {}  # may run when called: what the turn's trust permits (`agency`)
+        self.withheld = {}  # the mode has them, the turn's trust does not permit them
+        self.grant = agency.Grant()
         self.cache = None
         self.situation = {}
         self.native = False
@@ -273,8 +276,8 @@ def run_react_cycle(
         summary["stopped"] = "mechanical"
         return summary
     cycle.situation = {**(situation or {}), "mode": mode}
-    cycle.allowed, cycle.offered = _offered_tools(ports, registry, mode, only_tools,
-                                                  cycle.situation)  # fmt: skip
+    cycle.grant, cycle.allowed, cycle.offered, cycle.withheld = _offered_tools(
+        ports, registry, mode, only_tools, cycle.situation)
     if not cycle.offered:
         summary["stopped"] = "no_tools"
         return summary
@@ -316,10 +319,11 @@ def _log_mechanical_once(ports):
 def _offered_tools(ports, registry, mode, only_tools, situation):
     """
     The tools this cycle may run and those it describes to the model, each by name (the
-    catalogue is loaded for the global registry).
+    catalogue is loaded for the global registry), chosen by trust and purpose.
 
     Returns:
-        tuple: `(allowed, offered)` dicts; `offered` is the lean set for the situation.
+        tuple: `(grant, allowed, offered, withheld)`: the turn's `agency.Grant`, then dicts;
+        `offered` is the lean set for the situation, `withheld` what the trust refuses.
     """
     if registry is REGISTRY:
         try:
@@ -327,10 +331,9 @@ def _offered_tools(ports, registry, mode, only_tools, situation):
         except Exception as err:  # one broken tool family must not silence the assistant
             ports.log(f"{ports.name}: could not load every tool family: {err!r}")
     dangerous_enabled = bool(ports.settings.get("react.dangerous_tools_enabled"))
-    allowed = registry.available(mode, dangerous_enabled, only_tools)
-    request = " ".join(str(event.get("text") or "") for event in situation.get("events") or ())
-    offered = lean_tools(allowed, situation.get("purpose"), request)
-    return {tool.name: tool for tool in allowed}, {tool.name: tool for tool in offered}
+    available = registry.available(mode, dangerous_enabled, only_tools)
+    grant, allowed, offered, withheld = agency.tool_set(available, situation)
+    return (grant, *({tool.name: tool for tool in tools} for tools in (allowed, offered, withheld)))
 
 
 def record_unanswered(ports, who, reason):
@@ -363,8 +366,9 @@ def _ask(cycle, purpose):
     try:
         reply = yield ports.llm.complete(cycle.messages, tools=specs, purpose=purpose)
     except LLMRequestError as err:
-        if cycle.native and err.status_code in TOOLS_REJECTED_STATUSES:
-            # the endpoint does not take `tools`: switch to the JSON protocol and retry
+        if cycle.native and getattr(err, "tools_unsupported", False):
+            # the error body says the endpoint does not take `tools` (a plain 400 does not:
+            # `llm_resilience.says_tools_unsupported`): switch to the JSON protocol and retry
             cycle.native = False
             cycle.switched_to_json = True
             ports.log(f"{ports.name}: endpoint rejected native tools ({err}); using JSON protocol")
@@ -540,6 +544,10 @@ def _execute(cycle, call):
     """
     ports, offered = cycle.ports, cycle.offered
     tool = cycle.allowed.get(call.name)
+    if tool is None and call.name in cycle.withheld:
+        refused = agency.refusal(cycle.withheld[call.name], cycle.grant)
+        ports.log(f"{ports.name}: refused {call.name}: not permitted in this turn")
+        return defer.succeed(error_result(refused, refused=True))
     if tool is None:
         if cycle.registry.get(call.name) is not None:
             return defer.succeed(error_result(
@@ -554,9 +562,8 @@ def _execute(cycle, call):
                 error_result(f"only one dangerous tool per turn; '{tool.name}' must wait")
             )
         cycle.dangerous_ran = True
-    deferred = execute_tool(
-        tool, ports, call.arguments, cache=cycle.cache, allow_dangerous=allow_dangerous
-    )
+    deferred = execute_tool(tool, ports, call.arguments, cache=cycle.cache,
+                            allow_dangerous=allow_dangerous, grant=cycle.grant)
 
     def _recorded(result):
         cycle.record_tool(tool, result)

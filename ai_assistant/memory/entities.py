@@ -55,6 +55,7 @@ Overheard room chatter becomes an observation but is not an interaction.
 import math
 import re
 
+from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
@@ -315,20 +316,24 @@ def find_profile(ports, name_or_id):
     return None
 
 
-def _add_observation(profile, text, source, now, settings):
+def _add_observation(profile, text, source, now, settings, audience=None):
     limit = int(settings.get("entities.max_observation_chars"))
     text = " ".join(str(text or "").split())
     if len(text) > limit:
         text = text[:limit] + "..."
     number = int(profile.get("observation_count", 0)) + 1
     profile["observation_count"] = number
-    profile["observations"].append({"id": number, "text": text, "time": iso(now), "source": source})
+    observation = {"id": number, "text": text, "time": iso(now), "source": source}
+    if audience:
+        observation["audience"] = str(audience)  # whispered: only its speaker may see it again
+    profile["observations"].append(observation)
     bound = max(1, int(settings.get("entities.max_observations")))
     del profile["observations"][:-bound]
 
 
 def record_interaction(
-    ports, entity_id, name, text, *, source="direct_message", interaction=True, entity_type=None
+    ports, entity_id, name, text, *, source="direct_message", interaction=True, entity_type=None,
+    audience=None,
 ):
     """
     Note that a character said something: the profile is created if new, the words become an
@@ -342,6 +347,8 @@ def record_interaction(
         source (str): How it was perceived (an event classification).
         interaction (bool): True when it was addressed to the assistant.
         entity_type (str, optional): player, npc, assistant or object (kept if already known).
+        audience (str, optional): For words told in private, the id of who may see them
+            (`memory.audience`); None for what the room heard.
 
     Returns:
         dict: The stored profile.
@@ -357,7 +364,7 @@ def record_interaction(
     profile["name"] = name or profile.get("name")
     profile["last_seen"] = iso(now)
     if text and str(text).strip():
-        _add_observation(profile, text, source, now, ports.settings)
+        _add_observation(profile, text, source, now, ports.settings, audience)
     if interaction:
         apply_interaction(profile["relationship"], text, now, ports.settings)
         profile["last_interaction"] = iso(now)
@@ -402,6 +409,7 @@ def observe_events(ports, events):
                 source="whisper" if private else event.get("classification") or event.get("kind"),
                 interaction=event.get("classification") in INTERACTIONS,
                 entity_type=entity_type,
+                audience=entity_id if private else None,
             )
             continue
         # seen, but not an interaction; strangers passing by get no profile
@@ -460,7 +468,9 @@ def pending_consolidation(ports):
     minimum = max(1, int(ports.settings.get("entities.consolidation_min_observations")))
     due = []
     for entity_id, profile in get_profiles(ports).items():
-        observations = profile.get("observations") or []
+        # whispered observations never become attributes (`sleep.entity_consolidation`)
+        observations = [o for o in profile.get("observations") or []
+                        if audience_of(o) is PUBLIC]
         reviewed = int(profile.get("consolidated_through", 0) or 0)
         if len(observations) >= minimum and any(o.get("id", 0) > reviewed for o in observations):
             due.append((-len(observations), profile.get("last_consolidated") or "", entity_id))

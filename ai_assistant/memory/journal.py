@@ -9,13 +9,18 @@ Stored in the state document `documents.JOURNAL`::
              "content": "Player Alice prefers formal address and dislikes jokes",
              "source_type": "direct", "source_trust": 0.9, "source_entity": "Alice",
              "importance": 7, "importance_method": "llm",   # heuristic | llm | manual
-             "tags": ["player_preference"], "related_projects": ["alice_quest"]},
+             "tags": ["player_preference"], "related_projects": ["alice_quest"],
+             "audience": "#12"},   # only for a private entry: see below
         ],
         "entry_count": 42,             # the id counter: ids never repeat, even after pruning
         "max_entries": 100,            # mirrors the journal.max_entries setting
         "last_reflection": "2025-12-06T10:00:00Z",
         "consolidated_entry_ids": [1, 2, 5, 12],   # already moved to the semantic tier
     }
+
+An entry told in private (a whisper or a page) carries `audience`: the stable id of the one
+person who told it (`memory.audience`); recall shows it to that person only, and sleep carries it
+over to whatever it makes from the entry. An entry said to the room has no `audience` key.
 
 Entries are kept oldest first. A [SYNTHESIS] entry (from reflection or `review_journal`) may
 also carry `"evidence"`: the ids it cites.
@@ -41,6 +46,7 @@ writer says otherwise (a reflection's own synthesis does not).
 import heapq
 from datetime import timedelta
 
+from ai_assistant.memory.audience import PUBLIC
 from ai_assistant.memory.importance import (
     MAX_IMPORTANCE,
     MIN_IMPORTANCE,
@@ -224,6 +230,7 @@ def add_entry(
     importance=None,
     evidence=None,
     count_for_reflection=True,
+    audience=PUBLIC,
 ):
     """
     Write a journal entry (the specification's `add_journal_entry`).
@@ -239,6 +246,8 @@ def add_entry(
         importance (int, optional): 1-10 ("manual"); scored by heuristic when omitted.
         evidence (list, optional): Ids a synthesis cites.
         count_for_reflection (bool): Add its importance to the reflection state (default True).
+        audience (str, optional): The stable id of the one person it was told to in private
+            (a whisper's speaker); `PUBLIC` (None) for what the room heard.
 
     Returns:
         dict: The stored entry. A full journal is auto-pruned afterwards (see the module doc),
@@ -259,6 +268,8 @@ def add_entry(
     )
     journal = get_journal(ports)
     entry = _new_entry(ports, journal, fields, evidence)
+    if audience is not PUBLIC and str(audience).strip():
+        entry["audience"] = str(audience).strip()
     journal["entry_count"] = entry["id"]
     journal["entries"].append(entry)
     auto_prune(journal)
@@ -464,4 +475,6 @@ def format_entry(entry):
     if len(content) > 160:
         content = content[:157] + "..."
     method = entry.get("importance_method") or "?"
-    return f"#{entry.get('id')} {when} {entry.get('importance')}({method}) {source}: {content}"
+    private = f" (private to {entry['audience']})" if entry.get("audience") else ""
+    return (f"#{entry.get('id')} {when} {entry.get('importance')}({method}) {source}{private}: "
+            f"{content}")

@@ -18,15 +18,46 @@ processed longest ago are dropped (their memories stay in the store and stay lin
 records that point at them); records not yet processed are never dropped, so dreaming still
 links every new memory. Dreaming does not take a dropped memory up again: it skips memories
 older than the oldest processed record kept (`linking_horizon`).
+
+Old records cost less (`age_memory_links`, the same step): a record processed more than
+`memory.links_full_days` days ago keeps only its `memory.links_old_kept` strongest links, and
+forgets the journal entries the journal no longer holds, so after the first month the document
+grows by a fraction of what a new record costs.
 """
+
+from datetime import timedelta
 
 from twisted.internet import defer
 
+from ai_assistant.memory.journal import get_journal
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import parse_iso
 
-# How many memories one listing of the store may return when scanning it (link generation picks
-# its candidates from such a listing; pruning lists at least this many).
+# The first listing's size when scanning the store (`list_all_memories` grows it until the
+# listing is complete; pruning lists at least this many).
 SCAN_LIMIT = 500
+
+
+@defer.inlineCallbacks
+def list_all_memories(store, at_least=SCAN_LIMIT):
+    """
+    Every memory of `store`: a listing of `at_least`, then larger ones (doubled) until one comes
+    back short, i.e. complete.
+
+    A store lists in its own order (local qdrant: by point id, a random UUID), not newest
+    first, so a listing cut at a fixed size would hide an arbitrary part of a large store,
+    new memories included.
+
+    Returns:
+        Deferred[list[dict]]: The memories, as `store.list` gives them. Errbacks on a store
+        failure.
+    """
+    limit = max(1, int(at_least))
+    while True:
+        memories = yield store.list(limit=limit)
+        if len(memories) < limit:
+            return memories
+        limit *= 2
 
 
 def get_links(ports):
@@ -104,6 +135,40 @@ def bound_memory_links(ports, links):
     return len(dropped)
 
 
+def age_memory_links(ports, links):
+    """
+    Make old records compact: processed more than `memory.links_full_days` days ago, a record
+    keeps its `memory.links_old_kept` strongest links, and only the journal ids of entries
+    the journal still holds.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        links (dict): The links document (changed in place).
+
+    Returns:
+        int: How many records were made smaller.
+    """
+    horizon = ports.clock.now() - timedelta(days=ports.settings.get("memory.links_full_days"))
+    kept = int(ports.settings.get("memory.links_old_kept"))
+    in_journal = None
+    shrunk = 0
+    for record in links.values():
+        processed = parse_iso(record.get("processed_at"))
+        if processed is None or processed >= horizon:
+            continue
+        if in_journal is None:  # read once, and only when some record is old
+            in_journal = {entry.get("id") for entry in get_journal(ports)["entries"]}
+        linked = record.get("linked_to") or []
+        journal_ids = record.get("journal_ids") or []
+        still = [entry_id for entry_id in journal_ids if entry_id in in_journal]
+        if len(linked) > kept or len(still) < len(journal_ids):
+            # `linked_to` is kept strongest first (sleep.linking)
+            record["linked_to"] = linked[:kept]
+            record["journal_ids"] = still
+            shrunk += 1
+    return shrunk
+
+
 @defer.inlineCallbacks
 def _alive_memory_ids(store, referenced):
     """The ids among `referenced` that the store still holds (errbacks on a store failure)."""
@@ -128,15 +193,20 @@ def prune_orphaned_memory_links(ports):
 
     Returns:
         Deferred[dict]: `{"success", "removed_records": n, "removed_links": n}`, with
-        `"dropped_old": n` when the bound dropped records. Never errbacks; on a store failure
+        `"dropped_old": n` when the bound dropped records and `"aged": n` when old records
+        were made compact (`age_memory_links`). Never errbacks; on a store failure
         nothing orphaned is removed (a missing answer is not proof of deletion).
     """
     result = {"success": True, "removed_records": 0, "removed_links": 0}
     store = ports.semantic
     links = get_links(ports)
     dropped = bound_memory_links(ports, links)
+    aged = age_memory_links(ports, links)
     if dropped:
         result["dropped_old"] = dropped
+    if aged:
+        result["aged"] = aged
+    if dropped or aged:
         save_links(ports, links)
     if store is None or not links:
         return result

@@ -6,7 +6,8 @@ The "node_vectors" document holds `{"dims", "revision", "nodes": {id: base64 flo
 from the nodes themselves so that reading a node never decodes vectors. `vector_index` keeps
 them as one numpy matrix per assistant (in `ports.runtime.caches["node_index"]`, checked
 against the document's `revision`, which changes on every write), so a search over 10,000
-nodes is one matrix product.
+nodes is one matrix product. A node older than `nodes.vectors_full_days` days keeps its vector
+at a quarter of the size, as int8 (`compact_vector`, by the patrol's bound step).
 
 Embedding runs in the thread pool, off the reactor. Which model embeds is the `nodes.embedder`
 setting; tests and benches replace the model and the runner with `set_embedding`.
@@ -59,13 +60,37 @@ def threshold(ports, name, embedder=None):
 # The vectors document
 
 
+# An old node's vector, stored at a quarter of the size: this prefix, then base64 of a float32
+# scale and one int8 per dimension (`compact_vector`).
+COMPACT_PREFIX = "q8:"
+
+
 def encode_vector(vector):
     """A vector as compact text: base64 of its float32 bytes."""
     return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
 
 
+def compact_vector(text):
+    """
+    An encoded vector at a quarter of its size (idempotent): each dimension as an int8 of
+    `scale = max |x| / 127`. Cosine similarities move by well under 0.01, which is below what
+    the recall and clustering thresholds tell apart.
+    """
+    if text.startswith(COMPACT_PREFIX):
+        return text
+    vector = decode_vector(text)
+    scale = float(np.max(np.abs(vector))) / 127 if vector.size else 0.0
+    quantised = np.round(vector / scale) if scale else np.zeros_like(vector)
+    raw = np.float32(scale).tobytes() + quantised.astype(np.int8).tobytes()
+    return COMPACT_PREFIX + base64.b64encode(raw).decode("ascii")
+
+
 def decode_vector(text):
-    """The inverse of `encode_vector`."""
+    """The inverse of `encode_vector` (and of `compact_vector`, to a float32 vector)."""
+    if text.startswith(COMPACT_PREFIX):
+        raw = base64.b64decode(text[len(COMPACT_PREFIX):])
+        scale = np.frombuffer(raw[:4], dtype=np.float32)[0]
+        return np.frombuffer(raw[4:], dtype=np.int8).astype(np.float32) * scale
     return np.frombuffer(base64.b64decode(text), dtype=np.float32)
 
 

@@ -28,6 +28,7 @@ import json
 import math
 import uuid
 
+from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
@@ -241,7 +242,7 @@ def scene_notes(ports):
     return [dict(note) for note in ports.state.get(documents.SCENE_NOTES, None) or []]
 
 
-def add_scene_note(ports, scene_input):
+def add_scene_note(ports, scene_input, audience=PUBLIC):
     """
     Record a scene note for the next patrol. Text that is not a valid scene is kept too,
     marked `[PARSE_FAILED]`, so a later patrol can repair it.
@@ -249,6 +250,8 @@ def add_scene_note(ports, scene_input):
     Args:
         ports (AssistantPorts): The assistant.
         scene_input (dict or str): A SceneInput, or the raw text the model wrote.
+        audience (str, optional): Who may see it (`memory.audience`): the whisperer in a
+            private conversation; the node filed from it keeps it.
 
     Returns:
         dict: The stored note.
@@ -263,6 +266,8 @@ def add_scene_note(ports, scene_input):
         "status": PENDING,
         "error": None,
     }
+    if audience is not PUBLIC:
+        note["audience"] = str(audience)
     try:
         parse_scene_input(text, default_date=today(ports))
     except SceneError as err:
@@ -385,6 +390,15 @@ def cluster_members(nodes, cluster_id, statuses=None):
         if node.get("cluster_id") == cluster_id
         and (statuses is None or node.get("status") in statuses)
     ]
+
+
+def public_members(nodes, cluster_id, statuses=None):
+    """
+    The members of a cluster that everyone may hear of: what the patrol's model merges, splits
+    and writes the diary from (a node from a private scene is left as it is).
+    """
+    return [node for node in cluster_members(nodes, cluster_id, statuses)
+            if visible_to(node, PUBLIC)]
 
 
 def find_cluster(clusters, key):

@@ -4,9 +4,16 @@ Persona protection: keep the assistant's memories about the world, not about its
 One module, used by reflection (insights), session memory (facts and patterns) and semantic fact
 extraction, so the three agree on what counts as self-reference (the specification's persona
 protection for insights and for session memory, and its `ASSISTANT_FACT_EXTRACTION_PROMPT`).
+
+It also keeps the versions of the guidelines the assistant writes for itself: every change is
+numbered and kept with its text, so admins see them and can revert one (`versions`, `revert`;
+`@assistant/persona/history` and `/revert`).
 """
 
 import re
+
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import iso
 
 # The specification's patterns, plus the first-person action forms its session-memory examples
 # reject ("I helped the player", "The assistant suggested...").
@@ -71,3 +78,107 @@ def filter_insights(insights):
         text = item if isinstance(item, str) else (item.get("insight") or item.get("text") or "")
         (rejected if is_self_referential(text) else kept).append(item)
     return kept, rejected
+
+
+# ----------------------------------------------------------------------------------------------
+# Versions of the assistant's own guidelines (`documents.SYSTEM_PROMPT_HISTORY`)
+#
+# Every change the assistant makes to its guidelines (`update_system_prompt`) and every revert an
+# admin orders (`@assistant/persona/revert`) is one numbered version: `{"version", "time", "by",
+# "reason", "prompt", "previous", "old_len", "new_len"}`, where `prompt` is the text it set and
+# `previous` the text it replaced (None: no guidelines of its own). Numbers only grow, so they
+# stay the same when the oldest versions are dropped (`workspace.system_prompt.history_max`).
+
+
+class PersonaVersionError(ValueError):
+    """A revert that cannot be done (unknown version, its text not kept); the message says why."""
+
+
+def _history(ports):
+    history = ports.state.get(documents.SYSTEM_PROMPT_HISTORY, None)
+    return [entry for entry in history if isinstance(entry, dict)] if isinstance(
+        history, list) else []
+
+
+def record_version(ports, *, previous, prompt, reason, by):
+    """
+    Set the assistant's guidelines to `prompt` and record it as a new version.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        previous (str or None): The text replaced.
+        prompt (str or None): The new text (None: no guidelines of its own).
+        reason (str): Why (kept with the version).
+        by (str): Who made the change: "assistant", or "admin <name>".
+
+    Returns:
+        dict: The version recorded.
+    """
+    history = _history(ports)
+    number = max([int(entry.get("version") or 0) for entry in history] or [0]) + 1
+    if not any("version" in entry for entry in history):
+        number = len(history) + 1  # continue an unnumbered history where it stands
+    version = {
+        "version": number,
+        "time": iso(ports.clock.now()),
+        "by": by,
+        "reason": reason,
+        "prompt": prompt,
+        "previous": previous,
+        "old_len": len(previous or ""),
+        "new_len": len(prompt or ""),
+    }
+    keep = max(int(ports.settings.get("workspace.system_prompt.history_max")), 1)
+    ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, prompt)
+    ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, version][-keep:])
+    return version
+
+
+def versions(ports):
+    """
+    The versions an admin may see and revert to, oldest first.
+
+    Returns:
+        list[dict]: `{"version", "time", "by", "reason", "prompt", "kept"}`; the first is the
+        text before the oldest kept change (its `version` one less), `kept` is False for an
+        old-format change whose text was not kept.
+    """
+    history = _history(ports)
+    listed = []
+    for index, entry in enumerate(history, 1):
+        number = int(entry.get("version") or index)
+        if not listed:
+            listed.append({"version": number - 1, "time": None, "by": None,
+                           "reason": "before the oldest change kept",
+                           "prompt": entry.get("previous"), "kept": "previous" in entry})
+        listed.append({"version": number, "time": entry.get("time") or entry.get("timestamp"),
+                       "by": entry.get("by") or "assistant",
+                       "reason": entry.get("reason") or entry.get("reasoning"),
+                       "prompt": entry.get("prompt"), "kept": "prompt" in entry})
+    return listed
+
+
+def revert(ports, number, by):
+    """
+    Put back the guidelines of version `number`, recorded as a new version.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        number (int): A version of `versions(ports)`.
+        by (str): Who orders it ("admin <name>").
+
+    Returns:
+        dict: The new version.
+
+    Raises:
+        PersonaVersionError: Unknown version, or its text was not kept.
+    """
+    known = {item["version"]: item for item in versions(ports)}
+    if number not in known:
+        choices = ", ".join(str(key) for key in sorted(known)) or "none yet"
+        raise PersonaVersionError(f"no version {number}; versions: {choices}")
+    if not known[number]["kept"]:
+        raise PersonaVersionError(f"the text of version {number} was not kept")
+    current = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, None)
+    return record_version(ports, previous=current, prompt=known[number]["prompt"],
+                          reason=f"reverted to version {number}", by=by)

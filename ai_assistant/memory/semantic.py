@@ -24,7 +24,10 @@ Rules this module keeps:
   static embedder) and reports each hit's cosine similarity as `score`, so callers apply the
   embedder's calibrated thresholds (`relevance_threshold`, `link_similarity`).
 - mem0 with `infer=False` does no de-duplication: `add` skips a text whose nearest stored
-  memory is a near-exact duplicate and returns that memory instead.
+  memory is a near-exact duplicate and returns that memory instead - unless the new text
+  corrects it (a negation, a changed number, a small update: `memory.supersede`): then the new
+  memory is stored (`metadata["supersedes"]`) and the old one is kept, marked superseded (when,
+  how, and by which memory id), for recall to prefer the current fact.
 """
 
 import copy
@@ -32,8 +35,16 @@ import logging
 import os
 import sys
 import threading
+from datetime import UTC, datetime
 
+from ai_assistant.memory.audience import audience_of
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
+from ai_assistant.memory.supersede import (
+    correction_kind,
+    is_superseded,
+    same_fact,
+    superseded_metadata,
+)
 from ai_assistant.plumbing.settings import deep_merge
 
 DATA_FOLDER = "ai_assistant_data"
@@ -47,6 +58,10 @@ _UNUSED_KEY = "unused-offline"
 # the vector store's config); each assistant still sees only its own memories (user_id).
 _stores = {}
 _stores_lock = threading.Lock()
+
+# Stored memories a new text is compared with (duplicates and the facts it corrects).
+SUPERSEDE_CANDIDATES = 10
+MAX_SUPERSEDE_HOPS = 50  # a chain of corrections followed to the current fact at most this far
 
 
 def configure_mem0_environment(data_dir):
@@ -217,7 +232,7 @@ class SemanticMemory:
         `rank_score` is mem0's hybrid (semantic + BM25) score that orders the results.
         `filters` are extra metadata conditions (mem0 syntax), e.g. `{"entry_id": "abc"}`.
         """
-        return self._run(self._search, str(query), int(limit), dict(filters or {}))
+        return self._run(self._search_current_first, str(query), int(limit), dict(filters or {}))
 
     def get(self, memory_id):
         """Deferred[dict or None]: the memory, or None if unknown or another assistant's."""
@@ -242,6 +257,14 @@ class SemanticMemory:
         `{"entry_id": "abc"}`: a lookup that, unlike `search`, needs no query text.
         """
         return self._run(self._list, int(limit), dict(filters or {}))
+
+    def delete_all(self):
+        """
+        Deferred[int]: forget every memory of this assistant (it is being deleted): its
+        points in the shared vector store and their lines in mem0's history database, which
+        keeps a deleted memory's text. Other assistants' memories are untouched.
+        """
+        return self._run(self._delete_all)
 
     def close(self):
         """Let go of the shared store; the last user closes the qdrant client."""
@@ -274,23 +297,91 @@ class SemanticMemory:
     def _add(self, text, metadata, infer):
         if not text.strip():
             raise ValueError("cannot store an empty memory")
+        superseded = []
         if not infer:
-            duplicate = self._nearest_duplicate(text)
+            duplicate, superseded = self._compare_with_stored(text, metadata)
             if duplicate is not None:
                 return [{"id": duplicate["id"], "memory": duplicate["memory"],
                          "event": "DUPLICATE"}]
+            if superseded:
+                metadata = {**metadata, "supersedes": [hit["id"] for hit, _ in superseded]}
         result = self._memory.add(text, user_id=self.key, metadata=metadata, infer=infer)
         stored = []
         for item in (result or {}).get("results", []):
             stored.append({"id": str(item.get("id")), "memory": item.get("memory", text),
                            "event": item.get("event", "ADD")})
+        if superseded and stored:
+            when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            for hit, kind in superseded:
+                self._memory.update(hit["id"], text=hit["memory"],
+                                    metadata=superseded_metadata(stored[0]["id"], kind, when))
+            stored[0]["supersedes"] = [hit["id"] for hit, _ in superseded]
         return stored
 
-    def _nearest_duplicate(self, text):
-        hits = self._search(text, 1, {})
-        if hits and hits[0]["score"] >= self.duplicate_similarity:
-            return hits[0]
-        return None
+    def _compare_with_stored(self, text, metadata):
+        """
+        The stored memories a new text duplicates or corrects (`memory.supersede`), among the
+        current ones with the same audience (a private fact never hides a public one).
+
+        Returns:
+            tuple: `(the duplicate kept instead, or None; [(hit, kind)] it supersedes)`.
+        """
+        audience = audience_of({"metadata": metadata})
+        hits = [hit for hit in self._current(self._search(text, SUPERSEDE_CANDIDATES, {}))
+                if audience_of(hit) == audience]
+        exact = [hit for hit in hits if same_fact(hit["memory"], text)]
+        if exact:
+            return exact[0], []
+        corrected, near = [], None
+        for hit in hits:
+            close = hit["score"] >= self.duplicate_similarity
+            kind = correction_kind(hit["memory"], text, near_identical=close)
+            if kind:
+                corrected.append((hit, kind))
+            elif close and near is None:
+                near = hit
+        if corrected:
+            return None, corrected
+        return near, []
+
+    def _search_current_first(self, query, limit, filters):
+        """
+        `_search`, where a superseded hit brings the current memory that superseded it along
+        (just before it, with its similarity, when it was not found itself): recall then has
+        the current fact to prefer however many of its predecessors look more like the query.
+        """
+        hits = self._search(query, limit, filters)
+        if filters or not any(is_superseded(hit) for hit in hits):
+            return hits
+        found = {hit["id"] for hit in hits}
+        merged = []
+        for hit in hits:
+            if is_superseded(hit):
+                for current in self._current([hit]):
+                    if current["id"] not in found:
+                        found.add(current["id"])
+                        merged.append(current)
+            merged.append(hit)
+        return merged[:max(1, limit)]
+
+    def _current(self, hits):
+        """
+        The current memories behind search hits: a superseded hit stands for the memory that
+        superseded it (followed to the latest, with the hit's similarity), so a long run of
+        corrections never hides the current fact behind its predecessors.
+        """
+        current, seen = [], set()
+        for hit in hits:
+            found, hops = hit, 0
+            while is_superseded(found) and hops < MAX_SUPERSEDE_HOPS:
+                successor = self._get(str(found["metadata"]["superseded_by"]))
+                if successor is None:
+                    break
+                found, hops = {**successor, "score": hit["score"]}, hops + 1
+            if not is_superseded(found) and found["id"] not in seen:
+                seen.add(found["id"])
+                current.append(found)
+        return current
 
     def _search(self, query, limit, filters):
         if not query.strip():
@@ -342,6 +433,42 @@ class SemanticMemory:
                  "metadata": dict(item.get("metadata") or {}),
                  "created_at": item.get("created_at")}
                 for item in (result or {}).get("results", [])]
+
+    def _delete_all(self):
+        ids = []
+        while True:  # listed in pages: a store caps what one listing returns
+            page = [item["id"] for item in self._list(1000, {}) if item["id"] not in ids]
+            if not page:
+                break
+            ids += page
+            for memory_id in page:
+                self._memory.delete(memory_id)
+        _purge_history(self._memory, ids, self.key)
+        return len(ids)
+
+
+def _purge_history(memory, memory_ids, key):
+    """
+    Remove the history lines of deleted memories and the scope's saved messages from mem0's
+    SQLite history database (mem0 keeps both after a delete; its API offers no way out but a
+    reset of every assistant's store).
+    """
+    db = getattr(memory, "db", None)
+    connection = getattr(db, "connection", None)
+    if connection is None:
+        return
+    with db._lock:  # mem0's own lock on its connection
+        connection.execute("PRAGMA secure_delete = ON")  # the texts are zeroed on disk too
+        if memory_ids:
+            marks = ",".join("?" * len(memory_ids))
+            connection.execute(f"DELETE FROM history WHERE memory_id IN ({marks})",
+                               list(memory_ids))
+        try:
+            connection.execute("DELETE FROM messages WHERE session_scope = ?",
+                               (f"user_id={key}",))
+        except Exception:  # noqa: BLE001 - an older mem0 without a messages table
+            pass
+        connection.commit()
 
 
 # Name used in the issue and the design notes.

@@ -3,14 +3,20 @@ Recall from the semantic tier: the memories relevant to a query or to the curren
 
 `retrieve_relevant_memories` is the specification's two-stage filter: semantic relevance above
 the calibrated threshold (`memory.relevance_threshold`), then
-`metadata.source_trust >= memory.min_source_trust`. It feeds the prompt's memory block
-(`memory_context_block`), the `recall_memories` tool and `@assistant/memory`
-(`format_memory_results`).
+`metadata.source_trust >= memory.min_source_trust`, over the store's own search. It serves
+`@assistant/memory` (`format_memory_results`) and answers for the recall pipeline until the
+pipeline's mirror of the store could be read. The prompt and the `search_facts` tool
+(`search_long_term`) recall through the pipeline (`memory.recall`).
 """
 
 from twisted.internet import defer
 
+from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.corrections import is_wrong
+from ai_assistant.memory.recall.lines import recall_date
+from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
+from ai_assistant.memory.search.filters import SearchFilters
+from ai_assistant.memory.supersede import is_superseded, prefer_current
 from ai_assistant.plumbing.settings import DEFAULTS
 
 # Memories with no recorded trust are treated as this (the specification's neutral middle).
@@ -111,7 +117,47 @@ def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, li
             continue
         kept.append({**hit, "trust": trust})
     kept.sort(key=lambda hit: hit.get("score", 0.0), reverse=True)
-    return kept[:limit]
+    # a corrected fact comes after the current ones, marked as what was true before
+    return prefer_current(kept)[:limit]
+
+
+@defer.inlineCallbacks
+def search_long_term(ports, query, *, viewer=None, limit=None, min_source_trust=None):
+    """
+    The long-term memories that answer a query, through the recall pipeline
+    (`memory.recall`): BM25 with lemmas, speaker and time awareness, fused with the local
+    embedder's similarity, over every memory mirrored from the store; only those `viewer` may
+    see, at least `min_source_trust` trusted, never one marked wrong. Until the mirror could
+    be read from the store, the store's own (dense) search answers
+    (`retrieve_relevant_memories`).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        query (str): What to look for.
+        viewer (str, optional): Stable id of whom the result is for (None: public only).
+        limit (int, optional): Most results (`memory.recall_limit`).
+        min_source_trust (float, optional): Trust floor (`memory.min_source_trust`).
+
+    Returns:
+        Deferred[list[dict]]: `{"id", "memory", "score", "trust", "metadata", "when"}`, best
+        first. Errbacks if the store fails (callers decide how to show it).
+    """
+    limit = int(limit or ports.settings.get("memory.recall_limit"))
+    if min_source_trust is None:
+        min_source_trust = ports.settings.get("memory.min_source_trust")
+    mirror = yield loaded_mirror(ports)
+    if not mirror.loaded:
+        hits = yield retrieve_relevant_memories(ports, query, limit=limit,
+                                                min_source_trust=min_source_trust)  # fmt: skip
+        return [{**hit, "when": recall_date((hit.get("metadata") or {}).get("timestamp"))}
+                for hit in hits if visible_to(hit, viewer)]  # fmt: skip
+    recalled, _ = yield recall(ports, RecallQuery(
+        text=str(query), viewer=viewer, limit=limit, journal=False,
+        filters=SearchFilters(min_trust=min_source_trust)))
+    return [{"id": found.item["id"], "memory": found.item["content"],
+             "score": found.score, "trust": found.item["source_trust"],
+             "metadata": dict(found.item.get("metadata") or {}),
+             "when": recall_date(found.item.get("timestamp"))} for found in recalled]
 
 
 def format_memory_line(hit):
@@ -119,6 +165,8 @@ def format_memory_line(hit):
     metadata = hit.get("metadata") or {}
     source = metadata.get("source_entity")
     origin = f", from {source}" if source else ""
+    if is_superseded(hit):
+        return f"- (formerly: {hit.get('memory', '')}; since corrected)"
     return (f"- {hit.get('memory', '')} (relevance {hit.get('score', 0.0):.2f}, "
             f"trust {hit.get('trust', _trust(hit)):.2f}{origin})")
 
@@ -163,6 +211,8 @@ def format_memory_results(query, hits):
         metadata = hit.get("metadata") or {}
         tags = ", ".join(metadata.get("tags") or [])
         extra = f" [{tags}]" if tags else ""
+        if is_superseded(hit):
+            extra += f" (formerly; superseded {metadata.get('superseded_at') or 'since'})"
         source = metadata.get("source_entity")
         origin = f" from {source}" if source else ""
         lines.append(

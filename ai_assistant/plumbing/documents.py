@@ -103,6 +103,12 @@ CONFIG_OVERRIDES = Document(
     "config_overrides", on=CHARACTER, default={}, owner="commands", writers=("handler",),
     shape="the NPC's @assistant/config settings over the game's, {dotted key: value}; read "
           "when the ports are built, written straight to the Attribute")
+MEMORY_SCOPE = Document(
+    "memory_scope", on=CHARACTER, default=None, owner="handler",
+    shape='the id that scopes its long-term memories (mem0 user_id): "assistant_<random hex>" '
+          'given at creation, never reused; "assistant_<object id>" for an assistant made '
+          "before scopes were random (its stored memories stay readable); written straight to "
+          "the Attribute")
 MODE_HISTORY = Document(
     "mode_history", on=SCRIPT, default=[], owner="handler", writers=("typeclasses",),
     shape='the last 20 mode changes, [{"from", "to", "reason", "time"}]')
@@ -136,7 +142,8 @@ WORKING_MEMORY = Document(
 CONVERSATION_HISTORY = Document(
     "conversation_history", on=SCRIPT, default=[], owner="sleep.compaction",
     writers=("agent.awake",),
-    shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up')
+    shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up, '
+          'and by every sleep past `compaction.history_days` days')
 COMPACTION_STATE = Document(
     "compaction_state", on=CHARACTER, default={}, owner="sleep.compaction",
     shape='{"version", "extracted_version", "compactions", "pending", ...}')
@@ -155,14 +162,15 @@ LLM_STATS = Document(
 # Persona
 
 ASSISTANT_SYSTEM_PROMPT = Document(
-    "assistant_system_prompt", on=CHARACTER, default=None, owner="workspace.status",
+    "assistant_system_prompt", on=CHARACTER, default=None, owner="memory.persona",
     shape="the guidelines the assistant wrote for itself (str)")
 USER_SYSTEM_PROMPT = Document(
     "user_system_prompt", on=CHARACTER, default=None, owner="commands",
     shape="the admins' instructions, which the assistant cannot change (str)")
 SYSTEM_PROMPT_HISTORY = Document(
-    "system_prompt_history", on=CHARACTER, default=[], owner="workspace.status",
-    shape='earlier versions of assistant_system_prompt [{"prompt", "reason", "time"}]')
+    "system_prompt_history", on=CHARACTER, default=[], owner="memory.persona",
+    shape='numbered versions of assistant_system_prompt [{"version", "time", "by", "reason", '
+          '"prompt", "previous", "old_len", "new_len"}]')
 
 # ----------------------------------------------------------------------------------------------
 # Journal, importance and reflection
@@ -188,7 +196,9 @@ MEMORY_LINKS = Document(
     "memory_links", on=SCRIPT, default={}, owner="memory.links",
     writers=("sleep.consolidation", "sleep.linking"),
     shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
-          'most `memory.links_max_records` records, the longest processed dropped first')
+          'most `memory.links_max_records` records, the longest processed dropped first; '
+          'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '
+          'links and the journal ids the journal still holds')
 MEMORY_CONSOLIDATION = Document(
     "memory_consolidation", on=CHARACTER, default={}, owner="sleep.consolidation",
     shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_attempts": '
@@ -239,7 +249,8 @@ NODE_VECTORS = Document(
     "node_vectors", on=CHARACTER, default={}, owner="memory.node_vectors",
     writers=("sleep.patrol",),
     shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
-          'centroid}}: one vector per node, so bounded with memory_nodes')
+          'centroid}}: one vector per node, so bounded with memory_nodes; a node older than '
+          '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)')
 PATROL_STATE = Document(
     "patrol_state", on=CHARACTER, default={}, owner="sleep.patrol",
     shape='{"runs", "last_run_at", "last_report", "last_sleep", "diary_pending"}')

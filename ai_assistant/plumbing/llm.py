@@ -21,6 +21,13 @@ concurrency cap live in `plumbing.llm_resilience`):
 - emergency stop (per NPC, persisted in the `documents.LLM_STATS` state document so it survives a
   reload): after `max_consecutive_errors` consecutive failed calls the client refuses every
   call until an admin runs `clear_emergency_stop()`.
+- deadline: a call may carry one (`complete(..., deadline=)`, in the client's clock seconds;
+  `llm_resilience.with_deadline` gives every call of one reply the same). Each attempt's HTTP
+  timeout is cut to the time left, and no attempt or backoff starts past it, so a hanging
+  endpoint costs a player the deadline (`react.reply_deadline`), not `(max_retries + 1) x
+  timeout`.
+- HTTP client logs: httpx and openai log every request at INFO; they are kept at WARNING
+  unless `llm.log_requests` is on (`quiet_http_logs`).
 """
 
 import random
@@ -37,8 +44,15 @@ from ai_assistant.plumbing.llm_resilience import (  # the errors are caught by c
     classify_failure,
     get_breaker,
     get_global_semaphore,
+    quiet_http_logs,
 )
-from ai_assistant.plumbing.ports import LLMBadResponse, LLMReply, LLMUnavailable, ToolCall
+from ai_assistant.plumbing.ports import (
+    LLMBadResponse,
+    LLMReply,
+    LLMTimeout,
+    LLMUnavailable,
+    ToolCall,
+)
 
 # Keyword arguments `chat.completions.create` takes directly; any other per-call parameter
 # goes in the request body through `extra_body`.
@@ -118,6 +132,9 @@ class LLMClient:
             (`plumbing.environment.setting_source`), for the line the first request logs.
     """
 
+    # it takes `complete(..., deadline=)` (`llm_resilience.DeadlineLLM` passes one)
+    takes_deadline = True
+
     def __init__(
         self,
         config,
@@ -141,6 +158,7 @@ class LLMClient:
         self.base_url = self.config.get("base_url") or None
         self.model = self.config.get("model") or "gpt-4o-mini"
         self.max_retries = max(0, int(self.config.get("max_retries", 3)))
+        self.timeout = float(self.config.get("timeout", 30.0))
         self.backoff_base = float(self.config.get("backoff_base", 0.5))
         self.backoff_max = float(self.config.get("backoff_max", 8.0))
         self.max_consecutive_errors = max(1, int(self.config.get("max_consecutive_errors", 5)))
@@ -196,11 +214,12 @@ class LLMClient:
     def _build_sdk(self):
         import openai
 
+        quiet_http_logs(bool(self.config.get("log_requests", False)))
         return openai.OpenAI(
             base_url=self.base_url,
             # local servers (Ollama, llama.cpp) need no key, but the SDK insists on one
             api_key=self.config.get("api_key") or "not-needed",
-            timeout=float(self.config.get("timeout", 30.0)),
+            timeout=self.timeout,
             max_retries=0,
         )
 
@@ -280,7 +299,7 @@ class LLMClient:
 
     # -- the call ------------------------------------------------------------------------------
 
-    def complete(self, messages, *, tools=None, purpose="chat", **params):
+    def complete(self, messages, *, tools=None, purpose="chat", deadline=None, **params):
         """
         Ask the model.
 
@@ -288,10 +307,13 @@ class LLMClient:
             messages (list[dict]): OpenAI-style chat messages.
             tools (list[dict], optional): Native tool specs.
             purpose (str): What the call is for (counted per purpose, logged on failure).
+            deadline (float, optional): When the answer is no use any more, in `clock`
+                seconds: attempts are cut short to it, and none starts after it.
             **params: Per-call overrides (temperature, max_tokens, response_format, ...).
 
         Returns:
-            Deferred[LLMReply]: Errbacks with an `LLMError` subclass.
+            Deferred[LLMReply]: Errbacks with an `LLMError` subclass (`LLMTimeout` when the
+            deadline passed).
         """
         if self.emergency_stopped:
             return self._refuse(
@@ -306,7 +328,7 @@ class LLMClient:
             )
         request = self._build_request(messages, tools, params)
         self._announce()
-        deferred = self.npc_semaphore.run(self._call_with_retries, request)
+        deferred = self.npc_semaphore.run(self._call_with_retries, request, deadline)
         deferred.addCallbacks(
             self._call_succeeded,
             self._call_failed,
@@ -362,11 +384,11 @@ class LLMClient:
         return request
 
     @defer.inlineCallbacks
-    def _call_with_retries(self, request):
+    def _call_with_retries(self, request, deadline=None):
         attempt = 0
         while True:
             try:
-                reply = yield self.global_semaphore.run(self._run, self._blocking_call, request)
+                reply = yield self.global_semaphore.run(self._attempt, request, deadline)
                 return reply
             except Exception as exc:
                 failure = classify_failure(exc)
@@ -376,8 +398,19 @@ class LLMClient:
             if delay is None:
                 ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
                 delay = self._rng.uniform(0, ceiling)
+            if deadline is not None and self.clock.seconds() + delay >= deadline:
+                raise failure  # no time left for another attempt
             attempt += 1
             yield task.deferLater(self.clock, delay, lambda: None)
+
+    def _attempt(self, request, deadline):
+        """One HTTP attempt (its slot taken), its timeout cut to the time the deadline leaves."""
+        if deadline is not None:
+            left = deadline - self.clock.seconds()
+            if left <= 0:
+                return defer.fail(AttemptFailed(LLMTimeout("the reply deadline passed")))
+            request = {**request, "timeout": min(self.timeout, left)}
+        return self._run(self._blocking_call, request)
 
     def _blocking_call(self, request):
         """Runs in a worker thread: the HTTP call and parsing. No state is touched here."""

@@ -9,9 +9,15 @@ backoff, the circuit breaker of each endpoint, and the process-wide concurrency 
   consecutive failed calls it opens and calls fail fast; after `breaker_cooldown` seconds one
   trial call is let through (half-open) and its outcome closes or re-opens it. Only failures
   that say the endpoint is unhealthy count (retryable ones and garbage answers).
+- "tools unsupported" is told apart from any other refused request by what the error body
+  says (`says_tools_unsupported`), never by the status alone: a plain 400 (a bad argument, a
+  prompt too long) must not switch an assistant to the JSON protocol nor double its calls.
+  Such a refusal is never retried, whatever its status (llama.cpp answers it with a 500).
 """
 
 import json
+import logging
+import re
 import threading
 
 from twisted.internet import defer
@@ -30,12 +36,52 @@ class LLMRequestError(LLMError):
     Attributes:
         status_code (int): The HTTP status.
         retryable (bool): Whether it was a transient kind (429/5xx).
+        tools_unsupported (bool): The body says the endpoint or model takes no native tools
+            (`says_tools_unsupported`): the caller may retry without them.
     """
 
-    def __init__(self, message, status_code=None, retryable=False):
+    def __init__(self, message, status_code=None, retryable=False, tools_unsupported=False):
         super().__init__(message)
         self.status_code = status_code
         self.retryable = retryable
+        self.tools_unsupported = tools_unsupported
+
+
+# What real servers answer when a request carries `tools` they cannot take, each verbatim:
+# - Ollama (400): "registry.ollama.ai/library/gemma3:4b does not support tools", in
+#   {"error": {"message": ..., "type": "api_error"}} on /v1 and {"error": "..."} natively;
+# - OpenAI (400, "param": "tools"): "tools is not supported in this model. For a list of
+#   supported models, refer to ..."; Azure OpenAI (404): "Unrecognized request argument
+#   supplied: tools";
+# - vLLM without a tool parser (400): "\"auto\" tool choice requires
+#   --enable-auto-tool-choice and --tool-call-parser to be set";
+# - llama.cpp without --jinja (500): "tools param requires --jinja flag"; older servers (500):
+#   "Unsupported param: tools";
+# - others word it "tools are not supported", "tool calling is not supported", "function
+#   calling not supported".
+_TOOLS_UNSUPPORTED = re.compile(
+    r"does not support tools"
+    r"|\btools? (?:is |are )?not supported"
+    r"|\b(?:tool|function)[ _-]?(?:calling|calls?|use) (?:is |are )?not supported"
+    r"|tool choice requires --enable-auto-tool-choice"
+    r"|tools param requires --jinja"
+    r"|unsupported param(?:eter)?:? ['\"]?tools\b"
+    r"|unrecognized request argument supplied: tools\b",
+    re.IGNORECASE,
+)
+
+
+def says_tools_unsupported(text):
+    """
+    Whether an error body says the request's native `tools` cannot be taken.
+
+    Args:
+        text (str): The error message or body.
+
+    Returns:
+        bool: True for the known wordings (see `_TOOLS_UNSUPPORTED`).
+    """
+    return bool(_TOOLS_UNSUPPORTED.search(str(text or "")))
 
 
 class LLMConnectionError(LLMError):
@@ -152,6 +198,55 @@ def get_global_semaphore(limit):
 
 
 # ----------------------------------------------------------------------------------------------
+# Deadlines and logs
+
+# The loggers of the HTTP stack under the openai SDK, which log each request at INFO.
+HTTP_LOGGERS = ("httpx", "httpcore", "openai")
+
+
+def quiet_http_logs(verbose=False):
+    """
+    Keep the HTTP stack's per-request INFO lines out of the server log (process-wide: the
+    loggers are the libraries' own).
+
+    Args:
+        verbose (bool): True (`llm.log_requests`, for debugging) lets them through at INFO.
+    """
+    level = logging.INFO if verbose else logging.WARNING
+    for name in HTTP_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+
+
+class DeadlineLLM:
+    """
+    An `LLMPort` whose every call shares one deadline: all the calls of one reply.
+
+    Args:
+        llm (LLMPort): The client; only one that `takes_deadline` (`LLMClient`) gets it, any
+            other port is called as it is.
+        seconds (float): The time the reply may take, from now.
+    """
+
+    def __init__(self, llm, seconds):
+        self._llm = llm
+        self.deadline = (llm.clock.seconds() + float(seconds)
+                         if getattr(llm, "takes_deadline", False) is True else None)
+
+    def __getattr__(self, name):
+        return getattr(self._llm, name)
+
+    def complete(self, messages, **kwargs):
+        if self.deadline is not None:
+            kwargs.setdefault("deadline", self.deadline)
+        return self._llm.complete(messages, **kwargs)
+
+
+def with_deadline(llm, seconds):
+    """`llm` with one deadline, `seconds` from now, for every call (None stays None)."""
+    return None if llm is None else DeadlineLLM(llm, seconds)
+
+
+# ----------------------------------------------------------------------------------------------
 # Failure classification
 
 
@@ -192,9 +287,13 @@ def classify_failure(exc):
         return AttemptFailed(LLMConnectionError(f"connection failed: {exc}"), retryable=True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        retryable = status in (408, 409, 429) or status >= 500
         detail = _error_detail(exc)
-        error = LLMRequestError(f"HTTP {status}: {detail}", status_code=status, retryable=retryable)
+        tools_unsupported = says_tools_unsupported(
+            f"{detail} {getattr(exc, 'message', '')} {getattr(exc, 'body', '')}")
+        # a refusal of the tools says nothing about the endpoint's health: never retried
+        retryable = not tools_unsupported and (status in (408, 409, 429) or status >= 500)
+        error = LLMRequestError(f"HTTP {status}: {detail}", status_code=status,
+                                retryable=retryable, tools_unsupported=tools_unsupported)
         return AttemptFailed(
             error,
             retryable=retryable,

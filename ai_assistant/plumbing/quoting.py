@@ -12,16 +12,20 @@ MAX_QUOTED_CHARS = 4000
 MAX_NAME_CHARS = 60
 
 _DELIMITER = re.compile(r"<<<|>>>")
+# Control characters (NUL, escape...) but newline and tab: they are never words, and a NUL byte
+# or a stray escape in a prompt confuses tokenizers and terminals alike.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 
 
 def defuse(text, limit=MAX_QUOTED_CHARS):
     """
-    Make untrusted text safe to place inside a delimited block: delimiter look-alikes are
-    replaced so a player cannot close the block early, and the length is capped.
+    Make untrusted text safe to place inside a delimited block: control characters (NUL,
+    escapes) are dropped, delimiter look-alikes are replaced so a player cannot close the block
+    early, and the length is capped.
     """
-    text = str(text if text is not None else "")
+    text = _CONTROL.sub("", str(text if text is not None else ""))
     text = _DELIMITER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text)
     if len(text) > limit:
         text = text[:limit] + " [...cut]"

@@ -47,6 +47,7 @@ DEFAULTS = {
         "max_consecutive_errors": 5,
         "global_concurrency": 4,
         "per_npc_concurrency": 1,
+        "log_requests": False,  # True: httpx/openai log every request (else WARNING and up)
     },
     # max: threads for LLM requests; cpu: threads for embeddings and the vector store;
     # switch_interval: the interpreter's lock hand-over interval (seconds), process-wide, so
@@ -55,6 +56,7 @@ DEFAULTS = {
     # flush_every: changed state is written to the database every this many awake ticks
     # (and on every sleep tick, mode change, reload and shutdown)
     "ticks": {"awake": 5, "sleep": 60, "flush_every": 12},
+    "durability": {"write_ahead": True, "fsync_interval": 1.0, "max_log_kb": 4096},  # crashes
     "react": {
         "max_iterations_per_tick": 5,
         "max_errors_per_tick": 3,
@@ -66,8 +68,10 @@ DEFAULTS = {
         # mechanical mode: its out-of-character notice goes to a speaker at most once per
         # this many seconds
         "notice_period": 300,
+        "reply_deadline": 30.0,  # one reply's whole time; then the speaker hears fallback_line
     },
-    "perception": {"queue_size": 50, "urgent_priority": 8},
+    # speaker_cooldown: seconds after a turn answering a speaker before their next (floods)
+    "perception": {"queue_size": 50, "urgent_priority": 8, "speaker_cooldown": 4.0},
     "working_memory": {"max_messages": 40, "stale_seconds": 3600},
     "journal": {
         "max_entries": 100,
@@ -143,9 +147,14 @@ DEFAULTS = {
         # The memory_links document keeps at most this many records (one per memory): past it,
         # the records processed longest ago go first (memory/links.py, bound_memory_links).
         "links_max_records": 2000,
-        # Memories offered in the prompt, and the default of recall_memories.
+        "links_full_days": 30, "links_old_kept": 2,  # older records keep fewer links (links.py)
+        # Results of search_facts (formerly recall_memories) when the model names no limit.
         "recall_limit": 5,
     },
+    # memory/recall/ (the README's "Long-term memory reaches the prompt" says what each does)
+    "recall": {"budget_tokens": 900, "prompt_items": 20, "alpha_recency": 0.0,
+               "alpha_importance": 0.0, "embedding_weight": 0.3, "min_information": 0.25,
+               "mirror_max": 100_000, "history_tokens": 500},
     "entities": {
         "max_observations": 50,
         "consolidation_min_observations": 5,
@@ -182,13 +191,15 @@ DEFAULTS = {
         "summary_input_share": 0.5,
         "summary_importance": 6,
         "extraction_max_iterations": 3,
+        "history_days": 7,  # a sleep also condenses lines older than this (0: only when full)
     },
     "sleep": {
         "enabled": False,
         "sleep_start_hour": 2,
         "sleep_duration_hours": 4,
         "min_awake_ticks": 10,
-        "wake_cooldown_minutes": 60,
+        # go_to_sleep is refused for go_to_sleep_cooldown_minutes after falling asleep
+        "wake_cooldown_minutes": 60, "go_to_sleep_cooldown_minutes": 30,
         # a player talking to the sleeper gets one sign of it per this many seconds
         "sign_period": 300,
         # how many recent sleeps keep their report (what the sleep changed), for the inspector
@@ -223,7 +234,7 @@ DEFAULTS = {
         # the diary keeps its last diary_kept days. A node costs about 2 KB in "node_vectors"
         # (its base64 vector, stored pickled): 300 keep that Attribute near 600 KB, under 1 MB.
         "max_nodes": 300,
-        "diary_kept": 60,
+        "diary_kept": 60, "vectors_full_days": 30,  # older nodes' vectors kept as int8
     },
     # The assistant's own workspace (projects, goals, session memory, status).
     "workspace": {
@@ -270,8 +281,10 @@ RANGES = {
     "llm.per_npc_concurrency": (1, 64), "threads.max": (1, 256), "threads.cpu": (1, 64),
     "threads.switch_interval": (0.0001, 1.0), "ticks.awake": (1, 86400), "ticks.sleep": (1, 86400),
     "ticks.flush_every": (1, 100_000), "react.max_iterations_per_tick": (1, 50),
+    "durability.fsync_interval": (0.01, 3600.0), "durability.max_log_kb": (16, BIG),
     "react.max_errors_per_tick": (1, 50), "react.thinking_delay": (0.0, 60.0),
     "react.notice_period": (0, 86400), "perception.queue_size": (1, 10_000),
+    "react.reply_deadline": (1.0, 3600.0), "perception.speaker_cooldown": (0.0, 3600.0),
     "perception.urgent_priority": (1, 10), "working_memory.max_messages": (1, 10_000),
     "working_memory.stale_seconds": (1, BIG), "journal.max_entries": (1, BIG),
     "journal.max_content_chars": (1, 1_000_000), "journal.prune_importance": (0, 10),
@@ -293,10 +306,15 @@ RANGES = {
     "memory.min_source_trust": (0.0, 1.0), "memory.link_similarity": (0.0, 1.0),
     "memory.link_batch": (0, 1000), "memory.link_min_importance": (0, 10),
     "memory.link_max_per_memory": (0, 1000), "memory.recall_limit": (0, 1000),
-    "memory.links_max_records": (1, BIG), "entities.forget_after_days": (1, 36500),
+    "memory.links_max_records": (1, BIG), "recall.budget_tokens": (0, 1_000_000),
+    "recall.prompt_items": (0, 1000), "recall.alpha_recency": (0.0, 100.0),
+    "recall.alpha_importance": (0.0, 100.0), "recall.embedding_weight": (0.0, 1.0),
+    "recall.min_information": (0.0, 1.0), "recall.mirror_max": (1, BIG),
+    "recall.history_tokens": (0, 1_000_000), "entities.forget_after_days": (1, 36500),
     "entities.forget_max_observations": (0, 100_000), "entities.max_profiles": (1, BIG),
     "nodes.max_nodes": (1, BIG), "nodes.diary_kept": (1, 36500),
-    "entities.max_observations": (1, 100_000),
+    "memory.links_full_days": (0, 36500), "memory.links_old_kept": (0, 1000),
+    "entities.max_observations": (1, 100_000), "nodes.vectors_full_days": (0, 36500),
     "entities.consolidation_min_observations": (1, 10_000),
     "entities.consolidation_max_per_tick": (0, 1000), "entities.max_attributes": (0, 10_000),
     "entities.max_observation_chars": (1, 1_000_000), "entities.context_max_profiles": (0, 1000),
@@ -327,7 +345,7 @@ RANGES = {
     "workspace.projects.max_summary_chars": (1, 1_000_000),
     "workspace.projects.max_context_chars": (1, 10_000_000),
     "workspace.goals.min_subtasks": (1, 100), "workspace.goals.max_subtasks": (1, 100),
-    "workspace.goals.max_goals": (1, 100_000),
+    "workspace.goals.max_goals": (1, 100_000), "sleep.go_to_sleep_cooldown_minutes": (0, 100_000),
     "workspace.goals.max_description_chars": (1, 100_000),
     "workspace.goals.context_max_goals": (0, 10_000),
     "workspace.session_memory.max_items": (1, 100_000),
@@ -336,7 +354,7 @@ RANGES = {
     "workspace.status.warning_percent": (0, 100), "workspace.status.critical_percent": (0, 100),
     "workspace.system_prompt.max_chars": (1, 1_000_000),
     "workspace.system_prompt.history_max": (1, 10_000), "inspector.audit_kept": (0, 1_000_000),
-    "inspector.page_size": (1, 10_000),
+    "inspector.page_size": (1, 10_000), "compaction.history_days": (0, 36500),
 }
 
 

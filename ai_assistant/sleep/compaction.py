@@ -13,8 +13,10 @@ of everything heard and said::
 token count (`tokens.count_message_tokens`) over `llm.context_limit`. Two triggers:
 
 - during sleep, the dreaming phase compacts when usage reaches `compaction.sleep_threshold`
-  (70%): first `run_pre_compaction_extraction` gives the assistant one journal-only ReAct pass
-  over what is about to be summarised, then `compact_conversation_history` summarises it;
+  (70%), or when lines older than `compaction.history_days` head it (`due_stretch`: only
+  those go, so the document stops growing after those days): first
+  `run_pre_compaction_extraction` gives the assistant one journal-only ReAct pass over what is
+  about to be summarised, then `compact_conversation_history` summarises it;
 - while awake, `append_history` reports when usage reaches `compaction.emergency_threshold`
   (80%) and the awake tick calls `compact_if_emergency`, which does both at once.
 
@@ -47,13 +49,14 @@ State doc `documents.COMPACTION_STATE` ("compaction_state")::
 import hashlib
 import json
 import re
+from datetime import timedelta
 
 from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import complete_text
-from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso
+from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso, parse_iso
 from ai_assistant.plumbing.quoting import quote_untrusted
 from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
 
@@ -176,15 +179,40 @@ def latest_summary(ports):
 def is_due(ports, threshold=None):
     """
     Args:
-        threshold (float, optional): Usage that triggers compaction (default the sleep one).
+        threshold (float, optional): Usage that triggers compaction (default the sleep one,
+            which also condenses lines older than `compaction.history_days`: `due_stretch`).
 
     Returns:
-        bool: True if the history is at or over `threshold` and has something to compact.
+        bool: True if the history is at or over `threshold`, or (sleep) holds aged lines, and
+        has something to compact.
     """
+    by_age = threshold is None
     if threshold is None:
         threshold = ports.settings.get("compaction.sleep_threshold")
-    history = get_history(ports)
-    return bool(split_history(ports, history)[0]) and usage(ports, history) >= threshold
+    return bool(due_stretch(ports, get_history(ports), threshold, by_age))
+
+
+def due_stretch(ports, history, threshold, by_age):
+    """
+    What a compaction takes now: `split_history`'s older stretch when usage reaches
+    `threshold`; else, with `by_age` (a sleep), its head older than `compaction.history_days`
+    days, so the history of a talkative assistant stops growing after those days.
+    """
+    old = split_history(ports, history)[0]
+    if usage(ports, history) >= threshold or not old:
+        return old
+    days = ports.settings.get("compaction.history_days")
+    if not by_age or days <= 0:
+        return []
+    horizon = ports.clock.now() - timedelta(days=days)
+    aged = 0
+    for message in old:  # a summary marker heading the history is as old as what it condensed
+        made = parse_iso(message.get("time"))
+        if not message.get("summary") and (made is None or made >= horizon):
+            break
+        aged += 1
+    old = old[:aged]
+    return [] if len(old) == 1 and old[0].get("summary") else old
 
 
 def split_history(ports, history):
@@ -299,7 +327,8 @@ def _install_summary(ports, old, summary, tokens_before):
 @defer.inlineCallbacks
 def compact_conversation_history(ports, force=False, *, threshold=None):
     """
-    Summarise the older part of the conversation history when it fills the context window.
+    Summarise the older part of the conversation history when it fills the context window,
+    or (a sleep, no `threshold` given) its lines older than `compaction.history_days`.
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -312,17 +341,17 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         "tokens_after"?, "entry_id"?}`. An LLM failure is reported (`"error"`), not raised;
         the history is then unchanged.
     """
+    by_age = threshold is None
     if threshold is None:
         threshold = ports.settings.get("compaction.sleep_threshold")
     history = get_history(ports)
     ratio = usage(ports, history)
     report = {"compacted": False, "usage": round(ratio, 4)}
-    if not force and ratio < threshold:
-        report["reason"] = "below threshold"
-        return report
-    old, _ = split_history(ports, history)
+    old = split_history(ports, history)[0] if force else due_stretch(
+        ports, history, threshold, by_age)
     if not old:
-        report["reason"] = "nothing to compact"
+        below = ratio < threshold and not force
+        report["reason"] = "below threshold" if below else "nothing to compact"
         return report
     key = _key(old)
     progress = _state(ports)
@@ -508,7 +537,9 @@ def run_pre_compaction_extraction(ports, *, run_cycle=None, threshold=None, mode
     if run_cycle is None:
         ports.log(f"{ports.name}: pre-compaction extraction skipped (no ReAct cycle given)")
         return {"ran": False, "reason": "no ReAct cycle given"}
-    old, _ = split_history(ports, get_history(ports))
+    by_age = threshold is None
+    old = due_stretch(ports, get_history(ports), threshold if threshold is not None else
+                      ports.settings.get("compaction.sleep_threshold"), by_age)
     mode = mode or ports.state.get(documents.OPERATING_MODE) or "awake"
     situation = {
         "purpose": "pre_compaction",

@@ -52,7 +52,9 @@ goes on from there, and the store lookup of step 2 keeps that from storing anyth
 from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
+from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.links import get_links, link_entry_to_memories, save_links
+from ai_assistant.memory.recall import mirror as recall_mirror
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMUnavailable, iso
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
@@ -61,7 +63,7 @@ from ai_assistant.sleep.scoring import awaiting_llm_score, get_scoring_attempts
 
 def consolidation_metadata(entry):
     """The specification's metadata for a memory consolidated from a journal entry."""
-    return {
+    metadata = {
         "source": "journal",
         "entry_id": entry.get("id"),
         "tags": list(entry.get("tags") or []),
@@ -70,7 +72,13 @@ def consolidation_metadata(entry):
         "source_entity": entry.get("source_entity"),
         "importance": entry.get("importance"),
         "importance_method": entry.get("importance_method"),
+        # when it was heard: recall dates the memory and favours the time a question names
+        "timestamp": entry.get("timestamp"),
     }
+    if audience_of(entry) is not PUBLIC:
+        # a whispered entry's memories (its facts too) stay private to whoever whispered it
+        metadata["audience"] = audience_of(entry)
+    return metadata
 
 
 def _is_synthesis(entry):
@@ -141,6 +149,7 @@ def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
     progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
     progress.setdefault("in_flight", {}).pop(entry_id, None)
     (progress.get("extraction_attempts") or {}).pop(entry_id, None)
+    (progress.get("stored") or {}).pop(entry_id, None)
     progress["stored_total"] = progress.get("stored_total", 0) + len(memory_ids)
     progress["last_run"] = iso(ports.clock.now())
     ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
@@ -289,6 +298,48 @@ def _verbatim(ports, result, entry_ids, why):
     return entry_ids
 
 
+VERBATIM_PART = -1  # the part of an entry stored word for word (no facts)
+
+
+def _record_stored(ports, entry_id, index, memory_ids):
+    """
+    Record, durably (`documents.MEMORY_CONSOLIDATION["stored"]`), that part `index` of an
+    entry is in the store: a re-run after a crash finds it even where the store's lookup
+    does not. The record goes when the entry is marked consolidated.
+    """
+    if not memory_ids:
+        return
+    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
+    progress.setdefault("stored", {}).setdefault(entry_id, {})[str(index)] = memory_ids[0]
+    ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
+
+
+@defer.inlineCallbacks
+def _parts_stored(ports, store, entry_id, found):
+    """
+    The parts of an entry already in the store: `{part index: text}`.
+
+    From the store's metadata (`fact_index` of each memory `found` for the entry; a memory
+    stored before facts had an index counts by its text) and from the record of earlier
+    ticks (`_record_stored`), each recorded memory checked to be in the store still.
+    """
+    done = {}
+    for number, item in enumerate(found):
+        index = (item.get("metadata") or {}).get("fact_index")
+        done[index if isinstance(index, int) else f"text {number}"] = item.get("memory")
+    found_ids = {item["id"] for item in found}
+    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
+    for index, memory_id in dict((progress.get("stored") or {}).get(entry_id) or {}).items():
+        if int(index) in done:
+            continue
+        memory = None if memory_id in found_ids else (yield store.get(memory_id))
+        if memory:
+            found.append(memory)  # the entry is linked to it like to the ones looked up
+        if memory_id in found_ids or memory:
+            done[int(index)] = (memory or {}).get("memory")
+    return done
+
+
 @defer.inlineCallbacks
 def _store_entry(ports, store, entry, found, verbatim, result):
     """
@@ -301,20 +352,26 @@ def _store_entry(ports, store, entry, found, verbatim, result):
     facts = None if verbatim else extracted_facts(entry)
     if facts is None and not verbatim and not found:
         return True  # the extraction reply left it out: next tick
-    memory_ids = [item["id"] for item in found]
-    if facts is None:
-        texts = [] if found else [entry["content"]]
-    else:
-        stored_texts = {item.get("memory") for item in found}
-        texts = [fact for fact in facts if fact not in stored_texts]
-    result["reused"] += 1 if found and not texts else 0
-    metadata = consolidation_metadata(entry)
-    if facts is None and texts:
-        metadata["verbatim"] = True
     try:
-        for text in texts:
-            stored = yield store.add(text, metadata=metadata, infer=False)
+        done = yield _parts_stored(ports, store, entry_id, found)
+        memory_ids = [item["id"] for item in found]
+        if facts is None:
+            texts = [] if found or VERBATIM_PART in done else [(VERBATIM_PART, entry["content"])]
+        else:
+            # by position in the entry's facts, not by wording: a re-run after a crash must
+            # not store a fact again because a second extraction worded it differently
+            texts = [(index, fact) for index, fact in enumerate(facts)
+                     if index not in done and fact not in done.values()]
+        result["reused"] += 1 if found and not texts else 0
+        metadata = consolidation_metadata(entry)
+        if facts is None and texts:
+            metadata["verbatim"] = True
+        for index, text in texts:
+            part = dict(metadata) if index == VERBATIM_PART else {**metadata, "fact_index": index}
+            stored = yield store.add(text, metadata=part, infer=False)
+            recall_mirror.record(ports, stored, text, part)  # searchable at once
             new_ids = [item["id"] for item in stored or ()]
+            _record_stored(ports, entry_id, index, new_ids)  # before the entry is marked
             memory_ids += [i for i in new_ids if i not in memory_ids]
             result["stored"] += len(new_ids)
     except Exception as err:  # the store failed: keep the entry pending, retry next tick

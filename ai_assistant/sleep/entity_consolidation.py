@@ -11,6 +11,7 @@ failure leaves the profile untouched for the next tick.
 
 from twisted.internet import defer
 
+from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.entities import get_profiles, merge_attributes, pending_consolidation
 from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError
@@ -32,13 +33,22 @@ Use short lowercase attribute types (preference, personality, occupation, goal..
 what the observations support; reply {"attributes": {}} if nothing stable can be said yet."""
 
 
+def public_observations(profile):
+    """
+    The observations attributes may be made of: what was said in the open. Attributes are shown
+    to everyone near that character, so a whispered observation never becomes one; it stays
+    raw, shown to its speaker alone (`memory.audience`).
+    """
+    return [o for o in profile.get("observations") or [] if audience_of(o) is PUBLIC]
+
+
 def consolidation_prompt(profile):
     """The user message asking the LLM to synthesise a profile's attributes."""
     known = profile.get("attributes") or {}
     known_text = "\n".join(f"- {key}: {value}" for key, value in known.items()) or "(none yet)"
     lines = [
         f"[{o.get('time', '?')}] ({o.get('source', '?')}) {o.get('text', '')}"
-        for o in profile.get("observations") or []
+        for o in public_observations(profile)
     ]
     return (
         f"Character: {safe_name(profile.get('name'))} "
@@ -91,7 +101,7 @@ def consolidate_entity(ports, entity_id):
     profile = get_profiles(ports).get(entity_id)
     if profile is None:
         return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
-    consumed = {o.get("id") for o in profile.get("observations") or []}
+    consumed = {o.get("id") for o in public_observations(profile)}
     max_attributes = int(ports.settings.get("entities.max_attributes"))
     text = yield complete_text(
         ports.llm,

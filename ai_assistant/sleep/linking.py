@@ -13,6 +13,7 @@ from ai_assistant.memory.links import (
     get_links,
     link_record,
     linking_horizon,
+    list_all_memories,
     save_links,
 )
 from ai_assistant.memory.semantic_recall import calibrated_threshold
@@ -98,7 +99,9 @@ def run_dreaming_tick(ports, batch_size=None):
     threshold = calibrated_threshold(ports, "link_similarity")
 
     try:
-        memories = yield store.list(limit=SCAN_LIMIT)
+        # every memory, not the store's first SCAN_LIMIT: new ones may sort anywhere in it
+        memories = yield list_all_memories(
+            store, max(SCAN_LIMIT, 2 * len(get_links(ports))))
     except Exception as err:
         ports.log(f"{ports.name}: dreaming could not list memories: {err}")
         return {**result, "success": False, "error": str(err)}

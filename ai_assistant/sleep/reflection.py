@@ -26,6 +26,7 @@ import re
 from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
+from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.memory.persona import filter_insights
 from ai_assistant.memory.reflection_state import (
     check_reflection_trigger,
@@ -127,9 +128,11 @@ def parse_insights(text):
 def _window_entries(ports, journal, state):
     """The entries this reflection reads: its window, or the most recent ones."""
     wanted = set(state["entries_since_reflection"])
-    entries = [e for e in journal["entries"] if e["id"] in wanted]
+    # a synthesis is public: what was whispered (an entry with an audience) stays out of it
+    public = [e for e in journal["entries"] if visible_to(e, PUBLIC)]
+    entries = [e for e in public if e["id"] in wanted]
     if not entries:
-        entries = list(journal["entries"])
+        entries = public
     limit = ports.settings.get("reflection.max_prompt_entries")
     return entries[-limit:]
 
@@ -170,7 +173,7 @@ def _insights_prompt(questions, evidence):
 def _normalise_semantic_hits(hits):
     normalised = []
     for hit in hits or ():
-        if not isinstance(hit, dict) or not hit.get("memory"):
+        if not isinstance(hit, dict) or not hit.get("memory") or not visible_to(hit, PUBLIC):
             continue
         normalised.append(
             {
@@ -187,7 +190,7 @@ def _journal_evidence(ports, question, limit):
     return [
         {"id": entry["id"], "content": entry["content"], "score": round(score, 4)}
         for score, entry in results
-        if not journal_module.is_synthesis(entry)
+        if not journal_module.is_synthesis(entry) and visible_to(entry, PUBLIC)
     ]
 
 

@@ -3,17 +3,22 @@ Journal tools (the specification's "Journal Tools"): write an entry, search the 
 it.
 
 The work is done by `ai_assistant.memory.journal` and `ai_assistant.memory.search`; these
-tools turn refusals into clear results. `search_journal` never embeds on the reactor: its dense
-similarities come from the semantic tier's search (a Deferred run off the reactor), fused with
-BM25 into one relevance once it answers. `search_journal` is cacheable for 300 s, so whoever owns
-the `ToolCache` should call `cache.invalidate("journal")` after `add_journal_entry` or
-`review_journal` wrote something.
+tools turn refusals into clear results. With the semantic tier, `search_journal` is the recall
+pipeline (`memory.recall`, the same ranking as the prompt's "What you remember"): the journal
+and every long-term memory, for whom the turn answers, ranked in the worker pool. Without it,
+it never embeds on the reactor either: the local embedder's similarities are computed off the
+reactor and fused with BM25 into one relevance once they arrive. `search_journal` is
+cacheable for 300 s, so whoever owns the `ToolCache` should call
+`cache.invalidate("journal")` after `add_journal_entry` or `review_journal` wrote something.
 """
 
 from twisted.internet import defer
 
 from ai_assistant.memory import journal
+from ai_assistant.memory.audience import turn_audience, turn_viewer, visible_to
 from ai_assistant.memory.journal import JournalError
+from ai_assistant.memory.recall.lines import MEMORY_TIER
+from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
 from ai_assistant.memory.search.dense import default_embed, dense_similarities
 from ai_assistant.memory.search.filters import SearchFilters, entry_matches_filters
 from ai_assistant.memory.search.journal_search import (
@@ -24,7 +29,14 @@ from ai_assistant.memory.search.journal_search import (
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.threads import run_cpu_bound
-from ai_assistant.tools.registry import CONVERSATION, MEMORY, Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import (
+    CONVERSATION,
+    MEMORY,
+    SCOPED,
+    Tool,
+    ToolCategory,
+    error_result,
+)
 
 RESULT_CONTENT_CHARS = 500
 REVIEW_LIST_MAX = 50
@@ -64,6 +76,8 @@ def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
     }
     if entry.get("evidence"):
         summary["evidence"] = list(entry["evidence"])
+    if entry.get("tier") == MEMORY_TIER:  # a long-term memory: what it was made from
+        summary.update(tier=MEMORY_TIER, entry_id=entry.get("entry_id"))
     if score is not None:
         summary["score"] = round(float(score), 4)
     return summary
@@ -91,11 +105,15 @@ class AddJournalEntryTool(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "journal"
+    reach = SCOPED
+    sourced = True
     kit = CONVERSATION
 
     def run(self, ports, content=None, **fields):
         try:
-            entry = journal.add_entry(ports, content, **fields)
+            # journaled in a whispered conversation: private to the whisperer
+            entry = journal.add_entry(ports, content, **fields,
+                                      audience=turn_audience(ports.world))
         except JournalError as err:
             return error_result(str(err))
         except TypeError as err:  # an unexpected argument when called directly
@@ -144,6 +162,7 @@ class SearchJournalTool(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "journal"
+    reach = SCOPED
     kit = CONVERSATION
     cacheable = True
     cache_ttl = 300.0
@@ -172,7 +191,9 @@ class SearchJournalTool(Tool):
                                 related_to_project=related_to_project)  # fmt: skip
         use_semantic = (semantic is None or semantic) and ports.semantic is not None
         embed = default_embed(ports.settings) if semantic is None or semantic else None
-        if query.strip() and (use_semantic or embed is not None):
+        if query.strip() and use_semantic:
+            return self._recall_search(ports, query, limit, filters, embed)
+        if query.strip() and embed is not None:
             return self._fused_search(ports, query, limit, filters, use_semantic, embed)
         return self._result(ports, query, "hybrid", self._journal_search(ports, query, limit,
                                                                           filters))  # fmt: skip
@@ -180,10 +201,16 @@ class SearchJournalTool(Tool):
     @staticmethod
     def _journal_search(ports, query, limit, filters, semantic_scores=None):
         entries = journal.get_journal(ports)["entries"]
-        return search_entries(entries, query, now=ports.clock.now(),
-                              params=SearchParams.from_settings(ports.settings), filters=filters,
-                              limit=limit, semantic_scores=semantic_scores,
-                              index_cache=journal_index_cache(ports))  # fmt: skip
+        # what was told in private is found for its teller only (`memory.audience`): ranked
+        # over the whole journal (its index is shared), the others' private entries dropped
+        viewer = turn_viewer(ports.world)
+        hidden = sum(1 for entry in entries if not visible_to(entry, viewer))
+        ranked = search_entries(entries, query, now=ports.clock.now(),
+                                params=SearchParams.from_settings(ports.settings),
+                                filters=filters, limit=limit + hidden,
+                                semantic_scores=semantic_scores,
+                                index_cache=journal_index_cache(ports))  # fmt: skip
+        return [(score, entry) for score, entry in ranked if visible_to(entry, viewer)][:limit]
 
     @staticmethod
     def _result(ports, query, mode, ranked, memories=None, note=None):
@@ -199,6 +226,23 @@ class SearchJournalTool(Tool):
         if note:
             result["note"] = note
         return result
+
+    @defer.inlineCallbacks
+    def _recall_search(self, ports, query, limit, filters, embed):
+        """
+        The recall pipeline (`memory.recall`), as the prompt recalls: the journal and every
+        long-term memory in one ranking, for whom this turn answers. A store that cannot list
+        its memories is searched its own way (`_fused_search`).
+        """
+        mirror = yield loaded_mirror(ports)
+        if not mirror.loaded:
+            found = yield self._fused_search(ports, query, limit, filters, True, embed)
+            return found
+        recalled, _ = yield recall(ports, RecallQuery(
+            text=query, viewer=turn_viewer(ports.world), limit=limit,
+            filters=filters if filters.active else None))
+        return self._result(ports, query, "recall",
+                            [(found.score, found.item) for found in recalled])
 
     @defer.inlineCallbacks
     def _fused_search(self, ports, query, limit, filters, use_semantic, embed):

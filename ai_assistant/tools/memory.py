@@ -9,6 +9,7 @@ retrieval as the prompt's memory block; `format_memory_results` renders its resu
 
 from twisted.internet import defer
 
+from ai_assistant.memory.audience import PUBLIC, turn_audience, turn_viewer
 from ai_assistant.memory.importance import score_importance_heuristic
 from ai_assistant.memory.journal import DEFAULT_SOURCE_TRUST, JournalError, validate_entry_fields
 from ai_assistant.memory.persona import (
@@ -16,8 +17,9 @@ from ai_assistant.memory.persona import (
     SELF_REFERENCE_SUGGESTION,
     is_self_referential,
 )
-from ai_assistant.memory.semantic_recall import format_memory_results, retrieve_relevant_memories
-from ai_assistant.tools.registry import MEMORY, Tool, ToolCategory, error_result
+from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.semantic_recall import format_memory_results, search_long_term
+from ai_assistant.tools.registry import MEMORY, SCOPED, Tool, ToolCategory, error_result
 
 __all__ = ["StoreMemory", "RecallMemories", "format_memory_results"]
 
@@ -51,6 +53,8 @@ class StoreMemory(Tool):
     }
     category = ToolCategory.ASYNC_REQUIRED
     family = "memory"
+    reach = SCOPED
+    sourced = True
     kit = MEMORY
 
     def run(self, ports, content="", source_type="observation", source_trust=None,
@@ -81,10 +85,13 @@ class StoreMemory(Tool):
             "importance": importance,
             "importance_method": method,
         }
+        if turn_audience(ports.world) is not PUBLIC:  # stored in a whispered conversation
+            metadata["audience"] = turn_audience(ports.world)
         deferred = ports.semantic.add(fields["content"], metadata=metadata, infer=False)
 
         def _stored(memories):
             memories = memories or []
+            recall_mirror.record(ports, memories, fields["content"], metadata)  # recallable now
             duplicate = any(item.get("event") == "DUPLICATE" for item in memories)
             return {
                 "success": True,
@@ -119,6 +126,7 @@ class RecallMemories(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "memory"
+    reach = SCOPED
     kit = MEMORY
     cacheable = True
     cache_ttl = 30.0
@@ -131,9 +139,10 @@ class RecallMemories(Tool):
         max_chars = ports.settings.get("journal.max_content_chars")
         if len(query) > max_chars:
             return error_result(f"query is too long ({len(query)} > {max_chars} characters)")
+        # the recall pipeline, for whom this turn answers (`memory.audience`)
         deferred = defer.maybeDeferred(
-            retrieve_relevant_memories, ports, query.strip(), limit=limit,
-            min_source_trust=min_source_trust,
+            search_long_term, ports, query.strip(), viewer=turn_viewer(ports.world),
+            limit=limit, min_source_trust=min_source_trust,
         )
 
         def _found(hits):
@@ -144,6 +153,7 @@ class RecallMemories(Tool):
                     "score": round(float(hit.get("score", 0.0)), 4),
                     "trust": hit.get("trust"),
                     "metadata": hit.get("metadata") or {},
+                    "when": hit.get("when") or None,  # the day it was heard
                 }
                 for hit in hits
             ]

@@ -3,11 +3,38 @@ The assistant's own say over its operating mode: `go_to_sleep`.
 
 Choosing to sleep lets the assistant consolidate its memories when it judges the moment right
 (a quiet room, a full journal). The switch itself happens on the next tick through
-`sleep.modes.take_sleep_request`, so the tool never touches the ticker.
+`sleep.modes.take_sleep_request`, so the tool never touches the ticker. It has lasting effects
+(the assistant is silent while asleep), so a player's words never run it (`tools.agency`), and
+it is refused for `sleep.go_to_sleep_cooldown_minutes` after the assistant last fell asleep
+(the mode history says when) or asked to.
 """
 
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.sleep import modes
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+
+
+def last_fell_asleep(ports):
+    """When the assistant last fell asleep or asked to (a datetime), or None."""
+    moments = [parse_iso(change.get("time"))
+               for change in ports.state.get(documents.MODE_HISTORY) or ()
+               if isinstance(change, dict) and change.get("to") == "sleep"]
+    request = ports.state.get(documents.SLEEP_REQUEST)
+    if isinstance(request, dict):
+        moments.append(parse_iso(request.get("time")))
+    moments = [moment for moment in moments if moment is not None]
+    return max(moments) if moments else None
+
+
+def cooldown_left(ports):
+    """Minutes before `go_to_sleep` may run again (0 when it may now)."""
+    minutes = float(ports.settings.get("sleep.go_to_sleep_cooldown_minutes"))
+    last = last_fell_asleep(ports)
+    if last is None or minutes <= 0:
+        return 0.0
+    elapsed = (ports.clock.now() - last).total_seconds() / 60.0
+    return max(0.0, minutes - elapsed)
 
 
 class GoToSleepTool(Tool):
@@ -32,5 +59,9 @@ class GoToSleepTool(Tool):
     def run(self, ports, reason):
         if modes.mode(ports) == "sleep":
             return error_result("you are already asleep")
+        left = cooldown_left(ports)
+        if left > 0:
+            return error_result(f"you slept only recently: you may choose to sleep again in "
+                                f"{left:.0f} minute(s)", cooldown_minutes=round(left, 1))
         modes.request_sleep(ports, reason)
         return {"success": True, "result": "you will fall asleep in a moment", "reason": reason}

@@ -17,6 +17,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
 from ai_assistant.memory import nodes as nodes_model
+from ai_assistant.memory.audience import turn_audience, turn_viewer, visible_to
 from ai_assistant.memory.nodes import (
     ACTIVE,
     DEAD,
@@ -31,7 +32,14 @@ from ai_assistant.memory.nodes import (
     setting,
 )
 from ai_assistant.plumbing import documents
-from ai_assistant.tools.registry import CONVERSATION, MEMORY, Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import (
+    CONVERSATION,
+    MEMORY,
+    SCOPED,
+    Tool,
+    ToolCategory,
+    error_result,
+)
 
 __all__ = [
     "NoteScene", "Recall", "RecallMemory", "SearchMemory",
@@ -104,9 +112,11 @@ def recall_nodes(ports, query, *, rng=None, embedder=None, runner=None):
     limit = int(setting(ports, "recall_top_k"))
     index = node_vectors.vector_index(ports)  # re-read: a patrol may have written meanwhile
     current = ports.state.get(documents.MEMORY_NODES, None) or {}
+    viewer = turn_viewer(ports.world)  # a scene told in private comes back to its teller only
     hits = index.search(
         matrix[0], threshold=cut, limit=limit,
-        accept=lambda node_id: (current.get(node_id) or {}).get("status") == ACTIVE,
+        accept=lambda node_id: ((current.get(node_id) or {}).get("status") == ACTIVE
+                                and visible_to(current[node_id], viewer)),
     )
     if not hits:
         return {"success": True, "result": "", "count": 0, "node_ids": []}
@@ -143,7 +153,9 @@ def search_nodes(ports, query, mode="or", limit=None):
     limit = int(limit or setting(ports, "search_limit"))
     combine = all if mode == "and" else any
     nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
-    hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)]
+    viewer = turn_viewer(ports.world)
+    hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)
+            and visible_to(n, viewer)]
     hits.sort(key=lambda n: (-float(n.get("importance", 0)), n.get("created_at") or ""))
     return _touch(ports, [node["id"] for node in hits[:limit]])
 
@@ -197,6 +209,7 @@ class NoteScene(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "nodes"
+    reach = SCOPED
     kit = MEMORY
 
     def run(self, ports, **scene):
@@ -209,7 +222,8 @@ class NoteScene(Tool):
             return error_result(f"not a valid scene: {err}")
         if not scene.get("when"):
             scene["when"] = [nodes_model.today(ports)]
-        note = nodes_model.add_scene_note(ports, scene)
+        # a scene noted in a whispered conversation stays private to the whisperer
+        note = nodes_model.add_scene_note(ports, scene, audience=turn_audience(ports.world))
         return {"success": True, "note_id": note["id"],
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 
@@ -228,6 +242,7 @@ class Recall(Tool):
     }
     category = ToolCategory.ASYNC_REQUIRED
     family = "nodes"
+    reach = SCOPED
     kit = CONVERSATION
 
     def run(self, ports, query=""):
@@ -257,6 +272,7 @@ class RecallMemory(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "nodes"
+    reach = SCOPED
     kit = MEMORY
 
     def run(self, ports, cluster_id=""):
@@ -265,7 +281,8 @@ class RecallMemory(Tool):
         if cluster is None:
             names = ", ".join(sorted(c.get("name", "?") for c in clusters.values())) or "none"
             return error_result(f"no memory cluster '{cluster_id}' (clusters: {names})")
-        members = nodes_model.cluster_members(load_nodes(ports), cluster["id"])
+        members = [node for node in nodes_model.cluster_members(load_nodes(ports), cluster["id"])
+                   if visible_to(node, turn_viewer(ports.world))]
         touched = _touch(ports, [node["id"] for node in members])
         return {
             "success": True,
@@ -293,6 +310,7 @@ class SearchMemory(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "nodes"
+    reach = SCOPED
     kit = MEMORY
 
     def run(self, ports, query="", mode="or", limit=None):

@@ -6,7 +6,7 @@ project out with a progress note and another one in) and `update_project`. The w
 `ai_assistant.workspace.projects`; these tools turn its refusals into clear results.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import SCOPED, Tool, ToolCategory, error_result
 from ai_assistant.workspace import projects
 from ai_assistant.workspace.projects import ProjectError
 
@@ -49,6 +49,7 @@ class ListProjectsTool(Tool):
     parameters = {"type": "object", "properties": {}, "additionalProperties": False}
     category = ToolCategory.SAFE_CHAIN
     family = "projects"
+    reach = SCOPED
     cacheable = True
     cache_ttl = 30.0
     cache_scope = "tick"

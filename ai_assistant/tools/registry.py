@@ -8,7 +8,8 @@ assistant by reference and its `load_all_tools()` registers them (a game registe
 always carries `"success"`. `execute_tool` is the one way to run a tool: it parses and
 validates the arguments against the JSON schema, logs the `reasoning`, applies the cache and
 the timeout, and turns every failure into a result the model (or the admin) can read and
-correct - never an exception.
+correct - never an exception. Which tools a turn may run at all is decided by `tools.agency`
+from each tool's `reach` and the turn's grant; `execute_tool` asks the grant to admit each call.
 """
 
 import difflib
@@ -45,12 +46,18 @@ SLEEP_MODE_TOOLS = (
 
 # Kits: which situations offer a tool. A conversational turn offers the CONVERSATION kit (speech,
 # lookups, journaling); the others come with autonomous and housekeeping passes, or when what
-# was said asks for them (`KIT_TRIGGERS`). A tool of any kit the assistant may use runs when the
-# model calls it by name: kits keep the prompt lean, they are not permissions.
+# was said asks for them (`KIT_TRIGGERS`). Kits keep the prompt lean; what a turn may run at all
+# is its trust's business (`Tool.reach`, `tools.agency`), and both are chosen together by
+# `agency.tool_set`: a tool the turn's trust does not permit is refused even when called by name.
 CONVERSATION = "conversation"
 WORKSPACE = "workspace"  # goals, projects, session memory, status, persona, sleep
 MEMORY = "memory"  # writing and browsing long-term memory
 KITS = (CONVERSATION, WORKSPACE, MEMORY)
+
+# Reach: how far a tool's effects go, which decides who may have it run (`tools.agency`).
+SCOPED = "scoped"  # stays in the conversation: speech to the speaker, lookups, journaling
+LASTING = "lasting"  # lasting or wide: persona, session facts, goals, projects, sleep, reviews
+REACHES = (SCOPED, LASTING)
 
 # Words in what the assistant was told that ask for a kit (an explicit request).
 KIT_TRIGGERS = {
@@ -86,6 +93,14 @@ class Tool:
         strict_arguments (bool): Refuse unknown arguments instead of dropping them (for a
             tool where an unexpected argument means the caller wants something it must not
             do, like rewriting the admins' prompt).
+        reach (str): SCOPED (its effects stay in the conversation: a player's words may have
+            it run) or LASTING (only the assistant's own turns and admins' orders). A game's
+            own tool is LASTING unless it says otherwise.
+        recipient_argument (str or None): The argument naming who private speech goes to; in
+            a player's turn it must be that player.
+        sourced (bool): It records what someone said (`source_entity`, `source_type`,
+            `source_trust` arguments); in a player's turn the source is that player and the
+            trust is capped at theirs.
     """
 
     name = ""
@@ -100,6 +115,9 @@ class Tool:
     kit = WORKSPACE
     aliases = ()
     strict_arguments = False
+    reach = LASTING
+    recipient_argument = None
+    sourced = False
 
     def run(self, ports, **params):
         """
@@ -412,7 +430,8 @@ def validate_arguments(tool, params):
     return None
 
 
-def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, reactor=None):
+def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, reactor=None,
+                 grant=None):
     """
     Run one tool safely.
 
@@ -423,6 +442,8 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
         cache (ToolCache, optional): Where cacheable results live.
         allow_dangerous (bool): Whether a DANGEROUS tool may run.
         reactor (IReactorTime, optional): For the timeout; the global reactor by default.
+        grant (agency.Grant, optional): The turn's trust; its `admit(tool, params)` refuses
+            the call or limits its arguments (none: the assistant's own call).
 
     Returns:
         Deferred[dict]: Always fires with a result dict (never errbacks).
@@ -442,6 +463,12 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
         return defer.succeed(error_result(error, **({"note": "; ".join(notes)} if notes else {})))
     if tool.category == ToolCategory.DANGEROUS and not allow_dangerous:
         return defer.succeed(error_result(f"'{tool.name}' is a dangerous tool and is disabled"))
+    if grant is not None:
+        params, refusal, limited = grant.admit(tool, params)
+        if refusal:
+            ports.log(f"{ports.name}: refused {tool.name}: {refusal}")
+            return defer.succeed(error_result(refusal, refused=True))
+        notes += limited
     if reasoning:
         ports.log(f"{ports.name} -> {tool.name}: {str(reasoning)[:300]}")
     if cache is not None and tool.cacheable:

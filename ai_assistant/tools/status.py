@@ -7,7 +7,7 @@ counters; `update_system_prompt` rewrites the assistant's own guidelines (never 
 `ai_assistant.workspace.status`.
 """
 
-from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.tools.registry import SCOPED, Tool, ToolCategory, error_result
 from ai_assistant.workspace import status
 from ai_assistant.workspace.status import SystemPromptError
 
@@ -21,6 +21,7 @@ class GetSystemStatusTool(Tool):
     parameters = {"type": "object", "properties": {}, "additionalProperties": False}
     category = ToolCategory.SAFE_CHAIN
     family = "status"
+    reach = SCOPED
 
     def run(self, ports):
         return status.system_status(ports)

@@ -9,6 +9,7 @@ cached for the tick. `noop` is the explicit "nothing to do" that ends a quiet tu
 
 from ai_assistant.tools.registry import (
     CONVERSATION,
+    SCOPED,
     WORKSPACE,
     Tool,
     ToolCategory,
@@ -42,6 +43,7 @@ class SayTool(Tool):
     }
     category = ToolCategory.TERMINAL
     family = "world"
+    reach = SCOPED
     kit = CONVERSATION
 
     def run(self, ports, message):
@@ -65,6 +67,7 @@ class EmoteTool(Tool):
     }
     category = ToolCategory.TERMINAL
     family = "world"
+    reach = SCOPED
     kit = CONVERSATION
 
     def run(self, ports, action):
@@ -91,6 +94,8 @@ class WhisperTool(Tool):
     }
     category = ToolCategory.SAFE_CHAIN
     family = "world"
+    reach = SCOPED
+    recipient_argument = "target"
     kit = CONVERSATION
 
     def run(self, ports, target, message):
@@ -122,6 +127,7 @@ class InspectLocationTool(Tool):
     parameters = {"type": "object", "properties": {}}
     category = ToolCategory.SAFE_CHAIN
     family = "world"
+    reach = SCOPED
     kit = CONVERSATION
     cacheable = True
     cache_ttl = 60.0
@@ -143,6 +149,7 @@ class NoopTool(Tool):
     parameters = {"type": "object", "properties": {}}
     category = ToolCategory.TERMINAL
     family = "world"
+    reach = SCOPED
     kit = CONVERSATION
 
     def run(self, ports):

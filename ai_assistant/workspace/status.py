@@ -13,11 +13,14 @@ loop writes:
   recorded the size of the last prompt it sent.
 
 `update_system_prompt` lets the assistant rewrite its own behavioural guidelines (state document
-`"assistant_system_prompt"`), logging why and keeping a bounded `"system_prompt_history"` of
-`{"timestamp", "reasoning", "old_len", "new_len"}`. The admins' `"user_system_prompt"` is never
-written by anything here: it always takes precedence and the assistant cannot change it.
+`"assistant_system_prompt"`), logging why and keeping each change as a numbered version with its
+text in the bounded `"system_prompt_history"` (`memory.persona.record_version`), which admins
+list and revert with `@assistant/persona/history` and `/revert`. The admins'
+`"user_system_prompt"` is never written by anything here: it always takes precedence and the
+assistant cannot change it.
 """
 
+from ai_assistant.memory import persona
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
@@ -204,21 +207,12 @@ def update_system_prompt(ports, new_prompt, reasoning):
     if old_prompt == new_prompt:
         return {"changed": False, "old_len": len(old_prompt), "new_len": len(new_prompt)}
 
-    history = ports.state.get(documents.SYSTEM_PROMPT_HISTORY, [])
-    history = history if isinstance(history, list) else []
-    history.append(
-        {
-            "timestamp": iso(ports.clock.now()),
-            "reasoning": reasoning,
-            "old_len": len(old_prompt),
-            "new_len": len(new_prompt),
-        }
-    )
-    keep = max(ports.settings.get("workspace.system_prompt.history_max"), 1)
-    ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, new_prompt)
-    ports.state.set(documents.SYSTEM_PROMPT_HISTORY, history[-keep:])
+    # a numbered version with its text: admins see it and may revert it (`memory.persona`)
+    version = persona.record_version(ports, previous=old_prompt or None, prompt=new_prompt,
+                                     reason=reasoning, by="assistant")
     ports.log(
         f"{ports.name} rewrote its system prompt ({len(old_prompt)} -> {len(new_prompt)} "
-        f"chars): {reasoning}"
+        f"chars, version {version['version']}): {reasoning}"
     )
-    return {"changed": True, "old_len": len(old_prompt), "new_len": len(new_prompt)}
+    return {"changed": True, "old_len": len(old_prompt), "new_len": len(new_prompt),
+            "version": version["version"]}

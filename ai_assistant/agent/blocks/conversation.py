@@ -6,6 +6,7 @@ Everything here was written by players or other characters, so it is shown only 
 """
 
 from ai_assistant.plumbing.quoting import defuse, quote_untrusted, safe_name
+from ai_assistant.plumbing.tokens import count_tokens
 from ai_assistant.sleep import compaction
 
 MAX_HISTORY_MESSAGES = 20
@@ -30,13 +31,31 @@ def _without_new_events(history, events):
     return history
 
 
+def shown_history(ports, situation):
+    """
+    The messages the "Recent conversation" block shows: the newest that fit
+    `recall.history_tokens` (at most MAX_HISTORY_MESSAGES), oldest first. The newest message
+    is always shown, cut if it alone is over the budget.
+    """
+    history = _without_new_events(situation.get("history") or [], situation.get("events"))
+    budget = ports.settings.get("recall.history_tokens")
+    shown, used = [], 0
+    for message in reversed(history[-MAX_HISTORY_MESSAGES:]):
+        cost = count_tokens(defuse(message.get("content"), 1000)) + 4
+        if shown and budget and used + cost > budget:
+            break
+        shown.append(message)
+        used += cost
+    return shown[::-1]
+
+
 def history_block(ports, situation):
     """The recent conversation with the current interlocutor, as quoted data."""
-    history = _without_new_events(situation.get("history") or [], situation.get("events"))
+    history = shown_history(ports, situation)
     if not history:
         return None
     lines = []
-    for message in history[-MAX_HISTORY_MESSAGES:]:
+    for message in history:
         role = message.get("role")
         speaker = "you" if role == "assistant" else safe_name(message.get("name") or "someone")
         lines.append(f"{speaker}: {defuse(message.get('content'), 1000)}")

@@ -12,6 +12,7 @@ Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
 
 from datetime import timedelta
 
+from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.entities import relationship_summary, relevant_profiles
 from ai_assistant.memory.nodes import scene_to_text, setting
 from ai_assistant.plumbing import documents
@@ -89,9 +90,11 @@ def recent_nodes_block(ports, situation):
     """The most recently activated nodes that have an action."""
     limit = int(setting(ports, "recent_nodes"))
     nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
+    viewer = ((situation or {}).get("interlocutor") or {}).get("id")
     activated = [
         n for n in nodes.values()
         if n.get("last_activated") and (n.get("scene") or {}).get("action")
+        and visible_to(n, viewer)  # a scene told in private: only in its teller's prompt
     ]
     activated.sort(key=lambda n: parse_iso(n["last_activated"]), reverse=True)
     if not activated:

@@ -11,6 +11,7 @@ out: each fact appears once.
 """
 
 from ai_assistant.agent.blocks.memory_nodes import people_in
+from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.entities import get_profiles
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
 
@@ -40,6 +41,8 @@ def entity_context_block(ports, situation):
     limit = int(ports.settings.get("entities.context_max_profiles"))
     recent = int(ports.settings.get("entities.context_observations"))
     already = said_in_prompt(situation)
+    # a whispered observation is shown only in a prompt built for the one who whispered it
+    viewer = (situation.get("interlocutor") or {}).get("id")
     blocks = []
     for entity_id in people_in(situation)[:limit]:
         profile = profiles.get(entity_id)
@@ -47,7 +50,8 @@ def entity_context_block(ports, situation):
             continue
         notes = [f"{key}: {value}" for key, value in (profile.get("attributes") or {}).items()]
         observations = [o for o in (profile.get("observations") or [])
-                        if " ".join(str(o.get("text") or "").split()) not in already]
+                        if " ".join(str(o.get("text") or "").split()) not in already
+                        and visible_to(o, viewer)]
         notes += [f"recently: {o.get('text')}" for o in observations[-recent:]] if recent else []
         if notes:
             blocks.append(f"{safe_name(profile.get('name'))}:\n"

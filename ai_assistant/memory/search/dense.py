@@ -117,9 +117,13 @@ def dense_scores(index, entries, query, embed, semantic_scores, embedding_weight
         entries (list): The journal entries.
         query (str): The query (time references already taken out).
         embed (callable or None): An embed function, used when no `semantic_scores` are given.
-        semantic_scores (dict or None): `{entry id: similarity}` computed elsewhere.
+        semantic_scores (dict, numpy.ndarray or None): `{entry id: similarity}` computed
+            elsewhere, or one similarity per entry, in the entries' order.
         embedding_weight (float): The dense share of the fusion; 0 embeds nothing.
     """
+    if isinstance(semantic_scores, numpy.ndarray):
+        dense = numpy.maximum(0.0, semantic_scores.astype(float))
+        return dense if dense.any() else None
     if semantic_scores:
         dense = numpy.zeros(index.size)
         found = [(index.positions.get(entry_id), score)

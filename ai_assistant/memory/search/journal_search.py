@@ -176,8 +176,10 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
         limit (int): At most this many results.
         embed (callable, optional): `embed(texts) -> list[vector]`, fused with BM25 when given.
             It runs in the caller's thread: never pass it on the reactor.
-        semantic_scores (dict, optional): `{entry id: similarity}` computed elsewhere (the
-            semantic tier's hits); fused with BM25 when given (instead of `embed`).
+        semantic_scores (dict or numpy.ndarray, optional): `{entry id: similarity}` computed
+            elsewhere (the semantic tier's hits), or one similarity per entry in their order
+            (the recall pipeline's dense product); fused with BM25 when given (instead of
+            `embed`).
         index_cache (JournalIndexCache, optional): The assistant's index cache; without one
             the index is built for this search alone.
 

@@ -27,6 +27,7 @@ from ai_assistant.memory.nodes import (
     cluster_members,
     load_clusters,
     load_nodes,
+    public_members,
     setting,
 )
 from ai_assistant.plumbing.ports import LLMError
@@ -159,11 +160,11 @@ def consolidate_clusters(ports, *, embedder=None, runner=None):
     targets = [
         cluster for cluster in sorted(clusters.values(), key=lambda c: c.get("created_at") or "")
         if any(n.get("fresh") or n.get("status") == DYING
-               for n in cluster_members(nodes, cluster["id"], (ACTIVE, DYING)))
+               for n in public_members(nodes, cluster["id"], (ACTIVE, DYING)))
     ][:max_clusters]
     plans, errors = [], []
     for cluster in targets:
-        members = cluster_members(nodes, cluster["id"], (ACTIVE, DYING))
+        members = public_members(nodes, cluster["id"], (ACTIVE, DYING))
         # fresh and dying nodes first: they are what this step is about
         members.sort(key=lambda n: (not (n.get("fresh") or n["status"] == DYING),
                                     n.get("created_at") or ""))
@@ -259,7 +260,7 @@ def split_large_clusters(ports):
                      key=lambda cid: -sizes[cid])[: int(setting(ports, "split_max_clusters"))]
     plans, errors = [], []
     for cluster_id in targets:
-        members = sorted(cluster_members(nodes, cluster_id, (ACTIVE,)),
+        members = sorted(public_members(nodes, cluster_id, (ACTIVE,)),
                          key=lambda n: n.get("created_at") or "")
         labels = label_nodes(members)
         lines = "\n".join(node_line(label, nodes[i]) for label, i in labels.items())

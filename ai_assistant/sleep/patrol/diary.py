@@ -10,6 +10,7 @@ pending until a call succeeds.
 from twisted.internet import defer
 
 from ai_assistant.memory import nodes as nodes_model
+from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.memory.nodes import load_nodes, scene_to_text, setting
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError
@@ -65,7 +66,8 @@ def write_diary_and_think(ports):
         return {"skipped": "mechanical mode"}
     pending = list(patrol_state(ports).get("diary_pending") or [])
     nodes = load_nodes(ports)
-    scenes = [nodes[i] for i in pending if i in nodes][-40:]
+    # the diary and the think notes are for everyone: a scene told in private stays out
+    scenes = [nodes[i] for i in pending if i in nodes and visible_to(nodes[i], PUBLIC)][-40:]
     if not scenes:
         if pending:
             state = patrol_state(ports)

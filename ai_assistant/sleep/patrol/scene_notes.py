@@ -13,6 +13,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
 from ai_assistant.memory import nodes as nodes_model
+from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.nodes import PARSE_FAILED, SceneError, scene_notes, setting
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError
@@ -103,6 +104,8 @@ def _parse_notes(ports, repaired):
             failed[note["id"]] = str(err)
             continue
         node = nodes_model.new_node(note["id"], parsed, default_importance=default_importance)
+        if audience_of(note) is not PUBLIC:
+            node["audience"] = audience_of(note)  # a scene told in private stays private
         prepared.append(node)
     return prepared, failed
 

@@ -1,0 +1,237 @@
+"""
+Nothing acknowledged is lost: the shell's side of crash safety.
+
+State documents are written behind (`adapters.AttributeState`): changes live in a cache and
+reach the Attributes at the next flush. Three things make that safe:
+
+- **A write-ahead log per assistant** (`plumbing.state_log.StateLog`, one file per NPC under
+  `<game>/server/ai_assistant_data/state_log/`): every `set` is appended to it before the
+  change is acknowledged to anyone, so a kill -9 loses nothing. It is replayed into the
+  Attributes the first time the NPC's state is touched in a server process (at the latest when
+  its script starts, `AssistantScript.at_server_start`), and emptied by every flush. An fsync
+  follows within `durability.fsync_interval` seconds, in a worker thread.
+- **A flush when the reactor stops** (`hook_shutdown`): SIGTERM makes Twisted stop the reactor,
+  which runs its "before shutdown" triggers, but Evennia's Server flushes nothing then (only
+  `evennia stop`/`reload` call the `at_server_shutdown` hooks). One trigger per process flushes
+  every assistant in memory.
+- **A flush schedule kept in memory** (`AssistantScript`): the ticks since the last flush are
+  counted in `ndb`, not in a document a crash would roll back.
+
+A log names the NPC by id and creation time, so an NPC that gets the id of a deleted one never
+replays the old one's changes.
+"""
+
+import os
+from datetime import UTC
+
+from evennia.utils import logger
+
+from ai_assistant.plumbing import threads
+from ai_assistant.plumbing.state_log import StateLog, read_log
+
+FOLDER = "state_log"
+CHARACTER, SCRIPT = "character", "script"
+_RUNTIME_CACHE = "state_log"
+
+# process-wide: one reactor trigger per server process flushes every assistant
+_shutdown_hooked = []
+
+
+def log_folder():
+    """`<game>/server/ai_assistant_data/state_log`."""
+    from django.conf import settings as django_settings
+
+    from ai_assistant.memory.semantic import DATA_FOLDER
+
+    game = getattr(django_settings, "GAME_DIR", None) or os.getcwd()
+    return os.path.join(game, "server", DATA_FOLDER, FOLDER)
+
+
+def _stamp(character):
+    created = character.db_date_created
+    if created is None:
+        return "0"
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return str(int(created.timestamp() * 1_000_000))
+
+
+def log_path(character):
+    """The log file of `character`: `assistant_<id>_<creation time in µs>.log`."""
+    return os.path.join(log_folder(), f"assistant_{character.id}_{_stamp(character)}.log")
+
+
+class Durability:
+    """
+    One NPC's write-ahead log and its fsync schedule (kept in its runtime, one per process).
+
+    Args:
+        character (AssistantMixin): The NPC.
+        settings (Settings): Its settings (`durability.*`).
+    """
+
+    def __init__(self, character, settings):
+        self.character = character
+        self.fsync_interval = float(settings.get("durability.fsync_interval"))
+        self.max_bytes = int(settings.get("durability.max_log_kb")) * 1024
+        self.log = None
+        self.replayed = 0
+        self._sync_scheduled = False
+        self._flush_scheduled = False
+        if settings.get("durability.write_ahead"):
+            path = log_path(character)
+            self.replayed = replay(character, path)
+            _remove_stale_logs(character, path)
+            self.log = StateLog(path)
+            self.log.truncate()  # replayed into the Attributes above
+
+    @property
+    def enabled(self):
+        """True when changes are logged (`durability.write_ahead`)."""
+        return self.log is not None
+
+    def record(self, place, name, value):
+        """
+        Append a change to the log (before it is acknowledged).
+
+        Returns:
+            bool: False when it was not recorded (no log, or a value that does not pickle):
+            the caller writes it through.
+        """
+        if self.log is None or not self.log.append(place, name, value):
+            return False
+        self._schedule_sync()
+        if self.log.size > self.max_bytes and not self._flush_scheduled:
+            # a long stretch without a flush (a very busy room): flush now, and the log is empty
+            from twisted.internet import reactor
+
+            self._flush_scheduled = True
+            reactor.callLater(0, self._flush_now)
+        return True
+
+    def flushed(self):
+        """Everything is in the database: empty the log."""
+        if self.log is not None:
+            self.log.truncate()
+            self._schedule_sync()
+
+    def _flush_now(self):
+        self._flush_scheduled = False
+        self.character.assistant.flush()
+
+    def _schedule_sync(self):
+        if self._sync_scheduled:
+            return
+        from twisted.internet import reactor
+
+        self._sync_scheduled = True
+        reactor.callLater(self.fsync_interval, self._sync)
+
+    def _sync(self):
+        self._sync_scheduled = False
+        log = self.log
+        if log is not None and log.unsynced:
+            threads.run_blocking(log.sync).addErrback(
+                lambda failure: logger.log_err(
+                    f"[ai_assistant] state log fsync failed: {failure.getErrorMessage()}"))
+
+    def close(self):
+        if self.log is not None:
+            self.log.close()
+
+
+def durability_of(character, settings_factory):
+    """
+    The NPC's `Durability`, opened (and its log replayed) on first use in this process.
+
+    Args:
+        character (AssistantMixin): The NPC.
+        settings_factory (callable): Makes its settings (only called the first time).
+    """
+    hook_shutdown()
+    return character.assistant.runtime.cache(
+        _RUNTIME_CACHE, lambda: Durability(character, settings_factory()))
+
+
+def replay(character, path):
+    """
+    Write what a log holds into the NPC's (and its script's) Attributes.
+
+    Returns:
+        int: How many documents were restored.
+    """
+    changes, records, damaged = read_log(path)
+    if not changes:
+        return 0
+    script = character.assistant.script
+    restored = 0
+    for (place, name), value in changes.items():
+        owner = script if place == SCRIPT else character
+        if owner is None:
+            continue
+        owner.attributes.add(name, value)
+        restored += 1
+        # a cache made before the replay (none should be) must not hide the restored value
+        cache = owner.ndb.ai_state_cache
+        if cache is not None:
+            cache[name] = value
+    logger.log_info(f"[ai_assistant] {character.key}: restored {restored} documents from "
+                    f"{records} logged changes after an unclean stop"
+                    + (" (the last record was cut short)" if damaged else ""))
+    return restored
+
+
+def _remove_stale_logs(character, path):
+    """Logs of an earlier NPC with this id (deleted, its id reused) are not this NPC's."""
+    folder, own = os.path.dirname(path), os.path.basename(path)
+    prefix = f"assistant_{character.id}_"
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".log") and name != own:
+            try:
+                os.remove(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
+def remove_log(character):
+    """Close and delete the NPC's log (the NPC is being deleted)."""
+    durability = (character.ndb.ai_runtime.caches.get(_RUNTIME_CACHE)
+                  if character.ndb.ai_runtime is not None else None)
+    if durability is not None:
+        durability.close()
+        character.ndb.ai_runtime.caches.pop(_RUNTIME_CACHE, None)
+    try:
+        os.remove(log_path(character))
+    except OSError:
+        pass
+
+
+def hook_shutdown():
+    """Flush every assistant when the reactor stops (SIGTERM included); once per process."""
+    if _shutdown_hooked:
+        return
+    from twisted.internet import reactor
+
+    reactor.addSystemEventTrigger("before", "shutdown", flush_all)
+    _shutdown_hooked.append(True)
+
+
+def flush_all():
+    """Flush the state of every assistant this process has in memory."""
+    from evennia.objects.models import ObjectDB
+
+    flushed = 0
+    for obj in ObjectDB.get_all_cached_instances():
+        if not hasattr(obj, "assistant") or (obj.ndb.ai_runtime is None
+                                             and obj.ndb.ai_state_cache is None):
+            continue  # never touched its state in this process: nothing to flush
+        try:
+            obj.assistant.flush()
+            flushed += 1
+        except Exception as err:  # noqa: BLE001 - one failing NPC must not stop the others
+            logger.log_err(f"[ai_assistant] {obj.key}: flush at shutdown failed: {err}")
+    return flushed

@@ -1,0 +1,262 @@
+"""
+The recall pipeline: what the assistant remembers that bears on a query, from every tier.
+
+One ranking serves the prompt ("What you remember") and the lookup tools:
+
+1. **Corpus.** Every consolidated memory (the `mirror` of the long-term store) and the journal
+   entries not consolidated yet (the current stretch of conversation). A journal entry whose
+   memories are mirrored is left out: an entry and the memories made from it are one item.
+2. **Ranking.** The journal's search (`memory.search.search_entries`) over that corpus: BM25
+   over lemmas with pseudo-relevance feedback, the speaker and time boosts, context from
+   neighbouring lines, fused with the local embedder's cosine (`recall.embedding_weight`),
+   relevance first (`recall.alpha_recency`, `recall.alpha_importance`).
+3. **Filters.** Only items visible to the viewer (`memory.audience.visible_to`); never the
+   entries being answered (`exclude`); one item per source entry (the best-ranked text).
+4. **Information.** The score is scaled by how much a line says (`information`), so small talk
+   neither outranks facts nor takes room; lines below `recall.min_information` are dropped.
+5. **Budget.** Best first, lines are taken while they fit `recall.budget_tokens`, then shown
+   oldest first, each with its date (`lines.recall_line`).
+
+Everything but reading the journal and the mirror's snapshot runs in the worker pool
+(`rank_items` and `select_lines` are blocking; `recall` hands them to `run_cpu_bound`).
+"""
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy
+from twisted.internet import defer
+
+from ai_assistant.memory.audience import PUBLIC, audience_of, visible_to
+from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.recall.information import information
+from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
+from ai_assistant.memory.recall.mirror import ensure_loaded
+from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
+from ai_assistant.memory.search.filters import SearchFilters
+from ai_assistant.memory.search.journal_search import search_entries
+from ai_assistant.memory.search.params import SearchParams
+from ai_assistant.memory.search.terms import words
+from ai_assistant.memory.supersede import is_superseded
+from ai_assistant.plumbing import threads
+from ai_assistant.plumbing.tokens import count_tokens
+
+# Candidates ranked per item wanted, before the filters and the budget thin them.
+OVERFETCH = 3
+# A line longer than this is cut (a memory is a sentence or two; a pasted page is not).
+MAX_LINE_CHARS = 400
+# Share of an item's score that does not depend on how much it says.
+INFORMATION_FLOOR = 0.35
+# Share of its score a superseded memory keeps (`memory.supersede`): shown after the current.
+SUPERSEDED_SHARE = 0.5
+# Runs the ranking (embedding, BM25, dense product): None is the bounded worker pool
+# (`threads.run_cpu_bound`, looked up when called); tests swap in a synchronous runner.
+RECALL_RUNNER = None
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """
+    What to recall, and for whom.
+
+    Attributes:
+        text (str): The query (what was said, or what a tool asks).
+        viewer (str | None): Stable id of the person the result is for (None: public only).
+        exclude (frozenset): Journal entry ids (as text) never to recall (the events answered,
+            the lines the conversation history shows).
+        limit (int): At most this many items.
+        budget (int): Token budget of the lines (0: no budget, `limit` alone).
+        filters (SearchFilters, optional): What may be recalled at all (tags, age, trust).
+        journal (bool): Include the journal's unconsolidated entries (False: memories only).
+    """
+
+    text: str
+    viewer: str | None = None
+    exclude: frozenset = frozenset()
+    limit: int = 10
+    budget: int = 0
+    filters: SearchFilters | None = None
+    journal: bool = True
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """One recalled item: its final score and the journal-shaped item."""
+
+    score: float
+    item: dict
+
+
+def recall_params(settings):
+    """The search knobs of recall: the journal's, with recall's own weights and fusion."""
+    return dataclasses.replace(
+        SearchParams.from_settings(settings),
+        alpha_recency=settings.get("recall.alpha_recency"),
+        alpha_importance=settings.get("recall.alpha_importance"),
+        embedding_weight=settings.get("recall.embedding_weight"),
+    )
+
+
+def build_corpus(journal_entries, mirror):
+    """
+    The items to rank: the mirrored memories, then the journal entries none was made from.
+
+    Returns:
+        tuple: Journal-shaped items, the mirror's in time order then the journal's.
+    """
+    memories = mirror.entries() if mirror is not None else ()
+    sources = mirror.source_entries() if mirror is not None else frozenset()
+    if not sources:
+        return memories + tuple(journal_entries)
+    return memories + tuple(e for e in journal_entries if str(e.get("id")) not in sources)
+
+
+def _excluded(item, exclude):
+    if str(item.get("id")) in exclude:
+        return True
+    return item.get("tier") == MEMORY_TIER and str(item.get("entry_id")) in exclude
+
+
+def _dense(corpus, text, embed, matrices):
+    """The cosine of the query to every item, in the corpus's order (blocking), or None."""
+    if embed is None or not corpus:
+        return None
+    texts = tuple(str(item.get("content") or "") for item in corpus)
+    vector = numpy.asarray(embed([text])[0], dtype=numpy.float32)
+    norm = numpy.linalg.norm(vector)
+    if not norm:
+        return None
+    return matrices.matrix(embed, texts) @ (vector / norm)
+
+
+def _hidden(corpus):
+    """How many items are private to someone (an upper bound of what a viewer cannot see)."""
+    return sum(1 for item in corpus if audience_of(item) is not PUBLIC)
+
+
+def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
+               min_information=0.0, hidden=None):  # fmt: skip
+    """
+    Rank the corpus for a query (blocking: run it in the worker pool).
+
+    Args:
+        corpus (tuple): Journal-shaped items (`build_corpus`).
+        query (RecallQuery): What to recall, for whom.
+        now (datetime): The current time.
+        params (SearchParams): The search knobs (`recall_params`).
+        embed (callable, optional): The local embedder's `embed`; fused when given.
+        matrices (EmbeddingMatrices, optional): The corpus's vectors, kept between calls.
+        index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
+        min_information (float): Lines saying less than this are never recalled.
+        hidden (int, optional): How many items are private to someone, if the caller knows
+            (the mirror keeps its count); else they are counted here.
+
+    Returns:
+        list[Recalled]: Best first, one per source entry, visible to the viewer.
+    """
+    if not corpus or not query.text.strip():
+        return []
+    hidden = _hidden(corpus) if hidden is None else hidden
+    fetch = query.limit * OVERFETCH + hidden + len(query.exclude)
+    if params.embedding_weight and embed is not None:
+        dense = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices())
+    else:
+        dense = None
+    ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
+                            filters=query.filters, semantic_scores=dense,
+                            index_cache=index_cache)  # fmt: skip
+    recalled, seen = [], set()
+    for score, item in ranked:
+        if not visible_to(item, query.viewer) or _excluded(item, query.exclude):
+            continue
+        key = source_key(item)
+        if key in seen:
+            continue
+        seen.add(key)
+        said = information(item.get("content"), words(item.get("source_entity") or ""))
+        if said < min_information:
+            continue
+        score *= INFORMATION_FLOOR + (1 - INFORMATION_FLOOR) * said
+        if is_superseded(item):
+            score *= SUPERSEDED_SHARE  # a corrected fact comes after the current ones
+        recalled.append(Recalled(score, item))
+    recalled.sort(key=lambda found: -found.score)
+    return recalled[: query.limit]
+
+
+def select_lines(recalled, budget, limit, count=count_tokens):
+    """
+    The lines that fit the token budget, best first, then shown oldest first.
+
+    Args:
+        recalled (list[Recalled]): Ranked items.
+        budget (int): Tokens for all lines (0: no budget).
+        limit (int): At most this many lines.
+        count (callable): Token counter.
+
+    Returns:
+        list[str]: Dated lines, oldest first.
+    """
+    chosen, used = [], 0
+    for found in recalled:
+        line = recall_line(found.item)
+        if len(line) > MAX_LINE_CHARS:
+            line = line[: MAX_LINE_CHARS - 3].rstrip() + "..."
+        cost = count(line) + 1
+        if budget and used + cost > budget:
+            continue  # a shorter line further down may still fit
+        chosen.append((found.item, line))
+        used += cost
+        if len(chosen) >= limit:
+            break
+    chosen.sort(key=lambda pair: str(pair[0].get("timestamp") or ""))
+    return [line for _, line in chosen]
+
+
+def _recall_in_worker(journal_entries, query, now, settings, mirror):
+    corpus = build_corpus(journal_entries, mirror)
+    tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
+    hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+    embed = default_embed(settings) if settings.get("recall.embedding_weight") else None
+    recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
+                          matrices=mirror.matrices if mirror else None,
+                          index_cache=mirror.index_cache if mirror else None,
+                          min_information=settings.get("recall.min_information"),
+                          hidden=hidden)  # fmt: skip
+    return recalled, select_lines(recalled, query.budget, query.limit)
+
+
+@defer.inlineCallbacks
+def recall(ports, query, *, runner=None):
+    """
+    Recall for a query from every tier (the pipeline of the module doc).
+
+    On the reactor: the mirror's first read is started (the store lists off the reactor) and
+    the journal's current version is read; the corpus, the ranking, the embedding and the
+    budget run in `runner` (the worker pool).
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        query (RecallQuery): What to recall, for whom, how much.
+        runner (callable, optional): `runner(func, *args) -> Deferred` for the blocking part
+            (default `RECALL_RUNNER`, the worker pool).
+
+    Returns:
+        Deferred[tuple]: `(recalled, lines)`: the ranked `Recalled` items and the dated
+        lines that fit the budget.
+    """
+    if not query.text.strip():
+        return [], []
+    runner = runner or RECALL_RUNNER or threads.run_cpu_bound
+    mirror = yield ensure_loaded(ports, runner)
+    # the journal's current version (entries are never changed in place); the corpus, its
+    # index and its vectors are made from it and the mirror's snapshot in the worker
+    journal = get_journal(ports)["entries"] if query.journal else ()
+    result = yield runner(_recall_in_worker, journal, query, ports.clock.now(), ports.settings,
+                          mirror)  # fmt: skip
+    return result
+
+
+def loaded_mirror(ports):
+    """Deferred[MemoryMirror]: the mirror, read from the store in the worker pool once."""
+    return ensure_loaded(ports, RECALL_RUNNER or threads.run_cpu_bound)

@@ -1,0 +1,128 @@
+"""
+The write-ahead log of one assistant's state documents: what makes a write-behind store safe.
+
+The shell keeps state documents in a cache and writes them to the database in batches (a
+database write per change would cost the reactor far more than the thinking). Between two
+batches a crash would lose every change, including ones a player or an admin was told about.
+So each change is also appended here, at once, before anyone is told: one record per
+`StateStore.set`, `(place, document name, value)`. A `write` of a few hundred bytes to a file
+the process keeps open survives kill -9 (the kernel has it); an fsync every
+`durability.fsync_interval` seconds, off the reactor, makes it survive a power cut too.
+
+At the next start the records are read back (`read_log`: the last value of each document wins)
+and written to the database; every flush empties the log (`StateLog.truncate`), so it only ever
+holds what the database does not have yet.
+
+Each record is `length (4 bytes) | crc32 (4 bytes) | pickle`. A record cut short by a crash in
+the middle of a write, or damaged, ends the replay there: everything before it is kept.
+"""
+
+import os
+import pickle
+import struct
+import zlib
+
+_HEADER = struct.Struct("<II")
+_PROTOCOL = 5
+
+
+class StateLog:
+    """
+    An append-only file of state changes, kept open.
+
+    Args:
+        path (str): The log file (its folder is created).
+    """
+
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.size = os.fstat(self._fd).st_size
+        self.unsynced = False
+
+    @property
+    def closed(self):
+        return self._fd is None
+
+    def append(self, place, name, value):
+        """
+        Record that document `name` (kept on `place`) is now `value`.
+
+        Returns:
+            bool: False when `value` cannot be recorded (it does not pickle); the caller then
+            has to write it through itself.
+        """
+        if self._fd is None:
+            return False
+        try:
+            payload = pickle.dumps((place, str(name), value), protocol=_PROTOCOL)
+        except Exception:  # noqa: BLE001 - any object that refuses pickling
+            return False
+        record = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+        view = memoryview(record)
+        while view:  # a regular file takes it in one write; loop in case it does not
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.size += len(record)
+        self.unsynced = True
+        return True
+
+    def truncate(self):
+        """Forget every record: the database has them all now."""
+        if self._fd is not None and self.size:
+            os.ftruncate(self._fd, 0)
+            self.size = 0
+            self.unsynced = True
+
+    def sync(self):
+        """fsync the log (blocking: run it off the reactor). Safe after `close`."""
+        fd = self._fd
+        if fd is None or not self.unsynced:
+            return
+        self.unsynced = False
+        try:
+            os.fsync(fd)
+        except OSError:  # closed meanwhile
+            pass
+
+    def close(self):
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+def read_log(path):
+    """
+    The changes a log holds, the last value of each document.
+
+    Args:
+        path (str): The log file; a missing file holds nothing.
+
+    Returns:
+        tuple: `(changes, records, damaged)`: `changes` is `{(place, name): value}` in the order
+        each document was last changed, `records` how many records were read, `damaged` True
+        when the file ended in a cut-short or damaged record (ignored, with what follows it).
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return {}, 0, False
+    changes, records, offset = {}, 0, 0
+    while offset < len(data):
+        if offset + _HEADER.size > len(data):
+            return changes, records, True
+        length, crc = _HEADER.unpack_from(data, offset)
+        payload = data[offset + _HEADER.size: offset + _HEADER.size + length]
+        if len(payload) < length or zlib.crc32(payload) != crc:
+            return changes, records, True
+        try:
+            place, name, value = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - an unreadable record ends the replay
+            return changes, records, True
+        changes.pop((place, name), None)  # keep the order of the last change
+        changes[(place, name)] = value
+        records += 1
+        offset += _HEADER.size + length
+    return changes, records, False

@@ -1,0 +1,590 @@
+"""
+Recall as the game plays it: is the evidence for a question in the request the LLM receives?
+
+    .venv/bin/python -m bench.game_recall [--data PATH] [--out PATH] [--conversations N]
+        [--sessions N] [--questions N]
+
+For each LoCoMo conversation (`../shared/bench/locomo/locomo_dev.json` by default; the format
+is described in that folder's README and in `bench/locomo.py`), in the real Evennia shell
+booted in-process by `bench/scale.py`'s helpers (Django + Evennia on a throwaway SQLite file,
+the semantic tier's data folder in the same temporary folder):
+
+- **Setup.** One assistant (`AssistantCharacter`) in a room of its own, at the game's defaults
+  (no `config_overrides`): no LLM endpoint is configured, so it runs in mechanical mode, with
+  the embedded mem0 store (local WordLlama embedder, local qdrant). Its clock is a
+  `FixedClock` set to each session's date. The conversation's two speakers are two characters
+  in the room (distinct stable ids); the assistant is the listener they talk to.
+- **Listening.** Each turn goes through the path of a player's `talk`:
+  `npc.assistant.hear(player, text, "talk")`, then the awake tick (`run_tick("awake")`).
+- **Sleep.** After every session: `enter_sleep` as `@assistant/sleep` does, sleep ticks
+  (`run_tick("sleep")`) until the consolidation is complete and the dreaming phase's link
+  generation has nothing left, then `request_wake` as `@assistant/wake`.
+- **Questions** (categories 1-4, as `bench/locomo.py` selects them) are asked by the
+  conversation's first speaker through the awake tick, an hour after the last session. Only
+  now the assistant gets an LLM port: `CapturingLLM` (`bench/prompt_size.py`), which keeps the
+  request the ReAct loop sends (the messages and the tool specs, what would go over the wire)
+  and answers with a plain `say`, so the turn ends after one request. Every question starts
+  from the same memory: the state documents are put back as they were after the last sleep,
+  so the questions asked before (journaled and remembered like any line) do not crowd the
+  journal or the conversation history of the next.
+
+What is recorded per question:
+
+- `evidence_in_prompt`: the share of its evidence turns present in the request: the turn's
+  own words (whitespace and punctuation normalised; a prefix of at most `KEY_CHARS`
+  characters, since long lines may be cut in a memory line), or the text of a mem0 memory
+  consolidated from the turn's journal entry (metadata `entry_id`). Entries and memories map
+  back to `dia_id`s outside the assistant: an entry is the journal entry the turn's awake tick
+  wrote.
+- `tools_at_10`: the share of its evidence turns found in the union of what the two lookup
+  tools of a conversation return at their top 10, `search_journal` and `recall_scenes`, each
+  run through `execute_tool` with the question as query, with the ports the ReAct cycle was
+  given for the asking player (so whatever the cycle knows of its interlocutor, the tools
+  know too). A hit matches by entry id, by a memory made from the entry, or by the text.
+- the request's tokens (cl100k, `plumbing.tokens`: messages with their chat overhead plus the
+  tool specs as JSON), and per section of the system message.
+- for missed evidence, where it was at question time: still in the `journal`, only in `mem0`,
+  or `nowhere`.
+
+The bench never reimplements recall: whatever code builds the prompt and answers the tools at
+run time is what it measures. Results go to `--out` and to `bench/results/game_recall.json`.
+"""
+
+import argparse
+import copy
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench.locomo import CATEGORIES, DEFAULT_DATA, parse_session_date, questions
+from bench.prompt_size import CapturingLLM, request_tokens
+from bench.scale import boot, inline_threads
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "game_recall.json"
+KEY_CHARS = 60  # the normalised prefix of a turn or memory looked for in a request
+TURN_SPACING = timedelta(seconds=30)  # between two turns of a session
+SLEEP_TICKS_MAX = 400  # a sleep that has not finished by then is reported, not waited for
+TOOLS = ("search_journal", "recall_scenes")
+TOP_K = 10
+SETTLE_SECONDS = 120
+PER_QUESTION = ("conversation", "question", "category", "evidence", "evidence_in_prompt",
+                "tools_at_10", "found_via", "missed_where", "tokens")
+
+
+def settle(deferred):
+    """
+    The result of a Deferred: inline when the thread pools run inline (`inline_threads`),
+    otherwise by turning the reactor until it fires (work a module sent to a pool it imported
+    before the bench could make it inline).
+    """
+    from twisted.python.failure import Failure
+
+    if deferred is None or not hasattr(deferred, "addBoth"):
+        return deferred
+    results = []
+    deferred.addBoth(results.append)
+    if not results:
+        from twisted.internet import reactor
+
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while not results and time.monotonic() < deadline:
+            reactor.iterate(0.001)
+    if not results:
+        raise RuntimeError(f"a Deferred did not fire within {SETTLE_SECONDS} s")
+    if isinstance(results[0], Failure):
+        results[0].raiseException()
+    return results[0]
+
+
+def normalise(text):
+    """Lower case, every run of punctuation or whitespace one space: how text is compared."""
+    return " ".join(re.sub(r"[\W_]+", " ", str(text).lower()).split())
+
+
+def text_key(text):
+    """The normalised prefix of `text` looked for in a request (whole words only)."""
+    words, key = normalise(text).split(), ""
+    for word in words:
+        if key and len(key) + 1 + len(word) > KEY_CHARS:
+            break
+        key = f"{key} {word}" if key else word
+    return key
+
+
+def turn_sessions(sample):
+    """
+    Args:
+        sample (dict): One LoCoMo conversation.
+
+    Returns:
+        list: `(datetime, [(speaker, text, dia_id), ...])` per session, in order; a shared
+        picture is told as `bench/locomo.py` tells it (`[shares a photo: <caption>]`).
+    """
+    conversation = sample["conversation"]
+    numbers = sorted(int(key.split("_")[1]) for key, value in conversation.items()
+                     if key.startswith("session_") and isinstance(value, list))  # fmt: skip
+    sessions = []
+    for number in numbers:
+        turns = []
+        for turn in conversation[f"session_{number}"]:
+            text = turn["text"]
+            if turn.get("blip_caption"):
+                text = f"{text} [shares a photo: {turn['blip_caption']}]"
+            turns.append((turn["speaker"], text, turn["dia_id"]))
+        moment = parse_session_date(conversation[f"session_{number}_date_time"])
+        sessions.append((moment, turns))
+    return sessions
+
+
+class RecordingCycle:
+    """The ReAct cycle, recording the ports and situation the awake tick hands it."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, ports, situation, **kwargs):
+        from ai_assistant.agent.react import run_react_cycle
+
+        self.calls.append((ports, situation))
+        return run_react_cycle(ports, situation, **kwargs)
+
+
+class Game:
+    """One conversation's assistant, its room and its two players, in the real shell."""
+
+    def __init__(self, sample, index):
+        from evennia.utils import create
+
+        from ai_assistant.plumbing.ports import FixedClock
+        from ai_assistant.typeclasses import AssistantCharacter
+        from bench.game_player import BenchPlayer
+
+        conversation = sample["conversation"]
+        self.room = create.create_object("evennia.objects.objects.DefaultRoom",
+                                         key=f"Parlour {index}")  # fmt: skip
+        self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room,
+                                        home=self.room)  # fmt: skip
+        self.npc.assistant.script.unsubscribe()  # the bench drives the ticks
+        self.players = {}
+        for name in (conversation["speaker_a"], conversation["speaker_b"]):
+            self.players[name] = create.create_object(BenchPlayer, key=name,
+                                                      location=self.room, home=self.room)
+        self.first_speaker = self.players[conversation["speaker_a"]]
+        self.clock = FixedClock(datetime(2020, 1, 1, tzinfo=UTC))
+        self.ports.clock = self.clock
+        self.entry_dia = {}  # journal entry id -> dia_id
+
+    @property
+    def ports(self):
+        return self.npc.assistant.ports()
+
+    def journal_entries(self):
+        from ai_assistant.memory import journal
+
+        return journal.get_journal(self.ports)["entries"]
+
+    def listen(self, moment, turns):
+        """Each turn said to the assistant (`talk`), an awake tick after each."""
+        known = {entry["id"] for entry in self.journal_entries()}
+        for number, (speaker, text, dia_id) in enumerate(turns):
+            self.clock.current = moment + number * TURN_SPACING
+            self.npc.assistant.hear(self.players[speaker], text, "talk")
+            settle(self.npc.assistant.run_tick("awake"))
+            for entry in self.journal_entries():
+                if entry["id"] not in known:
+                    known.add(entry["id"])
+                    self.entry_dia.setdefault(entry["id"], dia_id)
+
+    def sleep(self):
+        """
+        A full sleep as `@assistant/sleep` then `@assistant/wake`: ticks until consolidation
+        is complete and link generation has nothing left.
+
+        Returns:
+            dict: `{"ticks", "finished"}`.
+        """
+        from ai_assistant.sleep import modes
+
+        assistant = self.npc.assistant
+        modes.enter_sleep(self.ports, "bench: after the session", assistant.set_mode)
+        ticks, finished = 0, False
+        while ticks < SLEEP_TICKS_MAX and assistant.operating_mode == "sleep":
+            ticks += 1
+            self.clock.advance(minutes=1)
+            report = settle(assistant.run_tick("sleep")) or {}
+            if report.get("phase") == modes.DREAMING:
+                links = (report.get("steps") or {}).get("memory_links") or {}
+                if not links.get("remaining"):
+                    finished = True
+                    break
+        if assistant.operating_mode == "sleep":
+            modes.request_wake(self.ports, "bench: the next session", assistant.set_mode)
+        assistant.script.unsubscribe()  # set_mode subscribed it: no real ticker may fire
+        if assistant.operating_mode != "awake":
+            raise RuntimeError("the assistant did not wake")
+        return {"ticks": ticks, "finished": finished}
+
+    def memories(self):
+        """`{memory id: (entry id, text)}` of every memory in the assistant's mem0 store."""
+        if self.ports.semantic is None:
+            return {}
+        found = settle(self.ports.semantic.list(limit=1_000_000)) or []
+        return {item["id"]: ((item.get("metadata") or {}).get("entry_id"), item.get("memory"))
+                for item in found}  # fmt: skip
+
+
+def snapshot(ports):
+    """Every state document as it is now (deep copies)."""
+    from ai_assistant.plumbing import documents
+
+    return {name: copy.deepcopy(ports.state.get(name, None)) for name in documents.REGISTRY}
+
+
+def restore(ports, saved):
+    """Put every state document back as `snapshot` found it."""
+    for name, value in saved.items():
+        ports.state.set(name, copy.deepcopy(value))
+
+
+def request_text(request):
+    """The normalised text of a request's messages (what a line must be found in)."""
+    parts = []
+    for message in request["messages"]:
+        content = message.get("content")
+        parts.append(content if isinstance(content, str) else json.dumps(content or ""))
+    return normalise("\n".join(parts))
+
+
+def section_tokens(request):
+    """
+    `{heading: tokens}` of a request's sections: the text under each `## ` heading of every
+    message (what comes before a message's first heading counts as its role's), and the tool
+    specs.
+    """
+    from ai_assistant.plumbing.tokens import count_tokens
+
+    sections = {}
+    for message in request["messages"]:
+        heading, lines = f"({message.get('role')})", []
+        for line in str(message.get("content") or "").splitlines() + ["## (end)"]:
+            if line.startswith("## "):
+                if any(part.strip() for part in lines):
+                    sections[heading] = (sections.get(heading, 0)
+                                         + count_tokens("\n".join(lines)))  # fmt: skip
+                heading, lines = line[3:].strip(), []
+            else:
+                lines.append(line)
+    if request.get("tools"):
+        sections["(tool specs)"] = count_tokens(json.dumps(request["tools"]))
+    return sections
+
+
+def hit_items(result):
+    """
+    What a tool returned, as `(items, loose)`: the first `TOP_K` dicts of every list of hits
+    in its result, and its other text (a tool that answers in prose, not in a list).
+    """
+    items, loose = [], []
+    for key, value in (result or {}).items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items.extend(value[:TOP_K])
+        elif isinstance(value, str) and key not in ("query", "mode", "note"):
+            loose.append(value)
+    return items, loose
+
+
+def strings_of(value):
+    """Every string inside a JSON-like value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_of(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from strings_of(item)
+
+
+class Evidence:
+    """Where each turn of a conversation can be recognised: its text, its entry, its memories."""
+
+    def __init__(self, sessions, entry_dia, memories, journal_ids):
+        self.keys = {dia: text_key(text) for _, turns in sessions for _, text, dia in turns}
+        self.entry_dia = entry_dia
+        self.journal_dia = {entry_dia[i] for i in journal_ids if i in entry_dia}
+        self.memory_dia, self.memory_keys = {}, {}
+        for memory_id, (entry_id, text) in memories.items():
+            dia = entry_dia.get(entry_id)
+            if dia is not None:
+                self.memory_dia[memory_id] = dia
+                self.memory_keys.setdefault(dia, []).append(text_key(text))
+
+    def in_text(self, dia, text):
+        """`"text"`, `"memory"` or None: how turn `dia` shows in normalised `text`."""
+        key = self.keys.get(dia)
+        if key and key in text:
+            return "text"
+        if any(key and key in text for key in self.memory_keys.get(dia, ())):
+            return "memory"
+        return None
+
+    def where(self, dia):
+        """Where a turn's memory was at question time: journal, mem0, nowhere or not a turn."""
+        if dia not in self.keys:
+            return "not_a_turn"
+        if dia in self.journal_dia:
+            return "journal"
+        return "mem0" if dia in self.memory_keys else "nowhere"
+
+    def in_tool_result(self, result):
+        """The dia_ids a tool's result (its top `TOP_K`) holds, by id or by text."""
+        items, loose = hit_items(result)
+        found, texts = set(), list(loose)
+        for item in items:
+            strings = list(strings_of(item))
+            for value in strings:
+                found.update(d for d in (self.entry_dia.get(value), self.memory_dia.get(value))
+                             if d is not None)  # fmt: skip
+            texts.append(" ".join(strings))
+        text = normalise("\n".join(texts))
+        found.update(dia for dia in self.keys if self.in_text(dia, text))
+        return found
+
+
+def fast_forward(reactor, scheduled):
+    """
+    Make now every call the reactor was asked to make later since `scheduled` (the delayed
+    calls then): the time between two questions passes at once. A player asks the next
+    question after the answer to the last, so a pacing delay the turn started (a speaker's
+    cooldown) is over by then.
+    """
+    for call in reactor.getDelayedCalls():
+        if call not in scheduled and call.active():
+            func, args, kw = call.func, call.args, call.kw  # cancel() forgets them
+            call.cancel()
+            func(*args, **kw)
+
+
+def ask(game, question, capture, evidence):
+    """
+    One question asked by the first speaker through the awake tick; the lookup tools run as
+    the model would call them, with the ports the cycle was given.
+
+    Returns:
+        dict: The question's figures.
+    """
+    from twisted.internet import reactor
+
+    from ai_assistant.tools.registry import execute_tool
+
+    cycle = RecordingCycle()
+    capture.requests.clear()
+    scheduled = set(reactor.getDelayedCalls())
+    game.npc.assistant.hear(game.first_speaker, question["question"], "talk")
+    settle(game.npc.assistant._awake_tick(game.ports, cycle))  # run_tick("awake")'s body
+    fast_forward(reactor, scheduled)
+    if not capture.requests or not cycle.calls:
+        raise RuntimeError(f"no request was made for {question['question']!r}")
+    request = capture.requests[0]
+    text = request_text(request)
+    wanted = list(dict.fromkeys(str(dia) for dia in question["evidence"]))
+    shown = {dia: evidence.in_text(dia, text) for dia in wanted}
+    tool_found = set()
+    for name in TOOLS:
+        result = settle(execute_tool(name, cycle.calls[0][0], {"query": question["question"]}))
+        tool_found |= evidence.in_tool_result(result)
+    return {
+        "question": question["question"],
+        "category": CATEGORIES[question["category"]],
+        "evidence": wanted,
+        "evidence_in_prompt": sum(1 for dia in wanted if shown[dia]) / len(wanted),
+        "tools_at_10": sum(1 for dia in wanted if dia in tool_found) / len(wanted),
+        "found_via": {dia: how for dia, how in shown.items() if how},
+        "missed_where": {dia: evidence.where(dia) for dia in wanted if not shown[dia]},
+        "tokens": request_tokens(request),
+        "sections": section_tokens(request),
+    }
+
+
+def run_conversation(sample, index, limits, log):
+    """
+    Listen to every session (a sleep after each), then ask the questions.
+
+    Returns:
+        tuple: `(per-question figures, conversation summary)`.
+    """
+    timings = {"listen_seconds": 0.0, "sleep_seconds": 0.0, "question_seconds": 0.0}
+    game = Game(sample, index)
+    sessions = turn_sessions(sample)[: limits.sessions or None]
+    sleeps = []
+    for moment, turns in sessions:
+        started = time.perf_counter()
+        game.listen(moment, turns)
+        timings["listen_seconds"] += time.perf_counter() - started
+        started = time.perf_counter()
+        sleeps.append(game.sleep())
+        timings["sleep_seconds"] += time.perf_counter() - started
+    started = time.perf_counter()
+    game.clock.current = sessions[-1][0] + timedelta(hours=1)
+    saved = snapshot(game.ports)
+    evidence = Evidence(sessions, game.entry_dia, game.memories(),
+                        [entry["id"] for entry in game.journal_entries()])
+    capture = CapturingLLM(reply_text="Let me think.")
+    game.ports.llm = capture  # only for the questions: listening and sleep were mechanical
+    figures = []
+    said = set(evidence.keys)
+    # a slice of the sessions asks only the questions about what was said
+    asked = [q for q in questions(sample) if set(map(str, q["evidence"])) <= said
+             or not limits.sessions][: limits.questions or None]  # fmt: skip
+    for question in asked:
+        restore(game.ports, saved)
+        figures.append({"conversation": sample.get("sample_id"),
+                        **ask(game, question, capture, evidence)})
+    game.ports.llm = None
+    timings["question_seconds"] = time.perf_counter() - started
+    summary = {
+        "sample_id": sample.get("sample_id"), "sessions": len(sessions),
+        "turns": sum(len(turns) for _, turns in sessions), "questions": len(figures),
+        "journal_entries_at_questions": len(evidence.journal_dia),
+        "memories_at_questions": len(evidence.memory_dia),
+        "sleeps_unfinished": sum(1 for s in sleeps if not s["finished"]),
+        "sleep_ticks_mean": round(statistics.fmean(s["ticks"] for s in sleeps), 1),
+        **_shares(figures), **{k: round(v, 1) for k, v in timings.items()},
+    }  # fmt: skip
+    log(f"{summary['sample_id']}: {summary['turns']} turns, {len(figures)} questions, "
+        f"evidence in prompt {summary.get('evidence_in_prompt')}, "
+        f"tools@10 {summary.get('tools_at_10')}")
+    return figures, summary
+
+
+def _shares(figures):
+    """Mean evidence_in_prompt and tools_at_10 over questions (each its share of turns)."""
+    if not figures:
+        return {"evidence_in_prompt": None, "tools_at_10": None}
+    return {name: round(statistics.fmean(f[name] for f in figures), 4)
+            for name in ("evidence_in_prompt", "tools_at_10")}  # fmt: skip
+
+
+def percentile(values, share):
+    """The nearest-rank percentile (`share` in 0..1) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def summarise(figures, conversations, seconds):
+    """The results document from every question's figures."""
+    per_category = {}
+    for name in CATEGORIES.values():
+        chosen = [f for f in figures if f["category"] == name]
+        if chosen:
+            per_category[name] = {"questions": len(chosen), **_shares(chosen)}
+    misses, via = {}, {}
+    for figure in figures:
+        for where in figure["missed_where"].values():
+            misses[where] = misses.get(where, 0) + 1
+        for how in figure["found_via"].values():
+            via[how] = via.get(how, 0) + 1
+    missed = sum(misses.values()) or 1
+    tokens = [f["tokens"] for f in figures] or [0]
+    sections = {}
+    for figure in figures:
+        for name, count in figure["sections"].items():
+            sections[name] = sections.get(name, 0) + count
+    turns = sum(len(f["evidence"]) for f in figures)
+    return {
+        "benchmark": "game_recall",
+        "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "overall": {**_shares(figures),
+                    "evidence_turns": turns,
+                    "evidence_in_prompt_pooled": round(sum(
+                        len(f["found_via"]) for f in figures) / (turns or 1), 4)},
+        "per_category": per_category,
+        "request_tokens": {"mean": round(statistics.fmean(tokens), 1),
+                           "p95": percentile(tokens, 0.95), "max": max(tokens)},
+        "tokens_by_section_mean": {name: round(count / max(1, len(figures)), 1)
+                                   for name, count in sorted(sections.items(),
+                                                             key=lambda item: -item[1])},
+        "missed_evidence": {"turns": dict(sorted(misses.items())),
+                            "share": {k: round(v / missed, 3) for k, v in sorted(misses.items())}},
+        "evidence_found_via": dict(sorted(via.items())),
+        "questions": len(figures),
+        "seconds": round(seconds, 1),
+        "per_conversation": conversations,
+        "per_question": [{key: figure[key] for key in PER_QUESTION} for figure in figures],
+    }  # fmt: skip
+
+
+def run(args, log=print):
+    """Boot the shell, play every conversation, return the results document."""
+    samples = json.loads(Path(args.data).read_text())[: args.conversations or None]
+    started = time.perf_counter()
+    figures, conversations = [], []
+    with tempfile.TemporaryDirectory(prefix="ai_assistant_game_recall_") as folder:
+        boot(folder, "sqlite")
+        inline_threads()
+        try:
+            from django.conf import settings
+
+            for index, sample in enumerate(samples):
+                # each assistant's semantic tier in a folder of its own (a local qdrant scans
+                # every point of its folder: a shared one would slow each conversation by the
+                # memories of the ones before it, whose assistants are gone)
+                settings.GAME_DIR = str(Path(folder) / f"conversation_{index}")
+                found, summary = run_conversation(sample, index, args, log)
+                figures.extend(found)
+                conversations.append(summary)
+        finally:
+            from ai_assistant.memory.semantic import close_all_stores
+
+            close_all_stores()
+    document = summarise(figures, conversations, time.perf_counter() - started)
+    document["what"] = {
+        "data": str(args.data), "conversations": len(samples),
+        "sessions_per_conversation": args.sessions or "all",
+        "questions_per_conversation": args.questions or "all (categories 1-4)",
+        "settings": "the game's defaults (no overrides): mechanical mode, embedded mem0",
+        "evidence_match": f"normalised prefix of at most {KEY_CHARS} characters of the turn "
+                          "or of a memory made from its journal entry",
+        "tools": f"union of {', '.join(TOOLS)} at their top {TOP_K}",
+    }  # fmt: skip
+    return document
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--conversations", type=int, default=None,
+                        help="only the first N conversations")
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="only the first N sessions of each (a smoke run; questions are "
+                             "then those whose evidence was said)")
+    parser.add_argument("--questions", type=int, default=None,
+                        help="only the first N questions of each conversation")
+    args = parser.parse_args(argv)
+    for name in ("conversations", "sessions", "questions"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    if not Path(args.data).is_file():
+        parser.error(f"no data file at {args.data}")
+    document = run(args, log=lambda line: print(line, file=sys.stderr, flush=True))
+    text = json.dumps(document, indent=2) + "\n"
+    # a slice (--sessions, --questions) is a smoke run: it leaves the latest results alone
+    sliced = args.sessions is not None or args.questions is not None
+    for path in {Path(args.out)} | (set() if sliced else {RESULTS}):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    print(json.dumps({k: v for k, v in document.items()
+                      if k not in ("per_conversation", "per_question")}, indent=2))
+    return document
+
+
+if __name__ == "__main__":
+    main()
