@@ -16,6 +16,8 @@ MEMORY_TIER = "memory"
 # The trust of a memory that records none (the specification's neutral middle).
 UNKNOWN_TRUST = 0.5
 JOURNAL_TIER = "journal"
+NODE_TIER = "node"
+PROFILE_TIER = "profile"
 
 
 def memory_item(memory):
@@ -55,6 +57,8 @@ def source_key(item):
     if item.get("tier") == MEMORY_TIER:
         entry_id = item.get("entry_id")
         return ("entry", str(entry_id)) if entry_id is not None else ("memory", item["id"])
+    if item.get("tier") in (NODE_TIER, PROFILE_TIER):
+        return (item["tier"], str(item.get("id")))
     return ("entry", str(item.get("id")))
 
 

@@ -3,8 +3,9 @@ The recall pipeline: what the assistant remembers that bears on a query, from ev
 
 One ranking serves the prompt ("What you remember") and the lookup tools:
 
-1. **Corpus.** Every consolidated memory (the `mirror` of the long-term store) and the journal
-   entries not consolidated yet (the current stretch of conversation). A journal entry whose
+1. **Corpus.** Every consolidated memory (the `mirror` of the long-term store), the journal
+   entries not consolidated yet (the current stretch of conversation), the living memory
+   nodes and what the entity profiles learnt about people (`tiers`). A journal entry whose
    memories are mirrored is left out: an entry and the memories made from it are one item.
 2. **Ranking.** The journal's search (`memory.search.search_entries`) over that corpus: BM25
    over lemmas with pseudo-relevance feedback, the speaker and time boosts, context from
@@ -28,10 +29,13 @@ import numpy
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of, visible_to
+from ai_assistant.memory.entities import get_profiles
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.mirror import ensure_loaded
+from ai_assistant.memory.recall.tiers import tier_items
 from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
 from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.journal_search import search_entries
@@ -67,7 +71,8 @@ class RecallQuery:
         limit (int): At most this many items.
         budget (int): Token budget of the lines (0: no budget, `limit` alone).
         filters (SearchFilters, optional): What may be recalled at all (tags, age, trust).
-        journal (bool): Include the journal's unconsolidated entries (False: memories only).
+        journal (bool): Include the journal's unconsolidated entries, the memory nodes and the
+            entity profiles (False: the long-term store only).
     """
 
     text: str
@@ -97,18 +102,18 @@ def recall_params(settings):
     )
 
 
-def build_corpus(journal_entries, mirror):
+def build_corpus(journal_entries, mirror, others=()):
     """
-    The items to rank: the mirrored memories, then the journal entries none was made from.
+    The items to rank: the mirrored memories, the journal entries none was made from, then the
+    other tiers' items (memory nodes, entity profiles: `tiers.tier_items`).
 
     Returns:
-        tuple: Journal-shaped items, the mirror's in time order then the journal's.
+        tuple: Journal-shaped items, the mirror's in time order, the journal's, the others.
     """
     memories = mirror.entries() if mirror is not None else ()
     sources = mirror.source_entries() if mirror is not None else frozenset()
-    if not sources:
-        return memories + tuple(journal_entries)
-    return memories + tuple(e for e in journal_entries if str(e.get("id")) not in sources)
+    journal = tuple(e for e in journal_entries if str(e.get("id")) not in sources)
+    return memories + journal + tuple(others)
 
 
 def _excluded(item, exclude):
@@ -213,8 +218,8 @@ def select_lines(recalled, budget, limit, count=count_tokens):
     return [line for _, line in chosen]
 
 
-def _recall_in_worker(journal_entries, query, now, settings, mirror):
-    corpus = build_corpus(journal_entries, mirror)
+def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
+    corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
     embed = default_embed(settings) if settings.get("recall.embedding_weight") else None
@@ -252,8 +257,11 @@ def recall(ports, query, *, runner=None):
     # the journal's current version (entries are never changed in place); the corpus, its
     # index and its vectors are made from it and the mirror's snapshot in the worker
     journal = get_journal(ports)["entries"] if query.journal else ()
+    # the nodes and profiles are made into items here: the patrol and entity consolidation
+    # change those documents on the reactor, so the worker gets a snapshot
+    others = tier_items(load_nodes(ports), get_profiles(ports)) if query.journal else ()
     result = yield runner(_recall_in_worker, journal, query, ports.clock.now(), ports.settings,
-                          mirror)  # fmt: skip
+                          mirror, others)  # fmt: skip
     return result
 
 
