@@ -115,6 +115,13 @@ class GameServer:
         if result.returncode != 0:
             raise RuntimeError(f"evennia migrate failed:\n{result.stdout}\n{result.stderr}")
         result = self._run("start")
+        for _ in range(3):
+            # on a busy machine the launcher may time out reaching a Portal slow to load; the
+            # Portal is up by then, and starting again brings the Server up
+            if "timed out" not in result.stdout:
+                break
+            time.sleep(5)
+            result = self._run("start")
         if result.returncode != 0:
             raise RuntimeError(f"evennia start failed:\n{result.stdout}\n{result.stderr}")
         # the first start restarts the Server once after the initial setup: wait for that
@@ -215,6 +222,20 @@ def login(server):
     client = TelnetClient(server.telnet_port)
     client.read_until(r"connect", timeout=60)
     client.send(f"connect {server.username} {server.password}")
+    client.read_until(r"Limbo", timeout=60)
+    client.drain(0.5)
+    return client
+
+
+def player(server, name, password="player-pass-1"):
+    """A `TelnetClient` logged in as a new non-admin player `name`, standing in Limbo."""
+    client = TelnetClient(server.telnet_port)
+    client.read_until(r"connect", timeout=60)
+    client.send(f"create {name} {password}")
+    client.read_until(r"Is this what you intended", timeout=60)
+    client.send("Y")
+    client.read_until(r"(?i)created|welcome", timeout=60)
+    client.send(f"connect {name} {password}")
     client.read_until(r"Limbo", timeout=60)
     client.drain(0.5)
     return client

@@ -11,41 +11,13 @@ import sqlite3
 import time
 
 import pytest
-from game_server import GameServer, TelnetClient, login
+from game_server import GameServer, login, player
 from scripted_llm import Reply, ScriptedLLMServer
 
 pytestmark = pytest.mark.e2e
 
 SECRET = "my secret password is swordfish"
 BRACES = "I like {curly} braces, {0} and $You()"
-
-
-class PatientGameServer(GameServer):
-    """A `GameServer` whose `evennia start` is tried again when the launcher timed out
-    reaching a Portal slow to load (a busy machine): the Portal is up by then."""
-
-    def _run(self, *args, **kwargs):
-        result = super()._run(*args, **kwargs)
-        for _ in range(3):
-            if args[:1] != ("start",) or "timed out" not in result.stdout:
-                break
-            time.sleep(5)
-            result = super()._run(*args, **kwargs)
-        return result
-
-
-def player(server, name, password="secret-pass-2"):
-    """A logged-in non-admin player standing in Limbo."""
-    client = TelnetClient(server.telnet_port)
-    client.read_until(r"connect", timeout=60)
-    client.send(f"create {name} {password}")
-    client.read_until(r"Is this what you intended", timeout=60)
-    client.send("Y")
-    client.read_until(r"(?i)created|welcome", timeout=60)
-    client.send(f"connect {name} {password}")
-    client.read_until(r"Limbo", timeout=60)
-    client.drain(0.5)
-    return client
 
 
 def answer(request):
@@ -58,7 +30,7 @@ def answer(request):
 
 def test_private_stays_private_braces_stay_literal_and_delete_forgets():
     llm = ScriptedLLMServer(responder=answer).start()
-    server = PatientGameServer()
+    server = GameServer()
     server.start()
     admin = carol = None
     seen_by_carol, scopes = [], {}

@@ -9,26 +9,12 @@ import json
 import re
 
 import pytest
-from game_server import GameServer, TelnetClient, login
+from game_server import GameServer, login, player
 from scripted_llm import Reply, ScriptedLLMServer
 
 pytestmark = pytest.mark.e2e
 
 _CALL = re.compile(r"CALL (\w+) (\{.*?\})(?=\s*(?:\n|$|\\n|<<<))", re.DOTALL)
-
-
-def player(server, name, password="secret-pass-3"):
-    """A logged-in non-admin player standing in Limbo."""
-    client = TelnetClient(server.telnet_port)
-    client.read_until(r"connect", timeout=60)
-    client.send(f"create {name} {password}")
-    client.read_until(r"Is this what you intended", timeout=60)
-    client.send("Y")
-    client.read_until(r"(?i)created|welcome", timeout=60)
-    client.send(f"connect {name} {password}")
-    client.read_until(r"Limbo", timeout=60)
-    client.drain(0.5)
-    return client
 
 
 def obey(request):
