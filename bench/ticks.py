@@ -231,9 +231,9 @@ def measure_prompt_recall(size, repeat):
 
 def _asked(handed, n):
     """The last work handed over, asking another question (so no cache answers)."""
-    journal_entries, query, now, settings, mirror = handed[-1]
+    journal_entries, query, *rest = handed[-1]
     text = f"{QUESTIONS[n % len(QUESTIONS)]} ({n})"
-    return journal_entries, type(query)(**{**vars(query), "text": text}), now, settings, mirror
+    return journal_entries, type(query)(**{**vars(query), "text": text}), *rest
 
 
 def run(sizes=(100, 1000, 10000), repeat=200, log=print):
