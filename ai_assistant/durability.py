@@ -224,11 +224,16 @@ def flush_all():
     """Flush the state of every assistant this process has in memory."""
     from evennia.objects.models import ObjectDB
 
+    touched = [obj for obj in ObjectDB.get_all_cached_instances()
+               if hasattr(obj, "assistant") and (obj.ndb.ai_runtime is not None
+                                                 or obj.ndb.ai_state_cache is not None)]
+    # an object deleted from the database can linger in the cache: it has nothing to flush
+    alive = set(ObjectDB.objects.filter(pk__in=[obj.pk for obj in touched])
+                .values_list("pk", flat=True))
     flushed = 0
-    for obj in ObjectDB.get_all_cached_instances():
-        if not hasattr(obj, "assistant") or (obj.ndb.ai_runtime is None
-                                             and obj.ndb.ai_state_cache is None):
-            continue  # never touched its state in this process: nothing to flush
+    for obj in touched:
+        if obj.pk not in alive:
+            continue
         try:
             obj.assistant.flush()
             flushed += 1
