@@ -2,7 +2,9 @@
 Many assistants, one vector store (issue 20, item 4).
 
 - One local store serves every assistant of a process: 100 assistants opened on one data folder
-  share one mem0 instance (one qdrant client), and each recalls only its own memories.
+  share one mem0 instance (one qdrant client), and each recalls only its own memories. Each has
+  its own collection on that client, so its queries never scan another's points; memories
+  stored in the single collection of the earlier layout move into the owner's on first use.
 - Beyond one machine, a Qdrant server is a settings change (`memory.mem0`): the configuration
   path is driven against a fake Qdrant server on 127.0.0.1 (a small HTTP server answering the
   REST calls qdrant-client and mem0 make when a store opens), never a live one.
@@ -18,6 +20,7 @@ from support import result_of, sync_runner
 
 from ai_assistant.memory import semantic
 from ai_assistant.memory.semantic import COLLECTION, make_semantic_store
+from ai_assistant.memory.vector_collections import collection_name
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 pytestmark = pytest.mark.core
@@ -51,10 +54,61 @@ def test_one_local_store_serves_a_hundred_isolated_assistants(tmp_path):
             assert [hit["id"] for hit in hits] == [own[0]["id"]]
             other = stores[(number + 1) % ASSISTANTS]
             assert result_of(other.get(own[0]["id"])) is None
+        # each in its own collection of the one client, so a query scans one assistant's points
+        client = stores[0]._memory.vector_store.client
+        for number in range(ASSISTANTS):
+            assert client.count(collection_name(COLLECTION, f"assistant_{number}")).count == 1
+        assert client.count(COLLECTION).count == 0
+        # forgetting an assistant removes its collection and leaves the others
+        assert result_of(stores[7].delete_all()) == 1
+        assert not client.collection_exists(collection_name(COLLECTION, "assistant_7"))
+        assert len(result_of(stores[8].list())) == 1
     finally:
         for store in stores:
             store.close()
     assert not semantic._stores  # the last assistant closed the shared client
+
+
+def test_memories_of_the_single_collection_layout_move_to_their_owner(tmp_path):
+    settings = Settings(DEFAULTS)
+    folder = str(tmp_path)
+    stored = {}
+    for key in ("ada", "bert"):  # stored as the earlier layout did: all in one collection
+        store = make_semantic_store(settings, folder, key, runner=sync_runner)
+        store._shared.collections.per_assistant = False
+        stored[key] = {result_of(store.add(f"{key} keeps fact {n} about the {TRADES[n]}."))[0]["id"]
+                       for n in range(5)}
+        store.close()
+    ada = make_semantic_store(settings, folder, "ada", runner=sync_runner)
+    try:
+        client = ada._memory.vector_store.client
+        # a move cut short after copying a point but before deleting it is repeated safely
+        first = client.retrieve(COLLECTION, [sorted(stored["ada"])[0]], with_vectors=True)[0]
+        client.create_collection(collection_name(COLLECTION, "ada"),
+                                 vectors_config=client.get_collection(COLLECTION).config.params
+                                 .vectors)
+        client.upsert(collection_name(COLLECTION, "ada"), points=[
+            semantic_point(first)])
+        listed = result_of(ada.list())
+        assert {memory["id"] for memory in listed} == stored["ada"]
+        assert client.count(collection_name(COLLECTION, "ada")).count == 5
+        hits = result_of(ada.search("Who is the smith?", limit=3))
+        assert hits and hits[0]["memory"] == "ada keeps fact 1 about the smith."
+        # bert's memories wait in the old collection until bert is used
+        assert client.count(COLLECTION).count == 5
+        bert = make_semantic_store(settings, folder, "bert", runner=sync_runner)
+        assert {memory["id"] for memory in result_of(bert.list())} == stored["bert"]
+        assert client.count(COLLECTION).count == 0
+        assert result_of(ada.get(sorted(stored["bert"])[0])) is None
+        bert.close()
+    finally:
+        ada.close()
+
+
+def semantic_point(record):
+    from qdrant_client import models
+
+    return models.PointStruct(id=record.id, vector=record.vector, payload=record.payload)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -145,6 +199,9 @@ def test_a_qdrant_server_is_a_settings_change(tmp_path, qdrant_server):
         indexed = {body["field_name"] for method, path, body in FakeQdrant.requests
                    if method == "PUT" and path == f"/collections/{COLLECTION}/index"}
         assert {"user_id"} <= indexed  # the field that keeps assistants apart is indexed
+        # a server keeps Qdrant's multitenant layout: one collection, partitioned by user_id
+        assert not ada._shared.collections.per_assistant
+        assert list(FakeQdrant.collections) == [COLLECTION]
         assert not (tmp_path / "qdrant").exists()  # nothing stored locally
     finally:
         ada.close()

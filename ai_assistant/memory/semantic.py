@@ -16,7 +16,9 @@ Rules this module keeps:
 - qdrant's local mode allows one client per path and process, so every assistant of a game
   shares one `mem0.Memory` per data folder (reference-counted); each assistant sees it through
   its own `SemanticMemory`, scoped by its key (mem0 `user_id`), so one NPC never reads or
-  deletes another's memories.
+  deletes another's memories. In that embedded store each assistant also has its own
+  collection on the shared client (`memory.vector_collections`): the local qdrant filters in
+  Python, so a shared collection would make every query scan every assistant's memories.
 - Every mem0 call runs off the reactor through `runner` (the bounded CPU pool's `run_cpu_bound` by
   default) and returns a Deferred; calls on one shared store are serialised by a lock because
   the local qdrant client is not meant for concurrent writers.
@@ -45,6 +47,7 @@ from ai_assistant.memory.supersede import (
     same_fact,
     superseded_metadata,
 )
+from ai_assistant.memory.vector_collections import AssistantCollections
 from ai_assistant.plumbing.settings import deep_merge
 
 DATA_FOLDER = "ai_assistant_data"
@@ -146,6 +149,7 @@ class _SharedStore:
 
     def __init__(self, memory, embedder, path):
         self.memory = memory
+        self.collections = AssistantCollections(memory)
         self.embedder = embedder
         self.path = path
         self.lock = threading.Lock()
@@ -285,6 +289,7 @@ class SemanticMemory:
 
     def _locked(self, func, *args):
         with self._shared.lock:
+            self._shared.collections.bind(self.key)
             return func(*args)
 
     @property
@@ -444,6 +449,7 @@ class SemanticMemory:
             for memory_id in page:
                 self._memory.delete(memory_id)
         _purge_history(self._memory, ids, self.key)
+        self._shared.collections.drop(self.key)
         return len(ids)
 
 
