@@ -15,6 +15,11 @@ supports, therefore keeps the single configured collection.
 An assistant whose memories were stored in the single collection before this layout has them
 moved into its own collection the first time it is used. Points keep their ids, vectors and
 payloads; each batch is copied before it is deleted, so a move cut short is repeated safely.
+
+In its own collection an assistant's `user_id` condition is true of every point, so it is
+left out of the filter (`mem0_collection.OwnCollection`): a search or listing with no other
+condition is then numpy alone, with no Python check per point. Every point written there
+still carries the `user_id`, and `SemanticMemory` still checks it on what it reads by id.
 """
 
 import hashlib
@@ -84,16 +89,17 @@ class AssistantCollections:
         return store
 
     def _open(self, key):
-        from mem0.vector_stores.qdrant import Qdrant
+        from ai_assistant.memory.mem0_collection import OwnCollection
 
         configured = self._configured
         # mem0's sanctioned way to share a client: pass it in (the local client allows one
         # per folder). mem0 then asks for payload indexes, which local mode ignores, warning.
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Payload indexes have no effect")
-            store = Qdrant(collection_name(configured.collection_name, key),
-                           configured.embedding_model_dims, client=configured.client,
-                           on_disk=configured.on_disk)
+            store = OwnCollection(
+                collection_name(configured.collection_name, key),
+                configured.embedding_model_dims, client=configured.client,
+                on_disk=configured.on_disk)
         store.is_local = True
         _move_points(configured.client, configured.collection_name, store.collection_name, key)
         return store
