@@ -105,6 +105,22 @@ def test_memories_of_the_single_collection_layout_move_to_their_owner(tmp_path):
         ada.close()
 
 
+def test_an_own_collection_filters_on_everything_but_its_owner(tmp_path):
+    store = make_semantic_store(Settings(DEFAULTS), str(tmp_path), "ada", runner=sync_runner)
+    try:
+        result_of(store.add("Ada met the baker at dawn.", metadata={"entry_id": "e1"}))
+        result_of(store.add("Ada met the smith at noon.", metadata={"entry_id": "e2"}))
+        listed = result_of(store.list(filters={"entry_id": "e2"}))
+        assert [memory["memory"] for memory in listed] == ["Ada met the smith at noon."]
+        own = store._memory.vector_store  # bound to ada's collection by the calls above
+        assert own.collection_name == collection_name(COLLECTION, "ada")
+        # the owner's condition is true of every point: no per-point check is asked for it
+        assert own._create_filter({"user_id": "ada"}) is None
+        assert own._create_filter({"user_id": "ada", "entry_id": "e2"}) is not None
+    finally:
+        store.close()
+
+
 def semantic_point(record):
     from qdrant_client import models
 
