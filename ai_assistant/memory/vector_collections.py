@@ -6,7 +6,7 @@ checks every point of its collection in Python. With one collection for every as
 game, each assistant would pay for everyone's memories: at 20,000 points over 100 assistants a
 search takes about 0.5 s, against 6 ms over one assistant's own 200. So in the embedded store
 each assistant has its own collection, `<collection>-<scope>`, on the one client the process
-shares. Points still carry their `user_id`, and every call still filters on it.
+shares. Points still carry their `user_id`.
 
 A vector server indexes `user_id` (mem0 creates the payload index), and Qdrant's guidance for
 many tenants is one collection partitioned by payload. A server, or any other store mem0
