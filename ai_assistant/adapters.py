@@ -9,9 +9,10 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 """
 
 import copy
+import pickle
 
 from evennia.utils import logger
-from evennia.utils.dbserialize import deserialize
+from evennia.utils.dbserialize import deserialize, from_pickle
 
 from ai_assistant import durability
 from ai_assistant.durability import durability_of
@@ -75,8 +76,7 @@ class AttributeState:
         owner, cache, _ = self._store(name)
         value = cache.get(name, _UNREAD)
         if value is _UNREAD:
-            value = owner.attributes.get(name, default=None)
-            value = cache[name] = None if value is None else deserialize(value)
+            value = cache[name] = _plain_value(owner.attributes.get(name, return_obj=True))
         return copy.deepcopy(default) if value is None else value
 
     def set(self, name, value):
@@ -108,6 +108,30 @@ class AttributeState:
             if dirty:
                 dirty.clear()
         self.durability().flushed()
+
+
+# What Evennia's serializer stores in place of a database object or a session inside a value.
+_PACKED_MARKERS = (b"__packed_dbobj__", b"__packed_session__")
+
+
+def _plain_value(attribute):
+    """
+    An Attribute's value as a plain-data copy of its own, or None when there is none.
+
+    The documents are plain data (the core knows no database objects), so they are copied by a
+    pickle round trip of what Evennia unpickled, at C speed. `Attribute.value` would instead
+    wrap every nested list and dict in a saving container and `deserialize` unwrap them again:
+    two Python walks of documents that hold thousands of items, paid by every assistant after
+    a reload. A value that holds a packed database object or session still goes through
+    Evennia's `from_pickle`, which unpacks it.
+    """
+    if attribute is None:
+        return None
+    stored = attribute.db_value
+    data = pickle.dumps(stored, pickle.HIGHEST_PROTOCOL)
+    if any(marker in data for marker in _PACKED_MARKERS):
+        return from_pickle(stored)
+    return pickle.loads(data)
 
 
 def game_clock():

@@ -68,12 +68,17 @@ class FailingStore:
         self.store = store
         self.fail_add_on = set(fail_add_on)
         self.adds = []
+        self.listings = []
 
     def add(self, text, *, metadata=None, infer=False):
         self.adds.append((text, infer))
         if len(self.adds) in self.fail_add_on:
             return defer.fail(ConnectionError("vector store unavailable"))
         return self.store.add(text, metadata=metadata, infer=False)
+
+    def list(self, *, limit=100, filters=None):
+        self.listings.append(filters)
+        return self.store.list(limit=limit, filters=filters)
 
     def __getattr__(self, name):
         return getattr(self.store, name)
@@ -174,6 +179,8 @@ def test_stored_but_unmarked_entry_is_not_stored_again_after_a_reload(make_ports
 
     assert result["reused"] == 3 and result["stored"] == 0 and result["completed"] is True
     assert reloaded.semantic.adds == []
+    # what was stored is looked up for the batch at once, not entry by entry
+    assert reloaded.semantic.listings == [{"entry_id": {"in": ["entry-0", "entry-1", "entry-2"]}}]
     assert {m["id"] for m in result_of(reloaded.semantic.list())} == stored_ids
     consolidated = state.get(documents.JOURNAL)["consolidated_entry_ids"]
     assert consolidated == ["entry-0", "entry-1", "entry-2"]

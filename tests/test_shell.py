@@ -3,6 +3,7 @@ The Evennia shell with the database: typeclasses, the handler and its mixin, tic
 room messages and the admin commands.
 """
 
+from datetime import UTC, datetime
 from unittest.mock import patch
 
 from django.test import override_settings
@@ -16,6 +17,7 @@ from evennia.utils.test_resources import EvenniaCommandTest
 from ai_assistant.adapters import AttributeState
 from ai_assistant.commands import AssistantToolCmdSet, CmdAssistant, CmdTalk, all_assistants
 from ai_assistant.handler import AssistantHandler, AssistantMixin
+from ai_assistant.plumbing import documents
 from ai_assistant.typeclasses import AssistantCharacter
 
 TEST_SETTINGS = {
@@ -74,6 +76,30 @@ class TestAssistantShell(EvenniaCommandTest):
         self.script.ndb.ai_state_cache = None
         assert AttributeState(self.npc).get("tick_count") == 2
         assert self.script.attributes.get("tick_count") == 2
+
+    def fresh_state(self):
+        """An `AttributeState` reading from the database, as after a reload."""
+        self.npc.ndb.ai_state_cache = None
+        self.script.ndb.ai_state_cache = None
+        return AttributeState(self.npc)
+
+    def test_a_document_reads_back_as_a_plain_copy_of_its_own(self):
+        state = self.npc.assistant.ports().state
+        document = {"#7": {"name": "Bob", "observations": ["Sells fish."], "trust": 0.5,
+                           "first_seen": datetime(2025, 1, 1, tzinfo=UTC)}}
+        state.set(documents.ENTITY_PROFILES, document)
+        state.flush()
+        read = self.fresh_state().get(documents.ENTITY_PROFILES)
+        assert read == document
+        assert type(read) is dict and type(read["#7"]["observations"]) is list  # no Saver types
+        read["#7"]["observations"].append("changed in the cache only")
+        stored = self.npc.attributes.get(documents.ENTITY_PROFILES)
+        assert stored["#7"]["observations"] == ["Sells fish."]  # Evennia's copy is untouched
+
+    def test_a_value_holding_a_database_object_still_unpacks_it(self):
+        self.npc.attributes.add(documents.ENTITY_PROFILES, {"#7": {"met_in": self.room1}})
+        read = self.fresh_state().get(documents.ENTITY_PROFILES)
+        assert read["#7"]["met_in"] == self.room1 and type(read["#7"]) is dict
 
     def test_tick_counters_reach_the_database_in_batches_and_before_a_reload(self):
         for _ in range(13):

@@ -60,6 +60,10 @@ from ai_assistant.plumbing.ports import LLMUnavailable, iso
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
 from ai_assistant.sleep.scoring import awaiting_llm_score, get_scoring_attempts
 
+# Memories looked up per journal entry when a tick checks what an earlier one stored: far more
+# than the facts one entry yields, so none is missed.
+STORED_PER_ENTRY = 50
+
 
 def consolidation_metadata(entry):
     """The specification's metadata for a memory consolidated from a journal entry."""
@@ -232,17 +236,23 @@ def _stored_already(ports, store, batch, result):
     """
     What a previous tick already stored for each entry (its marking may have been lost to a
     reload): `{entry id: [memories]}`, or None when the store failed (everything stays pending).
+
+    One listing for the whole batch (mem0's `in` filter): a store without a payload index (the
+    embedded qdrant) checks every point of the assistant's collection per listing.
     """
-    existing = {}
-    for entry in batch:
-        try:
-            existing[entry["id"]] = list(
-                (yield store.list(limit=50, filters={"entry_id": entry["id"]})) or ()
-            )
-        except Exception as err:  # the store failed: everything stays pending
-            _fail(ports, result, f"consolidation lookup of journal entry {entry['id']} "
-                                 f"failed: {err}")  # fmt: skip
-            return None
+    ids = [entry["id"] for entry in batch]
+    existing = {entry_id: [] for entry_id in ids}
+    try:
+        found = yield store.list(limit=STORED_PER_ENTRY * len(ids),
+                                 filters={"entry_id": {"in": ids}})
+    except Exception as err:  # the store failed: everything stays pending
+        _fail(ports, result, f"consolidation lookup of journal entries {', '.join(ids)} "
+                             f"failed: {err}")  # fmt: skip
+        return None
+    for memory in found or ():
+        entry_id = (memory.get("metadata") or {}).get("entry_id")
+        if entry_id in existing:
+            existing[entry_id].append(memory)
     return existing
 
 
