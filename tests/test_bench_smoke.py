@@ -92,6 +92,8 @@ def test_scale_smoke(tmp_path):
     assert document["max_attribute"]["document"] in document["bytes_per_assistant_by_document"]
     assert document["reload_assistants_loaded"] == 2
     assert document["recall_ms"]["count"] == 2  # the admin queries of the last day
+    assert list(document["recall_ms_by_day"]) == ["3"]
+    assert document["recall_ms_by_day"]["3"]["count"] == 2
     assert document["sleep_tick_cpu_ms"]["count"] >= 6  # at least two sleep ticks a night
     assert 0 < document["idle_tick_ms"] < 50
     assert 0 < document["idle_tick_ms_fresh"] < 50  # the control: a fresh assistant, same time
