@@ -242,11 +242,13 @@ def _stored_already(ports, store, batch, result):
     """
     ids = [entry["id"] for entry in batch]
     existing = {entry_id: [] for entry_id in ids}
+    if not ids:
+        return existing
     try:
         found = yield store.list(limit=STORED_PER_ENTRY * len(ids),
                                  filters={"entry_id": {"in": ids}})
     except Exception as err:  # the store failed: everything stays pending
-        _fail(ports, result, f"consolidation lookup of journal entries {', '.join(ids)} "
+        _fail(ports, result, f"consolidation lookup of journal entries {', '.join(map(str, ids))} "
                              f"failed: {err}")  # fmt: skip
         return None
     for memory in found or ():
