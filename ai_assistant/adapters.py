@@ -65,7 +65,8 @@ class AttributeState:
             # the cache and the dirty set live in the owner's ndb, so every AttributeState of
             # this NPC shares them, and a reload (which clears ndb) starts from the database
             if owner.ndb.ai_state_cache is None:
-                owner.ndb.ai_state_cache = {}
+                place = documents.CHARACTER if owner is self.character else documents.SCRIPT
+                owner.ndb.ai_state_cache = _stored_documents(owner, place)
                 owner.ndb.ai_state_dirty = set()
             store = (owner, owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty)
             if owner is not self.character or not on_script:
@@ -112,6 +113,22 @@ class AttributeState:
 
 # What Evennia's serializer stores in place of a database object or a session inside a value.
 _PACKED_MARKERS = (b"__packed_dbobj__", b"__packed_session__")
+
+
+def _stored_documents(owner, place):
+    """
+    Every document `ports.state` keeps on `owner` (of `place`), read in one query, as plain
+    copies; one it never stored reads as None, as a missing Attribute does.
+
+    Evennia's `attributes.get` costs a query per Attribute that is not yet in its cache, and
+    its `attributes.all()` one per Attribute too, so a reload of many assistants, each with
+    dozens of documents, would spend most of its time on queries. Reading straight from the
+    table also leaves Evennia's Attribute cache empty of values that only this cache needs.
+    """
+    names = documents.kept_in_state(place)
+    found = {attribute.db_key: attribute for attribute in owner.db_attributes.filter(
+        db_key__in=names, db_category__isnull=True, db_attrtype__isnull=True).order_by("id")}
+    return {name: _plain_value(found.get(name)) for name in names}
 
 
 def _plain_value(attribute):

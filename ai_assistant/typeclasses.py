@@ -58,9 +58,20 @@ class AssistantScript(DefaultScript):
         old = self.attributes.get(documents.TICKER_INTERVAL)
         if old and old != interval:
             self._remove_ticker(old)
+        elif old == interval and self._ticking(interval):
+            # a reload restores persistent tickers by themselves; adding again would re-save
+            # the whole ticker store once per assistant
+            return
         TICKER_HANDLER.add(interval, self.at_assistant_tick, idstring=self.ticker_idstring,
                            persistent=True)
         self.attributes.add(documents.TICKER_INTERVAL, interval)
+
+    def _ticking(self, interval):
+        """Whether TICKER_HANDLER already calls this script's tick every `interval` seconds."""
+        subscriptions = (TICKER_HANDLER.all(interval) or {}).get(interval, {})
+        # a store key is (packed object, method name, path, interval, idstring, persistent)
+        return any(key[1] == "at_assistant_tick" and key[4] == self.ticker_idstring
+                   and key[5] for key in subscriptions)
 
     def _remove_ticker(self, interval):
         try:

@@ -6,7 +6,9 @@ room messages and the admin commands.
 from datetime import UTC, datetime
 from unittest.mock import patch
 
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from evennia import TICKER_HANDLER
 from evennia.commands.cmdhandler import cmdhandler
 from evennia.objects.objects import DefaultCharacter
@@ -96,6 +98,25 @@ class TestAssistantShell(EvenniaCommandTest):
         stored = self.npc.attributes.get(documents.ENTITY_PROFILES)
         assert stored["#7"]["observations"] == ["Sells fish."]  # Evennia's copy is untouched
 
+    def test_a_fresh_reader_loads_each_objects_documents_in_one_query(self):
+        state = self.npc.assistant.ports().state
+        state.set(documents.ENTITY_PROFILES, {"#7": {"name": "Bob"}})
+        state.set(documents.JOURNAL, [{"id": "j1", "text": "Bob sells fish."}])
+        state.set(documents.TICK_COUNT, 41)
+        state.flush()
+        fresh = self.fresh_state()
+        fresh.durability()  # opened once per process, before any read
+        with CaptureQueriesContext(connection) as queries:
+            assert fresh.get(documents.ENTITY_PROFILES) == {"#7": {"name": "Bob"}}
+            assert fresh.get(documents.JOURNAL)[0]["text"] == "Bob sells fish."
+            assert fresh.get(documents.CURRENT_GOALS) is None  # never stored
+            assert fresh.get(documents.TICK_COUNT) == 41
+            assert fresh.get(documents.OPERATING_MODE) == "awake"  # stored at creation
+        assert len(queries) == 2  # one for the character's documents, one for the script's
+        # what the shell writes straight to an Attribute is not held in that cache
+        assert documents.CONFIG_OVERRIDES not in self.npc.ndb.ai_state_cache
+        assert documents.TICKER_INTERVAL not in self.script.ndb.ai_state_cache
+
     def test_a_value_holding_a_database_object_still_unpacks_it(self):
         self.npc.attributes.add(documents.ENTITY_PROFILES, {"#7": {"met_in": self.room1}})
         read = self.fresh_state().get(documents.ENTITY_PROFILES)
@@ -122,6 +143,18 @@ class TestAssistantShell(EvenniaCommandTest):
         assert [key[3] for key in tickers_of(self.npc)] == [5]
         history = self.npc.assistant.ports().state.get("mode_history")
         assert [(h["from"], h["to"]) for h in history] == [("awake", "sleep"), ("sleep", "awake")]
+
+    def test_a_server_start_keeps_a_live_ticker_and_repairs_a_lost_one(self):
+        # a reload restores persistent tickers: re-adding each would re-save the whole store
+        with patch.object(TICKER_HANDLER, "save", wraps=TICKER_HANDLER.save) as save:
+            self.script.at_server_start()
+        assert save.call_count == 0
+        assert [key[3] for key in tickers_of(self.npc)] == [5]
+        TICKER_HANDLER.remove(5, self.script.at_assistant_tick,
+                              idstring=self.script.ticker_idstring, persistent=True)
+        assert tickers_of(self.npc) == []
+        self.script.at_server_start()
+        assert [key[3] for key in tickers_of(self.npc)] == [5]
 
     def test_hearing_speech_queues_classified_events(self):
         self.char1.at_say("Ada, where is the inn?")

@@ -32,9 +32,11 @@ class Document(str):
         owner (str): The module that keeps it (relative to `ai_assistant`).
         shape (str): What the value looks like.
         writers (tuple[str], optional): Other modules that write it.
+        straight (bool, optional): The shell writes it straight to its Attribute, never
+            through `ports.state` (so no reader may keep a copy of it).
     """
 
-    def __new__(cls, name, *, on, default, owner, shape, writers=()):
+    def __new__(cls, name, *, on, default, owner, shape, writers=(), straight=False):
         if on not in (CHARACTER, SCRIPT):
             raise ValueError(f"a document lives on {CHARACTER!r} or {SCRIPT!r}, not {on!r}")
         if name in REGISTRY:
@@ -45,6 +47,7 @@ class Document(str):
         document.owner = owner
         document.shape = shape
         document.writers = tuple(writers)
+        document.straight = straight
         REGISTRY[name] = document
         return document
 
@@ -62,6 +65,12 @@ def on_script(name):
     """True when the named document lives on the assistant's script, not its character."""
     document = REGISTRY.get(name)
     return document is not None and document.on == SCRIPT
+
+
+def kept_in_state(on):
+    """The names of the documents `ports.state` keeps on `on` (`CHARACTER` or `SCRIPT`)."""
+    return [name for name, document in REGISTRY.items()
+            if document.on == on and not document.straight]
 
 
 def get(name):
@@ -98,17 +107,17 @@ SKIPPED_TICKS = Document(
 TICKER_INTERVAL = Document(
     "ticker_interval", on=SCRIPT, default=None, owner="typeclasses",
     shape="seconds between the ticks the script is subscribed to, None when unsubscribed; "
-          "written straight to the Attribute, never through ports.state")
+          "written straight to the Attribute, never through ports.state", straight=True)
 CONFIG_OVERRIDES = Document(
     "config_overrides", on=CHARACTER, default={}, owner="commands", writers=("handler",),
     shape="the NPC's @assistant/config settings over the game's, {dotted key: value}; read "
-          "when the ports are built, written straight to the Attribute")
+          "when the ports are built, written straight to the Attribute", straight=True)
 MEMORY_SCOPE = Document(
     "memory_scope", on=CHARACTER, default=None, owner="handler",
     shape='the id that scopes its long-term memories (mem0 user_id): "assistant_<random hex>" '
           'given at creation, never reused; "assistant_<object id>" for an assistant made '
           "before scopes were random (its stored memories stay readable); written straight to "
-          "the Attribute")
+          "the Attribute", straight=True)
 MODE_HISTORY = Document(
     "mode_history", on=SCRIPT, default=[], owner="handler", writers=("typeclasses",),
     shape='the last 20 mode changes, [{"from", "to", "reason", "time"}]')
