@@ -10,6 +10,7 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 
 import copy
 import pickle
+from base64 import b64decode
 
 from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize, from_pickle
@@ -48,8 +49,9 @@ class AttributeState:
         it comes before any document is read.
         """
         if self._durability is None:
-            self._durability = durability_of(self.character,
-                                             lambda: npc_settings(self.character))
+            # the settings its ports were built with (building them again costs a reload)
+            self._durability = durability_of(
+                self.character, lambda: self.character.assistant.ports().settings)
         return self._durability
 
     def _store(self, name):
@@ -125,10 +127,26 @@ def _stored_documents(owner, place):
     dozens of documents, would spend most of its time on queries. Reading straight from the
     table also leaves Evennia's Attribute cache empty of values that only this cache needs.
     """
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
     names = documents.kept_in_state(place)
-    found = {attribute.db_key: attribute for attribute in owner.db_attributes.filter(
-        db_key__in=names, db_category__isnull=True, db_attrtype__isnull=True).order_by("id")}
-    return {name: _plain_value(found.get(name)) for name in names}
+    # the column as stored (Cast skips the field's own unpickling), so each value is
+    # unpickled once, by `_plain_document`, into a copy no other cache shares
+    found = dict(owner.db_attributes.filter(
+        db_key__in=names, db_category__isnull=True, db_attrtype__isnull=True).order_by(
+        "id").values_list("db_key", Cast("db_value", TextField())))
+    return {name: _plain_document(found.get(name)) for name in names}
+
+
+def _plain_document(stored):
+    """A value as Evennia's `PickledObjectField` stores it (base64 of a pickle), as plain data."""
+    if stored is None:
+        return None
+    data = b64decode(stored)
+    if any(marker in data for marker in _PACKED_MARKERS):
+        return from_pickle(pickle.loads(data))
+    return pickle.loads(data)
 
 
 def _plain_value(attribute):

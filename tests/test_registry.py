@@ -1,7 +1,9 @@
 """The tool registry and execute_tool, and the settings lookup."""
 
 import json
+from unittest.mock import patch
 
+import jsonschema
 import pytest
 import support
 from scripted_llm import FakeWorld
@@ -75,6 +77,20 @@ def test_arguments_are_validated_with_clear_errors():
     assert "invalid argument word" in result(execute_tool(tool, p, {"word": "toolong"}))["error"]
     assert tool.runs == 0
     assert result(execute_tool(tool, p, '{"word": "hi"}')) == {"success": True, "word": "hi"}
+
+
+def test_a_tools_schema_is_checked_once_and_a_changed_one_again():
+    p, _ = ports()
+    tool = Echo()
+    with patch.object(jsonschema.validators.Draft202012Validator, "check_schema",
+                      wraps=jsonschema.validators.Draft202012Validator.check_schema) as check:
+        for word in ("hi", "toolong", "yo"):
+            execute_tool(tool, p, {"word": word})
+        assert check.call_count == 1
+        tool.parameters = {**Echo.parameters, "properties": {"word": {"type": "integer"}}}
+        assert "invalid argument word" in result(execute_tool(tool, p, {"word": "hi"}))["error"]
+        assert check.call_count == 2
+    assert tool.runs == 2
 
 
 def test_reasoning_is_logged_and_never_passed_to_the_tool():

@@ -142,6 +142,20 @@ class Tool:
         props["reasoning"] = {"type": "string"}
         return schema
 
+    def validator(self):
+        """
+        A jsonschema validator of `schema()`, the schema checked once, not at every call
+        (`jsonschema.validate` checks it each time: most of a fast tool's cost).
+        """
+        key = json.dumps(self.parameters, sort_keys=True)
+        cached = self.__dict__.get("_validator")
+        if cached is None or cached[0] != key:
+            schema = self.schema()
+            kind = jsonschema.validators.validator_for(schema)
+            kind.check_schema(schema)
+            cached = self._validator = (key, kind(schema))
+        return cached[1]
+
     def offered_schema(self):
         """
         The argument schema as offered to the LLM: compact, without `reasoning` (every tool
@@ -422,12 +436,11 @@ def validate_arguments(tool, params):
     Returns:
         str or None: A readable error, or None when valid.
     """
-    try:
-        jsonschema.validate(params, tool.schema())
-    except jsonschema.ValidationError as err:
-        where = ".".join(str(part) for part in err.absolute_path)
-        return f"invalid argument {where}: {err.message}" if where else err.message
-    return None
+    err = jsonschema.exceptions.best_match(tool.validator().iter_errors(params))
+    if err is None:
+        return None
+    where = ".".join(str(part) for part in err.absolute_path)
+    return f"invalid argument {where}: {err.message}" if where else err.message
 
 
 def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, reactor=None,
