@@ -4,9 +4,11 @@ import math
 import time
 from datetime import UTC, datetime, timedelta
 
+import numpy
 import pytest
 
 from ai_assistant.memory.search import dense
+from ai_assistant.memory.search import index as index_module
 from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.index import JournalIndexCache, get_index
 from ai_assistant.memory.search.journal_search import search_entries, search_journal
@@ -271,6 +273,76 @@ def test_index_is_cached_per_journal_version():
     reloaded = get_index([dict(e) for e in entries], cache)
     assert reloaded is not first
     assert reloaded.bm25(["alpha"]).tolist() == first.bm25(["alpha"]).tolist()
+
+
+def test_a_changed_journal_is_reindexed_from_its_own_cache_not_the_process_table(monkeypatch):
+    """A world's corpora outgrow the process-wide table of terms; an assistant's own stay."""
+    built = []
+
+    class Counted(index_module._Document):
+        def __init__(self, content):
+            built.append(content)
+            super().__init__(content)
+
+    monkeypatch.setattr(index_module, "_Document", Counted)
+    index_module._document.cache_clear()
+    cache = JournalIndexCache()
+    entries = [entry(i, f"the dragon ate bread number {i}") for i in range(5)]
+    get_index(entries, cache)
+    assert len(built) == 5
+    index_module._document.cache_clear()  # as when other assistants filled the table
+    changed = entries[1:] + [entry(9, "a storm over the harbour")]  # one out, one in
+    rebuilt = get_index(changed, cache)
+    assert built[5:] == ["a storm over the harbour"]
+    fresh = index_module.JournalIndex(changed)
+    for term in ("dragon", "storm", "bread"):
+        assert rebuilt.bm25([term]).tolist() == fresh.bm25([term]).tolist()
+    assert rebuilt.epochs == fresh.epochs and rebuilt.epochs[0] is not None
+    assert set(cache.documents) == {e["content"] for e in changed}  # the old version's dropped
+
+
+def test_a_name_two_speakers_share_lists_both_their_entries_in_order():
+    entries = [entry(1, "hello", source_entity="Ann Lee"), entry(2, "hi", source_entity="Bob"),
+               entry(3, "hey", source_entity="Cid Lee"), entry(4, "yo", source_entity="Ann Lee")]
+    built = get_index(entries)
+    assert built.speaker_positions["lee"].tolist() == [0, 2, 3]
+    assert built.speaker_positions["ann"].tolist() == [0, 3]
+    assert built.speaker_names == {"ann", "bob", "cid", "lee"}
+
+
+def counting_embed(calls):
+    def embed(texts):
+        calls.append(list(texts))
+        return [[float(len(text)), float(text.count("a")) + 1.0, 1.0] for text in texts]
+
+    return embed
+
+
+def test_embedding_matrices_reuse_rows_when_the_texts_change_not_only_grow(monkeypatch):
+    calls = []
+    embed = counting_embed(calls)
+    matrices = dense.EmbeddingMatrices()
+    first = matrices.matrix(embed, ("alpha", "beta", "gamma"))
+    dense._EMBED_CACHE.clear()  # the process-wide vectors gone: the assistant's own stay
+    calls.clear()
+    changed = matrices.matrix(embed, ("beta", "gamma", "delta", "alpha"))
+    assert calls == [["delta"]]
+    expected = dense._unit_rows(embed(["beta", "gamma", "delta", "alpha"]))
+    assert numpy.allclose(changed, expected)
+    assert numpy.allclose(first, dense._unit_rows(embed(["alpha", "beta", "gamma"])))  # kept
+
+
+def test_the_process_wide_vectors_drop_their_oldest_when_full(monkeypatch):
+    calls = []
+    embed = counting_embed(calls)
+    monkeypatch.setattr(dense, "_EMBED_CACHE_MAX", 3)
+    monkeypatch.setattr(dense, "_EMBED_CACHE", {})
+    dense.embeddings(embed, ["a", "b", "c"])
+    dense.embeddings(embed, ["d"])
+    assert list(dense._EMBED_CACHE[dense._embed_key(embed)]) == ["b", "c", "d"]
+    calls.clear()
+    dense.embeddings(embed, ["b", "c", "d"])
+    assert calls == []  # the newest three are still known
 
 
 def test_ten_thousand_entries_search_speed_is_reported(capsys):

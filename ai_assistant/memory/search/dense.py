@@ -8,13 +8,15 @@ matrix product per query, off the reactor. Offline callers (benchmarks, tests) p
 the caller's thread: never on the reactor. `default_embed` is the local embedder's function.
 """
 
+import itertools
 import threading
 
 import numpy
 
 # Vectors by text, per embed function. Process-wide: an embedding is a pure function of the
 # text and the model, so assistants sharing a model share the vectors of the lines they both
-# heard, and a journal re-read after a write does not embed its old entries again.
+# heard, and a journal re-read after a write does not embed its old entries again. The oldest
+# vectors go first when it is full; each assistant's `EmbeddingMatrices` keeps its own anyway.
 _EMBED_CACHE = {}
 _EMBED_CACHE_MAX = 100_000
 _EMBED_LOCK = threading.Lock()
@@ -34,8 +36,9 @@ def embeddings(embed, texts):
     if missing:
         found.update(zip(missing, embed(missing), strict=True))
         with _EMBED_LOCK:
-            if len(cache) + len(missing) > _EMBED_CACHE_MAX:
-                cache.clear()
+            overflow = len(cache) + len(missing) - _EMBED_CACHE_MAX
+            for text in list(itertools.islice(cache, max(0, overflow))):
+                del cache[text]
             cache.update((text, found[text]) for text in missing)
     return [found[text] for text in texts]
 
@@ -47,10 +50,24 @@ def _unit_rows(vectors):
     return matrix / norms
 
 
+def _reused_rows(known_texts, matrix, embed, texts):
+    """The unit rows of `texts`, copied from `matrix` (rows of `known_texts`) where it has them."""
+    row_of = {text: row for row, text in enumerate(known_texts)}
+    rows = numpy.fromiter((row_of.get(text, -1) for text in texts), numpy.int64, len(texts))
+    fresh = rows < 0
+    if fresh.all():
+        return _unit_rows(embeddings(embed, texts))
+    result = matrix[numpy.maximum(rows, 0)]  # a copy: the old matrix may still be in use
+    if fresh.any():
+        result[fresh] = _unit_rows(embeddings(embed, list(itertools.compress(texts, fresh))))
+    return result
+
+
 class EmbeddingMatrices:
     """
     One assistant's journal as unit-row matrices (one per embed function): the texts last
-    scored and their vectors, extended rather than rebuilt as the journal grows.
+    scored and their vectors, extended rather than rebuilt as the journal grows, and reused
+    row by row when it changed otherwise (an entry dropped, a memory replaced).
 
     It belongs to one assistant (`ports.runtime.caches`, see
     `journal_search.journal_embedding_matrices`)
@@ -72,6 +89,8 @@ class EmbeddingMatrices:
                 texts[: len(known_texts)] == known_texts):
             added = _unit_rows(embeddings(embed, texts[len(known_texts):]))
             matrix = numpy.vstack([matrix, added])
+        elif matrix is not None:
+            matrix = _reused_rows(known_texts, matrix, embed, texts)
         else:
             matrix = _unit_rows(embeddings(embed, texts))
         with self._lock:

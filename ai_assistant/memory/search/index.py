@@ -4,10 +4,12 @@ and speakers of every entry.
 
 The index of one journal version (its list of entry objects) is built once and kept in the
 assistant's `JournalIndexCache`, so repeated searches of a large journal cost milliseconds. The
-terms of each content string are kept process-wide across versions, so a journal that changed
-is re-indexed in tens of milliseconds at 10,000 entries.
+terms of each content string are kept across versions, so a journal that changed is re-indexed
+in tens of milliseconds at 10,000 entries: the cache keeps those of its own last version, and a
+process-wide table (least recently used out first) shares them between assistants.
 """
 
+import functools
 import math
 import threading
 from collections import Counter, OrderedDict
@@ -33,11 +35,11 @@ _NO_TF = numpy.zeros(0)
 # documents below are shared by every assistant, so their term numbers must be too.
 _TERM_IDS = {}
 _TERMS_LOCK = threading.Lock()
-# The terms of a content string and the moment of a timestamp. Process-wide: both are pure
-# functions of the text, and assistants that heard the same line share its terms.
-_DOCUMENTS = {}
+# The terms of a content string and the moment of a timestamp, for this many recent strings.
+# Process-wide: both are pure functions of the text, and assistants that heard the same line
+# share its terms. A world's corpora outgrow any such table; each assistant's cache keeps its
+# own (`JournalIndexCache.documents`), so a full table never means tokenising them all again.
 _DOCUMENTS_MAX = 100_000
-_EPOCHS = {}
 
 
 class JournalIndex:
@@ -52,17 +54,23 @@ class JournalIndex:
     Args:
         entries (list): Journal entries, oldest first.
         k1 (float), b (float): BM25 parameters.
+        known (JournalIndexCache, optional): The cache this index goes into: the terms and
+            moments of its last version are reused, and this version's are left in their place.
     """
 
-    def __init__(self, entries, k1=None, b=None):
+    def __init__(self, entries, k1=None, b=None, known=None):
         k1 = BM25_K1 if k1 is None else k1
         b = BM25_B if b is None else b
         self.size = len(entries)
         self.entries = tuple(entries)  # held, so their ids (the cache key) stay theirs
-        documents = [_document(content) for content in map(methodcaller("get", "content", ""),
-                                                             entries)]  # fmt: skip
+        contents = list(map(methodcaller("get", "content", ""), entries))
+        timestamps = list(map(methodcaller("get", "timestamp"), entries))
+        documents = _reused(contents, known.documents if known else {}, _document)
         self.doc_terms = [document.terms for document in documents]
-        self.epochs = [_epoch(t) for t in map(methodcaller("get", "timestamp"), entries)]
+        self.epochs = _reused(timestamps, known.epochs if known else {}, _epoch)
+        if known is not None:
+            known.documents = dict(zip(contents, documents, strict=True))
+            known.epochs = dict(zip(timestamps, self.epochs, strict=True))
         self.epoch_array = numpy.array(self.epochs, dtype=float)  # None -> nan
         self.positions = {entry_id: position for position, entry_id in
                           enumerate(map(methodcaller("get", "id"), entries))}  # fmt: skip
@@ -98,10 +106,12 @@ class JournalIndex:
         by_speaker = {}
         for entity, where in by_entity.items():
             for name in words(entity):
-                by_speaker.setdefault(name, []).extend(where)
+                by_speaker.setdefault(name, []).append(where)
+        # one entity's positions are already in order; only a name several share is merged
         self.speaker_positions = {
-            name: numpy.unique(numpy.asarray(where, dtype=numpy.int64))
-            for name, where in by_speaker.items()
+            name: numpy.asarray(lists[0] if len(lists) == 1 else sorted(set().union(*lists)),
+                                dtype=numpy.int64)
+            for name, lists in by_speaker.items()
         }
         self.speaker_names = frozenset(by_speaker)
 
@@ -162,24 +172,21 @@ class _Document:
         self.length = float(sum(counts.values()))
 
 
+@functools.lru_cache(maxsize=_DOCUMENTS_MAX)
 def _document(content):
-    document = _DOCUMENTS.get(content)
-    if document is None:
-        # term numbers must stay unique even if two threads ever index at once
-        with _TERMS_LOCK:
-            if len(_DOCUMENTS) > _DOCUMENTS_MAX:
-                _DOCUMENTS.clear()
-            document = _DOCUMENTS[content] = _Document(content)
-    return document
+    with _TERMS_LOCK:  # term numbers must stay unique even if two threads ever index at once
+        return _Document(content)
 
 
+@functools.lru_cache(maxsize=_DOCUMENTS_MAX)
 def _epoch(timestamp):
-    if timestamp not in _EPOCHS:
-        if len(_EPOCHS) > _DOCUMENTS_MAX:
-            _EPOCHS.clear()
-        moment = parse_iso(timestamp)
-        _EPOCHS[timestamp] = moment.timestamp() if moment else None
-    return _EPOCHS[timestamp]
+    moment = parse_iso(timestamp)
+    return moment.timestamp() if moment else None
+
+
+def _reused(keys, known, compute):
+    """`compute(key)` for each key, taking what `known` already holds first."""
+    return [known[key] if key in known else compute(key) for key in keys]
 
 
 class JournalIndexCache:
@@ -197,6 +204,9 @@ class JournalIndexCache:
     def __init__(self, versions=INDEX_VERSIONS_KEPT):
         self.versions = versions
         self._indexes = OrderedDict()
+        # the terms (by content) and moments (by timestamp) of the last version indexed
+        self.documents = {}
+        self.epochs = {}
 
     def __len__(self):
         return len(self._indexes)
@@ -236,6 +246,6 @@ def get_index(entries, cache=None):
     key = tuple(map(id, entries))
     index = cache.get(key)
     if index is None:
-        index = JournalIndex(entries)
+        index = JournalIndex(entries, known=cache)
         cache.put(key, index)
     return index
