@@ -68,7 +68,8 @@ class AttributeState:
             # this NPC shares them, and a reload (which clears ndb) starts from the database
             if owner.ndb.ai_state_cache is None:
                 place = documents.CHARACTER if owner is self.character else documents.SCRIPT
-                owner.ndb.ai_state_cache = _stored_documents(owner, place)
+                owner.ndb.ai_state_cache = _stored_documents(owner,
+                                                             documents.kept_in_state(place))
                 owner.ndb.ai_state_dirty = set()
             store = (owner, owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty)
             if owner is not self.character or not on_script:
@@ -78,8 +79,11 @@ class AttributeState:
     def get(self, name, default=None):
         owner, cache, _ = self._store(name)
         value = cache.get(name, _UNREAD)
-        if value is _UNREAD:
-            value = cache[name] = _plain_value(owner.attributes.get(name, return_obj=True))
+        if value is _UNREAD:  # not among those loaded: one the shell writes straight is
+            # read now and never kept, so what Evennia writes to it is seen at the next read
+            value = _stored_documents(owner, (name,))[name]
+            if name not in documents.REGISTRY or not documents.REGISTRY[name].straight:
+                cache[name] = value
         return copy.deepcopy(default) if value is None else value
 
     def set(self, name, value):
@@ -117,10 +121,10 @@ class AttributeState:
 _PACKED_MARKERS = (b"__packed_dbobj__", b"__packed_session__")
 
 
-def _stored_documents(owner, place):
+def _stored_documents(owner, names):
     """
-    Every document `ports.state` keeps on `owner` (of `place`), read in one query, as plain
-    copies; one it never stored reads as None, as a missing Attribute does.
+    Documents `names` as stored on `owner`, read in one query, as plain copies; one never
+    stored reads as None, as a missing Attribute does.
 
     Evennia's `attributes.get` costs a query per Attribute that is not yet in its cache, and
     its `attributes.all()` one per Attribute too, so a reload of many assistants, each with
@@ -130,7 +134,6 @@ def _stored_documents(owner, place):
     from django.db.models import TextField
     from django.db.models.functions import Cast
 
-    names = documents.kept_in_state(place)
     # the column as stored (Cast skips the field's own unpickling), so each value is
     # unpickled once, by `_plain_document`, into a copy no other cache shares
     found = dict(owner.db_attributes.filter(
@@ -146,26 +149,6 @@ def _plain_document(stored):
     data = b64decode(stored)
     if any(marker in data for marker in _PACKED_MARKERS):
         return from_pickle(pickle.loads(data))
-    return pickle.loads(data)
-
-
-def _plain_value(attribute):
-    """
-    An Attribute's value as a plain-data copy of its own, or None when there is none.
-
-    The documents are plain data (the core knows no database objects), so they are copied by a
-    pickle round trip of what Evennia unpickled, at C speed. `Attribute.value` would instead
-    wrap every nested list and dict in a saving container and `deserialize` unwrap them again:
-    two Python walks of documents that hold thousands of items, paid by every assistant after
-    a reload. A value that holds a packed database object or session still goes through
-    Evennia's `from_pickle`, which unpacks it.
-    """
-    if attribute is None:
-        return None
-    stored = attribute.db_value
-    data = pickle.dumps(stored, pickle.HIGHEST_PROTOCOL)
-    if any(marker in data for marker in _PACKED_MARKERS):
-        return from_pickle(stored)
     return pickle.loads(data)
 
 
@@ -399,14 +382,20 @@ def npc_overrides(character):
     return deserialize(character.attributes.get(documents.CONFIG_OVERRIDES) or {})
 
 
-def npc_settings(character):
+def npc_settings(character, overrides=None):
     """
     The NPC's settings: the game's AI_ASSISTANT tree plus its `@assistant/config` overrides.
 
     A stored value its setting does not accept is ignored (and listed in the settings'
     `problems`, which `@assistant` shows), so it never breaks a tick or a reload.
+
+    Args:
+        character (AssistantMixin): The NPC.
+        overrides (dict, optional): Its overrides, when the caller has read them already.
     """
-    return Settings(game_settings(), overrides=npc_overrides(character))
+    if overrides is None:
+        overrides = npc_overrides(character)
+    return Settings(game_settings(), overrides=overrides)
 
 
 def game_config():
@@ -421,9 +410,11 @@ def game_settings():
     return settings_tree(game_config())
 
 
-def llm_sources(character):
+def llm_sources(character, overrides=None):
     """Where the NPC's LLM endpoint, model and key come from, in words (for the log)."""
-    config, overrides = game_config(), npc_overrides(character)
+    config = game_config()
+    if overrides is None:
+        overrides = npc_overrides(character)
     return {name: setting_source(f"llm.{name}", config, overrides)
             for name in ("base_url", "model", "api_key")}
 
@@ -446,19 +437,24 @@ def build_ports(character, *, runtime):
         AssistantPorts: Fresh bundle (the LLM client is created by the NPC's handler and
         cached in its `ndb`).
     """
-    settings = npc_settings(character)
+    # what the shell keeps straight on the NPC, in one query: through Evennia's cache, each
+    # costs two queries the first time, paid by every assistant at a server start
+    straight = _stored_documents(character, (documents.CONFIG_OVERRIDES, documents.MEMORY_SCOPE))
+    overrides = straight[documents.CONFIG_OVERRIDES] or {}
+    settings = npc_settings(character, overrides)
     for problem in settings.problems:
         log_to_server(f"{character.key}: ignored setting {problem['key']} = "
                       f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
-    key = character.assistant.memory_scope
+    # an assistant made before scopes were stored gets its own from the handler
+    key = straight[documents.MEMORY_SCOPE] or character.assistant.memory_scope
     return AssistantPorts(
         key=key,
         name=character.key,
         state=AttributeState(character),
         clock=SystemClock(game_clock),
         settings=settings,
-        llm=character.assistant.llm_client(settings),
+        llm=character.assistant.llm_client(settings, overrides),
         semantic=semantic_store(settings, key, log_to_server, runtime),
         world=EvenniaWorld(character),
         log=log_to_server,

@@ -142,12 +142,14 @@ class AssistantHandler:
         if self.script:
             self.script.subscribe()
 
-    def llm_client(self, settings):
+    def llm_client(self, settings, overrides=None):
         """
         The LLM client for `settings["llm"]`, rebuilt only when that configuration changes.
 
         Args:
             settings (Settings): The NPC's settings.
+            overrides (dict, optional): Its `@assistant/config` overrides, when the caller has
+                read them already (they say where each LLM setting came from, for the log).
 
         Returns:
             LLMClient or None: None in mechanical mode (no endpoint configured).
@@ -164,7 +166,7 @@ class AssistantHandler:
                 npc_name=self.obj.key,
                 state=AttributeState(self.obj),
                 log=log_to_server,
-                sources=llm_sources(self.obj),
+                sources=llm_sources(self.obj, overrides),
             )
             self.obj.ndb.llm_client_signature = signature
         return self.obj.ndb.llm_client

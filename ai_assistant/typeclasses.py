@@ -55,23 +55,28 @@ class AssistantScript(DefaultScript):
     def subscribe(self):
         """Make sure exactly one ticker, at the current mode's rate, calls `at_assistant_tick`."""
         interval = self.interval_for(self.obj.assistant.operating_mode)
-        old = self.attributes.get(documents.TICKER_INTERVAL)
-        if old and old != interval:
-            self._remove_ticker(old)
-        elif old == interval and self._ticking(interval):
-            # a reload restores persistent tickers by themselves; adding again would re-save
-            # the whole ticker store once per assistant
+        live = self._live_intervals()
+        if live == {interval}:
+            # a reload restores persistent tickers by themselves: adding again would re-save
+            # the whole ticker store once per assistant, and reading the stored interval
+            # would cost each assistant a query at every start
             return
-        TICKER_HANDLER.add(interval, self.at_assistant_tick, idstring=self.ticker_idstring,
-                           persistent=True)
+        for stale in live - {interval}:
+            self._remove_ticker(stale)
+        if interval not in live:
+            TICKER_HANDLER.add(interval, self.at_assistant_tick, idstring=self.ticker_idstring,
+                               persistent=True)
         self.attributes.add(documents.TICKER_INTERVAL, interval)
 
-    def _ticking(self, interval):
-        """Whether TICKER_HANDLER already calls this script's tick every `interval` seconds."""
-        subscriptions = (TICKER_HANDLER.all(interval) or {}).get(interval, {})
+    def _live_intervals(self):
+        """
+        The intervals at which TICKER_HANDLER calls this script's tick. The ticker store is
+        the truth; the stored `ticker_interval` is what admins are shown.
+        """
         # a store key is (packed object, method name, path, interval, idstring, persistent)
-        return any(key[1] == "at_assistant_tick" and key[4] == self.ticker_idstring
-                   and key[5] for key in subscriptions)
+        return {interval for interval, subscriptions in (TICKER_HANDLER.all() or {}).items()
+                for key in subscriptions
+                if key[1] == "at_assistant_tick" and key[4] == self.ticker_idstring and key[5]}
 
     def _remove_ticker(self, interval):
         try:
@@ -81,13 +86,14 @@ class AssistantScript(DefaultScript):
             pass
 
     def unsubscribe(self):
-        interval = self.attributes.get(documents.TICKER_INTERVAL)
-        if interval:
+        for interval in self._live_intervals():
             self._remove_ticker(interval)
+        if self.attributes.get(documents.TICKER_INTERVAL) is not None:
             self.attributes.add(documents.TICKER_INTERVAL, None)
 
     def at_server_start(self):
         if self.obj:
+            self.obj.ndb.assistant_script = self  # its handler need not look it up again
             # what an unclean stop left in the write-ahead log reaches the Attributes before
             # anything (a tick, the inspector, an admin command) reads them
             self.obj.assistant.ports().state.durability()

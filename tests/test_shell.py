@@ -117,6 +117,35 @@ class TestAssistantShell(EvenniaCommandTest):
         assert documents.CONFIG_OVERRIDES not in self.npc.ndb.ai_state_cache
         assert documents.TICKER_INTERVAL not in self.script.ndb.ai_state_cache
 
+    def test_ports_read_the_npcs_straight_documents_in_one_query_and_fresh(self):
+        # written by Evennia itself (a builder's @set, a prototype): never a stale copy
+        self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"ticks.awake": 7})
+        scope = self.npc.attributes.get(documents.MEMORY_SCOPE)
+        self.npc.assistant.reset()
+        asked = []
+        real_get = type(self.npc.attributes).get
+
+        def spy(handler, key=None, *args, **kwargs):
+            asked.append(str(key))
+            return real_get(handler, key, *args, **kwargs)
+
+        with patch.object(type(self.npc.attributes), "get", spy):
+            ports = self.npc.assistant.ports()
+        # not through Evennia's cache, which costs two queries each at a server start
+        assert not {"config_overrides", "memory_scope"} & set(asked)
+        assert ports.settings.get("ticks.awake") == 7 and ports.key == scope
+        self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"ticks.awake": 9})
+        self.npc.assistant.reset()
+        assert self.npc.assistant.ports().settings.get("ticks.awake") == 9
+        # read through the state, such a document is read afresh each time, never kept
+        state = self.npc.assistant.ports().state
+        assert state.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 9}
+        self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"ticks.awake": 11})
+        with CaptureQueriesContext(connection) as queries:
+            assert state.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 11}
+        assert len(queries) == 1
+        assert documents.CONFIG_OVERRIDES not in self.npc.ndb.ai_state_cache
+
     def test_a_value_holding_a_database_object_still_unpacks_it(self):
         self.npc.attributes.add(documents.ENTITY_PROFILES, {"#7": {"met_in": self.room1}})
         read = self.fresh_state().get(documents.ENTITY_PROFILES)
@@ -155,6 +184,20 @@ class TestAssistantShell(EvenniaCommandTest):
         assert tickers_of(self.npc) == []
         self.script.at_server_start()
         assert [key[3] for key in tickers_of(self.npc)] == [5]
+
+    def test_a_server_start_drops_a_stray_ticker_the_stored_interval_does_not_name(self):
+        # a stop between the ticker store's save and the Attribute's write leaves a second
+        # ticker the Attribute never heard of: the ticker store is what is checked
+        TICKER_HANDLER.add(60, self.script.at_assistant_tick,
+                           idstring=self.script.ticker_idstring, persistent=True)
+        assert sorted(key[3] for key in tickers_of(self.npc)) == [5, 60]
+        assert self.script.attributes.get("ticker_interval") == 5
+        self.script.at_server_start()
+        assert [key[3] for key in tickers_of(self.npc)] == [5]
+        # and an unsubscribe removes a live ticker whatever the Attribute says
+        self.script.attributes.add("ticker_interval", None)
+        self.script.unsubscribe()
+        assert tickers_of(self.npc) == []
 
     def test_hearing_speech_queues_classified_events(self):
         self.char1.at_say("Ada, where is the inn?")
