@@ -47,24 +47,10 @@ NOT_YET_OWNED = {
     "ASSISTANT_SYSTEM_PROMPT",
     "USER_SYSTEM_PROMPT",
 
-    # modes and sleep, the shell's own documents, workspace, patrol, sleep reports
-    "OPERATING_MODE",
-    "SLEEP_PHASE",
-    "SLEEP_STATE",
-    "TICK_COUNT",
-    "SKIPPED_TICKS",
+    # the shell's own documents
     "TICKER_INTERVAL",
     "CONFIG_OVERRIDES",
     "MEMORY_SCOPE",
-    "MODE_HISTORY",
-    "LAST_SLEEP_TICK",
-    "AWAKE_STATE",
-    "SLEEP_REQUEST",
-    "PROJECTS",
-    "CURRENT_GOALS",
-    "PATROL_STATE",
-    "DIARY",
-    "THINK_NOTES",
 }
 
 

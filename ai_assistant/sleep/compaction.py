@@ -59,6 +59,7 @@ from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso, parse_iso
 from ai_assistant.plumbing.quoting import quote_untrusted
 from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
+from ai_assistant.workspace.mode import Mode
 
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 SYNTHESIS_LABEL = "[SYNTHESIS] Conversation summary:"
@@ -160,7 +161,7 @@ def append_history(ports, role, name, content):
     history = get_history(ports)
     history.append(message)
     ports.state.set(documents.CONVERSATION_HISTORY, history)
-    if (ports.state.get(documents.OPERATING_MODE) or "awake") != "awake":
+    if Mode(ports).asleep():
         return False
     return usage(ports, history) >= ports.settings.get("compaction.emergency_threshold")
 
@@ -540,7 +541,7 @@ def run_pre_compaction_extraction(ports, *, run_cycle=None, threshold=None, mode
     by_age = threshold is None
     old = due_stretch(ports, get_history(ports), threshold if threshold is not None else
                       ports.settings.get("compaction.sleep_threshold"), by_age)
-    mode = mode or ports.state.get(documents.OPERATING_MODE) or "awake"
+    mode = mode or Mode(ports).current()
     situation = {
         "purpose": "pre_compaction",
         "task": EXTRACTION_TASK,

@@ -59,6 +59,7 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMUnavailable, iso
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
 from ai_assistant.sleep.scoring import awaiting_llm_score, get_scoring_attempts
+from ai_assistant.workspace.mode import Mode
 
 # Memories looked up per journal entry when a tick checks what an earlier one stored: far more
 # than the facts one entry yields, so none is missed.
@@ -404,7 +405,7 @@ def _consolidate_batch(ports, store, batch, result):
     verbatim = yield _extract_facts_for(ports, batch, existing, result)
     # Store, entry by entry, each read fresh (the stores before it yielded).
     for entry_id in [entry["id"] for entry in batch]:
-        if ports.state.get(documents.OPERATING_MODE) == "awake":
+        if Mode(ports).recorded() == "awake":
             result["interrupted"] = "woken"  # a forced wake: the next sleep goes on from here
             return
         journal = journal_module.get_journal(ports)

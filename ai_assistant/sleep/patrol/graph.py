@@ -1,6 +1,6 @@
 """
-The memory graph as a patrol step reads and writes it: the patrol's own state document, saving
-nodes, clusters and vectors together, and the embedder whose scale the thresholds follow.
+The memory graph as a patrol step reads and writes it: the time stamps, saving nodes, clusters
+and vectors together, and the embedder whose scale the thresholds follow.
 """
 
 from ai_assistant.memory import node_vectors
@@ -11,11 +11,6 @@ from ai_assistant.plumbing.ports import iso
 def now_iso(ports):
     """The current time as stored in the graph (ISO text)."""
     return iso(ports.clock.now())
-
-
-def patrol_state(ports):
-    """The "patrol_state" document (a copy to change and `set` back)."""
-    return dict(ports.state.get(documents.PATROL_STATE, None) or {})
 
 
 def save_graph(ports, nodes=None, clusters=None, vectors=None):
