@@ -111,11 +111,11 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.memory.journal import format_entry, get_journal
+        from ai_assistant.memory.journal import format_entry
         from ai_assistant.memory.search.journal_search import search_journal
 
         ports = npc.assistant.ports()
-        entries = get_journal(ports)["entries"]
+        entries = npc.assistant.journal.entries()
         if not self.rhs:
             recent = entries[-15:]
             lines = [f"|wJournal of {npc.key}|n ({len(entries)} entries, newest last)"]

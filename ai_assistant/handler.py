@@ -29,6 +29,7 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -182,6 +183,13 @@ class AssistantHandler:
     def flush(self):
         """Write every changed state document to its Attribute."""
         self.ports().state.flush()
+
+    # --- stores (each the only code that reads or writes its documents) ---------------------
+
+    @property
+    def journal(self):
+        """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
+        return Journal(self.ports())
 
     @property
     def operating_mode(self):

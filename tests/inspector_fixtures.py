@@ -8,7 +8,8 @@ from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
 from test_corrections import FakeSemantic
 
-from ai_assistant.memory import entities, journal
+from ai_assistant.memory import entities
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.nodes import new_node
 from ai_assistant.plumbing import documents
 from ai_assistant.sleep import reports
@@ -28,9 +29,9 @@ def seed(npc):
     """Put something in every tier of `npc`'s memory; returns its ports."""
     ports = npc.assistant.ports()
     ports.semantic = FakeSemantic()
-    journal.add_entry(ports, "Alice said the harbour master lives by the east pier.",
+    Journal(ports).add("Alice said the harbour master lives by the east pier.",
                       source_type="direct", source_entity="Alice")
-    journal.add_entry(ports, "A gull stole a fish from the market stall.",
+    Journal(ports).add("A gull stole a fish from the market stall.",
                       source_type="environmental")
     store = ports.semantic
     store.add("Alice knows where the harbour master lives", metadata={

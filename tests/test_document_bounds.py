@@ -12,6 +12,7 @@ from twisted.internet import defer
 from ai_assistant.memory import node_vectors
 from ai_assistant.memory.entities import get_profiles, record_interaction
 from ai_assistant.memory.entity_pruning import prune_entity_profiles
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import (
     bound_memory_links,
     get_links,
@@ -117,11 +118,10 @@ def test_linking_finds_a_new_memory_past_the_first_listing():
 
 
 def test_links_processed_long_ago_keep_their_strongest_links_only():
-    from ai_assistant.memory.journal import add_entry
     from ai_assistant.memory.links import age_memory_links
 
     ports = make_ports(overrides={"memory.links_full_days": 30, "memory.links_old_kept": 2})
-    kept_entry = add_entry(ports, "Bob sells bread at the market.")["id"]
+    kept_entry = Journal(ports).add("Bob sells bread at the market.")["id"]
     linked = [{"id": f"x{n}", "score": 0.9 - n / 10} for n in range(5)]  # strongest first
     old = iso(ports.clock.now() - timedelta(days=31))
     recent = iso(ports.clock.now() - timedelta(days=29))

@@ -15,7 +15,8 @@ from twisted.internet import task
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.blocks.people import entity_context_block
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import audience, entities, journal, node_vectors, nodes
+from ai_assistant.memory import audience, entities, node_vectors, nodes
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -105,7 +106,7 @@ def test_a_whisper_is_journaled_private_and_answered_privately(llm_server, make,
     tick(ports, clock)
     assert ports.world.said == []
     assert ports.world.whispers == [("Bob", "Your secret is safe with me.")]
-    entry = journal.get_journal(ports)["entries"][-1]
+    entry = Journal(ports).entries()[-1]
     assert SECRET in entry["content"] and entry["audience"] == "#2"
     # not in the history every later summary is made of; kept in Bob's own working memory
     shared = ports.state.get(documents.CONVERSATION_HISTORY) or []
@@ -120,7 +121,7 @@ def test_what_was_said_aloud_stays_public(llm_server, make, clock):
     llm_server.script(Reply.tool("say", {"message": "Hello."}))
     hear(ports, "talk", "hello there")
     tick(ports, clock)
-    entry = journal.get_journal(ports)["entries"][-1]
+    entry = Journal(ports).entries()[-1]
     assert "audience" not in entry and ports.world.said == ["Hello."]
     assert any("hello there" in m["content"]
                for m in ports.state.get(documents.CONVERSATION_HISTORY))
@@ -150,12 +151,12 @@ def test_what_the_model_journals_or_notes_in_a_whispered_turn_is_private():
     conversation = awake.ConversationWorld(ports.world, ports, BOB, private=True)
     turn = support.make_ports(world=conversation, state=ports.state)
     registry.get("add_journal_entry").run(turn, content="Bob's password is swordfish")
-    assert journal.get_journal(ports)["entries"][-1]["audience"] == "#2"
+    assert Journal(ports).entries()[-1]["audience"] == "#2"
     registry.get("note_scene").run(turn, **scene("told me his password"))
     assert nodes.scene_notes(ports)[-1]["audience"] == "#2"
     conversation.private = False
     registry.get("add_journal_entry").run(turn, content="Bob likes bread")
-    assert "audience" not in journal.get_journal(ports)["entries"][-1]
+    assert "audience" not in Journal(ports).entries()[-1]
 
 
 # --- sleep carries the audience over, or keeps private things out --------------------------------
@@ -187,10 +188,10 @@ def test_private_observations_never_become_profile_attributes():
 
 def test_reflection_reads_public_entries_only():
     ports = support.make_ports()
-    journal.add_entry(ports, f"Bob whispered: {SECRET}", audience="#2")
-    journal.add_entry(ports, "Bob said the bread was stale")
+    Journal(ports).add(f"Bob whispered: {SECRET}", audience="#2")
+    Journal(ports).add("Bob said the bread was stale")
     state = {"entries_since_reflection": [1, 2]}
-    window = reflection._window_entries(ports, journal.get_journal(ports), state)
+    window = reflection._window_entries(ports, Journal(ports), state)
     assert [e["id"] for e in window] == [2]
     hits = [{"id": "a", "memory": SECRET, "metadata": {"audience": "#2"}, "score": 0.9},
             {"id": "b", "memory": "bread", "metadata": {}, "score": 0.5}]

@@ -24,9 +24,7 @@ CONSTANTS = {name: value for name, value in vars(documents).items()
 # Stores not yet behind their owner class: their documents are still named elsewhere. Remove a
 # name here once its owner is the only module that names it (the last test keeps this honest).
 NOT_YET_OWNED = {
-    # the journal, importance scoring, reflection state, people, memory nodes, corrections
-    "JOURNAL",
-    "REFLECTION_STATE",
+    # people, memory nodes, corrections
     "ENTITY_PROFILES",
     "SCENE_NOTES",
     "MEMORY_NODES",

@@ -26,7 +26,8 @@ from twisted.internet import defer
 
 from ai_assistant.agent import perception, react
 from ai_assistant.agent.blocks.recall import recall_lines
-from ai_assistant.memory import entities, journal, working
+from ai_assistant.memory import entities, working
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing.llm_resilience import with_deadline
 from ai_assistant.sleep import compaction
 
@@ -152,8 +153,7 @@ def journal_heard_events(ports, events):
                 (source_type, template), tags = PRIVATE_HEARD, [*tags, "private"]
             content = f"{event['sender']} " + template.format(text=event["text"])
         try:
-            entry = journal.add_entry(
-                ports,
+            entry = Journal(ports).add(
                 content[: ports.settings.get("journal.max_content_chars")],
                 source_type=source_type,
                 source_entity=event["sender"],

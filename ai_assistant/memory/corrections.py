@@ -24,7 +24,7 @@ message meant for the staff member who asked.
 
 from twisted.internet import defer
 
-from ai_assistant.memory.journal import add_entry, get_journal, save_journal
+from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall import mirror as recall_mirror
 from ai_assistant.plumbing import documents
@@ -61,8 +61,8 @@ def audit_trail(ports):
 def _record(ports, by, action, target, detail):
     """Append a correction to the audit trail and the journal; returns the audit record."""
     who = str(by or "staff")[:80]
-    entry = add_entry(
-        ports, f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
+    entry = Journal(ports).add(
+        f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
     )
     trail = audit_trail(ports)
@@ -122,26 +122,20 @@ def set_node_pinned(ports, node_id, pinned, *, by):
 # Journal entries
 
 
-def _entry_position(journal, entry_id):
+def _entry_id(entry_id):
     try:
-        wanted = int(entry_id)
+        return int(entry_id)
     except (TypeError, ValueError):
         raise CorrectionError(f"A journal entry id is a number, not {entry_id!r}.") from None
-    for position, entry in enumerate(journal["entries"]):
-        if entry.get("id") == wanted:
-            return position
-    raise CorrectionError(f"There is no journal entry #{wanted}.")
 
 
 def _replace_entry(ports, entry_id, change):
     """Replace an entry by a changed copy (`change(copy)`); returns the new entry."""
-    journal = get_journal(ports)
-    position = _entry_position(journal, entry_id)
-    entry = dict(journal["entries"][position])
-    change(entry)
-    journal["entries"][position] = entry
-    save_journal(ports, journal)
-    return entry
+    wanted = _entry_id(entry_id)
+    try:
+        return Journal(ports).replace(wanted, change)
+    except JournalError:
+        raise CorrectionError(f"There is no journal entry #{wanted}.") from None
 
 
 def edit_journal_entry(ports, entry_id, content, *, by):
@@ -156,13 +150,11 @@ def edit_journal_entry(ports, entry_id, content, *, by):
 
 def delete_journal_entry(ports, entry_id, *, by):
     """Remove a journal entry. Returns the audit record."""
-    journal = get_journal(ports)
-    position = _entry_position(journal, entry_id)
-    removed = journal["entries"].pop(position)
-    journal["consolidated_entry_ids"] = [
-        i for i in journal.get("consolidated_entry_ids") or () if i != removed["id"]
-    ]
-    save_journal(ports, journal)
+    wanted = _entry_id(entry_id)
+    try:
+        removed = Journal(ports).remove(wanted)
+    except JournalError:
+        raise CorrectionError(f"There is no journal entry #{wanted}.") from None
     return _record(ports, by, "delete_journal", removed["id"],
                    f"deleted journal entry #{removed['id']}.")
 

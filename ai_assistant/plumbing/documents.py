@@ -186,7 +186,6 @@ SYSTEM_PROMPT_HISTORY = Document(
 
 JOURNAL = Document(
     "journal", on=CHARACTER, default=None, owner="memory.journal",
-    writers=("sleep.scoring", "sleep.facts", "sleep.reflection", "memory.corrections"),
     shape='{"entries": [entry], "entry_count", "max_entries", "last_reflection", '
           '"consolidated_entry_ids"} (journal.new_journal)')
 IMPORTANCE_SCORING = Document(
@@ -194,7 +193,6 @@ IMPORTANCE_SCORING = Document(
     shape='{"attempts": {entry id: failed LLM scoring attempts}}')
 REFLECTION_STATE = Document(
     "reflection_state", on=SCRIPT, default=None, owner="memory.reflection_state",
-    writers=("memory.journal", "sleep.scoring", "sleep.reflection"),
     shape='{"cumulative_importance", "threshold", "last_reflection_time", "reflection_count", '
           '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 

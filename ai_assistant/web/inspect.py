@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import entities
 from ai_assistant.memory.corrections import audit_trail, is_wrong
-from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import SCAN_LIMIT, get_links
 from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
 from ai_assistant.memory.search.journal_search import search_journal
@@ -43,16 +43,16 @@ def assistant_summary(npc):
 
 
 def _tier_counts(ports):
-    journal = get_journal(ports)
+    journal = Journal(ports)
     nodes = load_nodes(ports)
     by_status = {}
     for node in nodes.values():
         by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
                                                                 0) + 1
     return {
-        "journal_entries": len(journal["entries"]),
-        "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
-        "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
+        "journal_entries": len(journal.entries()),
+        "journal_consolidated": len(journal.consolidated_ids()),
+        "journal_wrong": sum(1 for entry in journal.entries() if is_wrong(entry)),
         "memory_links": len(get_links(ports)),
         "entity_profiles": len(entities.get_profiles(ports)),
         "goals": len(load_goals(ports)),
@@ -130,18 +130,18 @@ def journal_entries(npc, query=""):
         list[dict]: `entry_view`s (with `score` for a search).
     """
     ports = npc.assistant.ports()
-    journal = get_journal(ports)
-    consolidated = set(journal.get("consolidated_entry_ids") or ())
+    journal = npc.assistant.journal
+    consolidated = set(journal.consolidated_ids())
     if query and query.strip():
         hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
         return [entry_view(entry, consolidated, score) for score, entry in hits]
-    return [entry_view(entry, consolidated) for entry in reversed(journal["entries"])]
+    return [entry_view(entry, consolidated) for entry in reversed(journal.entries())]
 
 
 def importance_points(npc):
     """Every entry as a point of the importance-over-time plot: `(time, importance, entry)`."""
     points = []
-    for entry in get_journal(npc.assistant.ports())["entries"]:
+    for entry in npc.assistant.journal.entries():
         moment = parse_iso(entry.get("timestamp"))
         if moment is not None and entry.get("importance") is not None:
             points.append((moment, float(entry["importance"]), entry))
