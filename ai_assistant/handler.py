@@ -29,6 +29,7 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -190,6 +191,11 @@ class AssistantHandler:
     def journal(self):
         """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
         return Journal(self.ports())
+
+    @property
+    def people(self):
+        """The people it knows (`memory.entities.People`): profiles and relationships."""
+        return People(self.ports())
 
     @property
     def operating_mode(self):

@@ -72,7 +72,7 @@ def format_status(npc):
         f"  journal: {len(entries)} entries (consolidated "
         f"{len(journal.consolidated_ids())}); goals: "
         f"{len(state.get(documents.CURRENT_GOALS) or [])}; profiles: "
-        f"{len(state.get(documents.ENTITY_PROFILES) or {})}"
+        f"{len(npc.assistant.people.profiles())}"
     )
     last = state.get(documents.LAST_SLEEP_TICK)
     if last:

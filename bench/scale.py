@@ -202,7 +202,6 @@ def awake_day(world, index, lines, timings):
 
 def admin_queries(world, index, timings):
     """What staff look up now and then: a journal search, a recall, a profile."""
-    from ai_assistant.memory import entities
     from ai_assistant.tools.registry import execute_tool
 
     npc = world.npcs[index]
@@ -217,7 +216,7 @@ def admin_queries(world, index, timings):
         if not result.get("success"):
             raise RuntimeError(f"{name} failed: {result}")
     started = time.perf_counter()
-    entities.find_profile(ports, world.regulars[index][0].key)
+    npc.assistant.people.find(world.regulars[index][0].key)
     timings["profile_lookup_ms"].append((time.perf_counter() - started) * 1000)
 
 

@@ -10,8 +10,7 @@ from support import make_ports, result_of
 from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
-from ai_assistant.memory.entities import get_profiles, record_interaction
-from ai_assistant.memory.entity_pruning import prune_entity_profiles
+from ai_assistant.memory.entities import People, get_profiles
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import (
     bound_memory_links,
@@ -194,19 +193,19 @@ def test_history_days_zero_keeps_the_old_rule():
 
 def test_passers_by_are_forgotten_and_known_people_kept():
     ports = make_ports()
-    record_interaction(ports, "#1", "Stranger", "Hello there.")
-    record_interaction(ports, "#2", "Regular", "Good morning, Ada.")
+    People(ports).observe("#1", "Stranger", "Hello there.")
+    People(ports).observe("#2", "Regular", "Good morning, Ada.")
     for _ in range(4):
-        record_interaction(ports, "#2", "Regular", "Nice weather.")
-    record_interaction(ports, "#3", "Told", "I am a smith.")
+        People(ports).observe("#2", "Regular", "Nice weather.")
+    People(ports).observe("#3", "Told", "I am a smith.")
     profiles = get_profiles(ports)
     profiles["#3"]["attributes"] = {"occupation": "smith"}
     ports.state.set(documents.ENTITY_PROFILES, profiles)
 
     ports.clock.advance(days=29)
-    assert prune_entity_profiles(ports)["forgotten"] == 0  # not yet long enough unseen
+    assert People(ports).prune()["forgotten"] == 0  # not yet long enough unseen
     ports.clock.advance(days=2)
-    result = prune_entity_profiles(ports)
+    result = People(ports).prune()
     # the stranger seen once goes; five observations or a learnt attribute keep a profile
     assert result == {"success": True, "forgotten": 1, "capped": 0, "kept": 2}
     assert set(get_profiles(ports)) == {"#2", "#3"}
@@ -214,12 +213,12 @@ def test_passers_by_are_forgotten_and_known_people_kept():
 
 def test_profiles_past_the_cap_lose_the_least_known_first():
     ports = make_ports(overrides={"entities.max_profiles": 2})
-    record_interaction(ports, "#1", "Once", "Hi.")
+    People(ports).observe("#1", "Once", "Hi.")
     for _ in range(5):
-        record_interaction(ports, "#2", "Often", "Hi again.")
+        People(ports).observe("#2", "Often", "Hi again.")
     ports.clock.advance(hours=1)
-    record_interaction(ports, "#3", "Recent", "Hello.")
-    result = prune_entity_profiles(ports)
+    People(ports).observe("#3", "Recent", "Hello.")
+    result = People(ports).prune()
     assert result["capped"] == 1 and result["forgotten"] == 0
     assert set(get_profiles(ports)) == {"#2", "#3"}  # the one seen least, longest ago, goes
 

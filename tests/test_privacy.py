@@ -16,6 +16,7 @@ from ai_assistant.agent import awake, perception
 from ai_assistant.agent.blocks.people import entity_context_block
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import audience, entities, node_vectors, nodes
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
@@ -170,7 +171,7 @@ def test_memories_made_from_a_private_entry_carry_its_audience():
 
 def test_private_observations_never_become_profile_attributes():
     ports = support.make_ports()
-    entities.observe_events(ports, [
+    People(ports).observe_events([
         {"sender_id": "#2", "sender": "Bob", "kind": "whisper", "text": SECRET,
          "classification": "direct_message"},
         {"sender_id": "#2", "sender": "Bob", "kind": "talk", "text": "I love bread",

@@ -24,8 +24,7 @@ CONSTANTS = {name: value for name, value in vars(documents).items()
 # Stores not yet behind their owner class: their documents are still named elsewhere. Remove a
 # name here once its owner is the only module that names it (the last test keeps this honest).
 NOT_YET_OWNED = {
-    # people, memory nodes, corrections
-    "ENTITY_PROFILES",
+    # memory nodes
     "SCENE_NOTES",
     "MEMORY_NODES",
     "MEMORY_CLUSTERS",

@@ -24,6 +24,7 @@ message meant for the staff member who asked.
 
 from twisted.internet import defer
 
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall import mirror as recall_mirror
@@ -188,22 +189,17 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     if len(value) > MAX_ATTRIBUTE_VALUE_CHARS:
         raise CorrectionError(f"An attribute value is at most {MAX_ATTRIBUTE_VALUE_CHARS} "
                               "characters.")
-    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
-    if entity_id not in profiles:
+    people = People(ports)
+    profile = people.profiles().get(entity_id)
+    if profile is None:
         raise CorrectionError(f"There is no profile of {entity_id!r}.")
-    profile = dict(profiles[entity_id])
-    attributes = dict(profile.get("attributes") or {})
     if value:
-        attributes[attribute] = value
         detail = f"set {profile.get('name')}'s {attribute} to: {value}"
-    elif attribute in attributes:
-        del attributes[attribute]
+    elif attribute in (profile.get("attributes") or {}):
         detail = f"removed {profile.get('name')}'s {attribute}."
     else:
         raise CorrectionError(f"{profile.get('name')} has no attribute {attribute!r} to remove.")
-    profile["attributes"] = attributes
-    profiles[entity_id] = profile
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
+    people.set_attribute(entity_id, attribute, value)
     return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail)
 
 

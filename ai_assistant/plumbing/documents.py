@@ -217,10 +217,9 @@ MEMORY_CONSOLIDATION = Document(
 
 ENTITY_PROFILES = Document(
     "entity_profiles", on=CHARACTER, default={}, owner="memory.entities",
-    writers=("sleep.entity_consolidation", "memory.corrections", "memory.entity_pruning"),
     shape="{entity id: profile with attributes, observations and relationship}: at most "
           "`entities.max_profiles`, `entities.max_observations` observations each; passers-by "
-          "unseen for `entities.forget_after_days` are forgotten (memory.entity_pruning)")
+          "unseen for `entities.forget_after_days` are forgotten (People.prune)")
 
 # ----------------------------------------------------------------------------------------------
 # Workspace

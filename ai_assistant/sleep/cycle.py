@@ -16,7 +16,7 @@ report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` sta
 
 from twisted.internet import defer
 
-from ai_assistant.memory.entity_pruning import prune_entity_profiles
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import prune_orphaned_memory_links
 from ai_assistant.memory.working import clear_stale_conversations
@@ -43,7 +43,7 @@ DREAMING_STEPS = (
     ("memory_links", run_dreaming_tick),
     ("link_cleanup", prune_orphaned_memory_links),
     ("entity_consolidation", run_entity_consolidation_batch),
-    ("entity_pruning", prune_entity_profiles),
+    ("entity_pruning", lambda ports: People(ports).prune()),
     ("reflection", run_reflection_if_triggered),
     ("episodic_pruning", lambda ports: Journal(ports).prune_low_importance()),
     ("stale_conversations", clear_stale_conversations),

@@ -11,6 +11,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import entities
 from ai_assistant.memory.corrections import audit_trail, is_wrong
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import SCAN_LIMIT, get_links
 from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
@@ -54,7 +55,7 @@ def _tier_counts(ports):
         "journal_consolidated": len(journal.consolidated_ids()),
         "journal_wrong": sum(1 for entry in journal.entries() if is_wrong(entry)),
         "memory_links": len(get_links(ports)),
-        "entity_profiles": len(entities.get_profiles(ports)),
+        "entity_profiles": len(People(ports).profiles()),
         "goals": len(load_goals(ports)),
         "projects": len(list_projects(ports)),
         "memory_nodes": len(nodes),
@@ -229,9 +230,10 @@ def _relationship_course(ports, profile):
 def profiles(npc):
     """Entity profiles: attributes, observations, the relationship now and its recent course."""
     ports = npc.assistant.ports()
+    people = People(ports)
     rows = []
-    for entity_id, stored in entities.get_profiles(ports).items():
-        profile = entities.get_profile(ports, entity_id)
+    for entity_id, stored in people.profiles().items():
+        profile = people.profile(entity_id)
         rows.append({
             **{key: profile.get(key) for key in (
                 "entity_id", "name", "entity_type", "first_seen", "last_seen",

@@ -13,7 +13,7 @@ Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
 from datetime import timedelta
 
 from ai_assistant.memory.audience import visible_to
-from ai_assistant.memory.entities import relationship_summary, relevant_profiles
+from ai_assistant.memory.entities import People, relationship_summary
 from ai_assistant.memory.nodes import scene_to_text, setting
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
@@ -39,8 +39,8 @@ def relationships_text(ports, situation=None):
     A line per relevant person - those present first, then the most recently met - with the
     relationship as `memory.entities` keeps it (at most `nodes.relationships_max`).
     """
-    chosen = relevant_profiles(ports, people_in(situation),
-                               limit=int(setting(ports, "relationships_max")))  # fmt: skip
+    chosen = People(ports).relevant(people_in(situation),
+                                    limit=int(setting(ports, "relationships_max")))
     now = ports.clock.now()
     lines = []
     for profile, present in chosen:
