@@ -31,6 +31,7 @@ from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -196,6 +197,11 @@ class AssistantHandler:
     def people(self):
         """The people it knows (`memory.entities.People`): profiles and relationships."""
         return People(self.ports())
+
+    @property
+    def nodes(self):
+        """Its memory nodes (`memory.nodes.Nodes`): scene notes, nodes, clusters, vectors."""
+        return Nodes(self.ports())
 
     @property
     def operating_mode(self):

@@ -19,7 +19,7 @@ from ai_assistant.memory.links import (
     prune_orphaned_memory_links,
     save_links,
 )
-from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import linking
@@ -236,7 +236,7 @@ def _graph(ports, statuses):
                           "created_at": iso(ports.clock.now() + timedelta(days=number))}
         vectors["nodes"][node_id] = node_vectors.encode_vector([1.0, float(number)])
     ports.state.set(documents.MEMORY_NODES, nodes)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
 
 
 def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
@@ -248,7 +248,7 @@ def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
     nodes = ports.state.get(documents.MEMORY_NODES)
     # the two unpinned dead nodes and the dying one go; the pinned dead node stays
     assert set(nodes) == {"n0", "n1", "n4"}
-    vectors = node_vectors.load_vectors(ports)
+    vectors = Nodes(ports).vectors()
     assert set(vectors["nodes"]) == {"n0", "n1", "n4"}
     assert "c1" in vectors["clusters"]  # the centroid of what is left
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 3}
@@ -269,11 +269,11 @@ def test_old_nodes_keep_their_vectors_as_int8():
         full[node_id] = node_vectors.unit(rng.normal(size=64))
         vectors["nodes"][node_id] = node_vectors.encode_vector(full[node_id])
     ports.state.set(documents.MEMORY_NODES, nodes)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
     before = {k: len(v) for k, v in vectors["nodes"].items()}
 
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 4, "compacted": 2}
-    stored = node_vectors.load_vectors(ports)["nodes"]
+    stored = Nodes(ports).vectors()["nodes"]
     for node_id in ("n0", "n1"):  # older than 30 days: a quarter of the size, same direction
         assert stored[node_id].startswith(node_vectors.COMPACT_PREFIX)
         assert len(stored[node_id]) < before[node_id] / 3

@@ -18,6 +18,7 @@ from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import audience, entities, node_vectors, nodes
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -154,7 +155,7 @@ def test_what_the_model_journals_or_notes_in_a_whispered_turn_is_private():
     registry.get("add_journal_entry").run(turn, content="Bob's password is swordfish")
     assert Journal(ports).entries()[-1]["audience"] == "#2"
     registry.get("note_scene").run(turn, **scene("told me his password"))
-    assert nodes.scene_notes(ports)[-1]["audience"] == "#2"
+    assert Nodes(ports).scene_notes()[-1]["audience"] == "#2"
     conversation.private = False
     registry.get("add_journal_entry").run(turn, content="Bob likes bread")
     assert "audience" not in Journal(ports).entries()[-1]
@@ -204,12 +205,12 @@ def test_a_private_scene_becomes_a_private_node_left_out_of_merges_and_the_diary
     previous = node_vectors.set_embedding(fake, sync_runner)
     try:
         ports = support.make_ports()
-        nodes.add_scene_note(ports, scene("told me a secret"), audience="#2")
-        nodes.add_scene_note(ports, scene("bought bread"))
+        Nodes(ports).add_scene_note(scene("told me a secret"), audience="#2")
+        Nodes(ports).add_scene_note(scene("bought bread"))
         support.result_of(patrol.convert_scene_notes(ports))
     finally:
         node_vectors.set_embedding(**previous)
-    graph = nodes.load_nodes(ports)
+    graph = Nodes(ports).nodes()
     by_action = {n["scene"]["action"]: n for n in graph.values()}
     assert by_action["told me a secret"]["audience"] == "#2"
     assert "audience" not in by_action["bought bread"]

@@ -26,7 +26,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
-from ai_assistant.memory.nodes import load_nodes
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.recall import mirror as recall_mirror
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -107,12 +107,10 @@ def set_node_pinned(ports, node_id, pinned, *, by):
     Returns:
         dict: The audit record.
     """
-    nodes = load_nodes(ports)
-    node = nodes.get(str(node_id))
-    if node is None:
-        raise CorrectionError(f"There is no memory node {node_id!r}.")
-    node["pinned"] = bool(pinned)
-    ports.state.set(documents.MEMORY_NODES, nodes)
+    try:
+        node = Nodes(ports).pin(node_id, pinned)
+    except KeyError:
+        raise CorrectionError(f"There is no memory node {node_id!r}.") from None
     verb = "pinned" if pinned else "unpinned"
     title = str((node.get("scene") or {}).get("action") or node_id)[:80]
     return _record(ports, by, "pin_node" if pinned else "unpin_node", node_id,

@@ -238,22 +238,20 @@ SESSION_MEMORY = Document(
 # Memory nodes and patrol
 
 SCENE_NOTES = Document(
-    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes", writers=("sleep.patrol",),
+    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes",
     shape='[{"id", "type", "created_at", "text", "status", "error"}]: "scene" notes wait for '
           'the patrol to turn them into nodes; other types (todos) show until "read"')
 MEMORY_NODES = Document(
     "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
-    writers=("sleep.patrol", "tools.nodes", "memory.corrections"),
     shape="{node id: node (scene, emotion, importance, status, timeline)}: at most "
           "`nodes.max_nodes`, dead then dying then least important dropped first "
           "(sleep.patrol.archive)")
 MEMORY_CLUSTERS = Document(
-    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
+    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}} under the '
           "Business and Private roots")
 NODE_VECTORS = Document(
-    "node_vectors", on=CHARACTER, default={}, owner="memory.node_vectors",
-    writers=("sleep.patrol",),
+    "node_vectors", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
           'centroid}}: one vector per node, so bounded with memory_nodes; a node older than '
           '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)')

@@ -45,7 +45,7 @@ def assistant_summary(npc):
 
 def _tier_counts(ports):
     journal = Journal(ports)
-    nodes = load_nodes(ports)
+    nodes = Nodes(ports).nodes()
     by_status = {}
     for node in nodes.values():
         by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
@@ -60,7 +60,7 @@ def _tier_counts(ports):
         "projects": len(list_projects(ports)),
         "memory_nodes": len(nodes),
         "memory_nodes_by_status": by_status,
-        "memory_clusters": len(load_clusters(ports)),
+        "memory_clusters": len(Nodes(ports).clusters()),
         "corrections": len(audit_trail(ports)),
     }
 
@@ -294,8 +294,8 @@ def memory_nodes(npc):
     """
     ports = npc.assistant.ports()
     decay = float(ports.settings.get("nodes.decay_sessions"))
-    nodes = load_nodes(ports)
-    clusters = load_clusters(ports)
+    nodes = Nodes(ports).nodes()
+    clusters = Nodes(ports).clusters()
     rows = []
     for node in nodes.values():
         scene = node.get("scene") or {}
