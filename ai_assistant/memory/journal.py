@@ -477,7 +477,7 @@ class Journal:
         journal = get_journal(self.ports)
         present = {entry["id"] for entry in journal["entries"]}
         marked = journal["consolidated_entry_ids"]
-        new = [i for i in entry_ids if i in present and i not in marked]
+        new = [i for i in dict.fromkeys(entry_ids) if i in present and i not in marked]
         if new:
             marked.extend(new)
             self._save(journal)
