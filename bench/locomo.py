@@ -5,7 +5,7 @@ Memory quality on LoCoMo: recall@k of the evidence turns through the assistant's
                                      [--mem0-turns N] [--no-mem0] [--out PATH]
 
 Every turn of a conversation is written to a fresh journal as the assistant would experience
-it: `journal.add_entry(content=<what was said>, source_type="direct",
+it: `Journal(ports).add(content=<what was said>, source_type="direct",
 source_entity=<speaker>)` with the session's date on a `FixedClock`. Each question (category 5,
 "adversarial", is left out: it has no evidence) is then asked through
 

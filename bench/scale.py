@@ -19,7 +19,7 @@ that the bench moves day by day. Each day, for each assistant:
   notes one scene of its day (`note_scene`, what a thinking assistant files: mechanical mode
   files none) so the memory patrol has nodes to file;
 - every 7th day and the last, admin queries: a journal search, a semantic recall
-  (`search_facts`) and a profile lookup (`@assistant/profile`'s `find_profile`);
+  (`search_facts`) and a profile lookup (`@assistant/profile`'s `People.find`);
 - night: `enter_sleep` as `@assistant/sleep` does, sleep ticks (`run_tick("sleep")`) until the
   dreaming phase has run its steps (patrol included), then `request_wake` as `@assistant/wake`;
 - the state is flushed to the Attributes (timed), and every stored Attribute is measured.

@@ -14,7 +14,7 @@ from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import SCAN_LIMIT, get_links
-from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
+from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
 from ai_assistant.memory.search.journal_search import search_journal
 from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
 from ai_assistant.plumbing import documents
@@ -294,8 +294,8 @@ def memory_nodes(npc):
     """
     ports = npc.assistant.ports()
     decay = float(ports.settings.get("nodes.decay_sessions"))
-    nodes = Nodes(ports).nodes()
-    clusters = Nodes(ports).clusters()
+    graph = Nodes(ports)
+    nodes, clusters = graph.nodes(), graph.clusters()
     rows = []
     for node in nodes.values():
         scene = node.get("scene") or {}
