@@ -29,6 +29,9 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -185,7 +188,22 @@ class AssistantHandler:
         """Write every changed state document to its Attribute."""
         self.ports().state.flush()
 
-    # --- stores -----------------------------------------------------------------------------
+    # --- stores (each the only code that reads or writes its documents) ---------------------
+
+    @property
+    def journal(self):
+        """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
+        return Journal(self.ports())
+
+    @property
+    def people(self):
+        """The people it knows (`memory.entities.People`): profiles and relationships."""
+        return People(self.ports())
+
+    @property
+    def nodes(self):
+        """Its memory nodes (`memory.nodes.Nodes`): scene notes, nodes, clusters, vectors."""
+        return Nodes(self.ports())
 
     @property
     def mode(self):

@@ -34,20 +34,12 @@ assistant cannot change it.
 
 from twisted.internet import defer
 
-from ai_assistant.memory import entities, persona
+from ai_assistant.memory import persona
 from ai_assistant.memory.corrections import audit_trail, is_wrong
-from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.links import SCAN_LIMIT, get_links
-from ai_assistant.memory.nodes import (
-    ACTIVE,
-    DEAD,
-    DYING,
-    PARSE_FAILED,
-    cluster_members,
-    load_clusters,
-    load_nodes,
-    scene_notes,
-)
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, cluster_members
 from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import mask_secret
@@ -323,11 +315,11 @@ def status_text(ports, heading, ticker_interval):
         # someone got the fallback line instead of an answer: say why (react.record_unanswered)
         lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
                      f"{unanswered.get('reason')}")
-    journal = get_journal(ports)
+    journal = Journal(ports)
     lines.append(
-        f"  journal: {len(journal['entries'])} entries (consolidated "
-        f"{len(journal.get('consolidated_entry_ids') or [])}); goals: "
-        f"{len(Goals(ports).all())}; profiles: {len(entities.get_profiles(ports))}"
+        f"  journal: {len(journal.entries())} entries (consolidated "
+        f"{len(journal.consolidated_ids())}); goals: "
+        f"{len(Goals(ports).all())}; profiles: {len(People(ports).profiles())}"
     )
     last = mode.last_sleep_tick()
     if last:
@@ -354,22 +346,23 @@ def _step_summary(result):
 
 def tier_counts(ports):
     """How much each tier of memory and the workspace hold (long-term memory left out)."""
-    journal = get_journal(ports)
-    nodes = load_nodes(ports)
+    entries = Journal(ports).entries()
+    graph = Nodes(ports)
+    nodes = graph.stored()
     by_status = {}
     for node in nodes.values():
         by_status[node.get("status", ACTIVE)] = by_status.get(node.get("status", ACTIVE), 0) + 1
     return {
-        "journal_entries": len(journal["entries"]),
-        "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
-        "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
+        "journal_entries": len(entries),
+        "journal_consolidated": len(Journal(ports).consolidated_ids()),
+        "journal_wrong": sum(1 for entry in entries if is_wrong(entry)),
         "memory_links": len(get_links(ports)),
-        "entity_profiles": len(entities.get_profiles(ports)),
+        "entity_profiles": len(People(ports).profiles()),
         "goals": len(Goals(ports).all()),
         "projects": len(Projects(ports).all()),
         "memory_nodes": len(nodes),
         "memory_nodes_by_status": by_status,
-        "memory_clusters": len(load_clusters(ports)),
+        "memory_clusters": len(graph.clusters()),
         "corrections": len(audit_trail(ports)),
     }
 
@@ -470,9 +463,9 @@ def format_nodes_overview(ports):
     Returns:
         str: Readable lines.
     """
-    nodes = load_nodes(ports)
-    clusters = load_clusters(ports)
-    scene = [n for n in scene_notes(ports) if n.get("type", "scene") == "scene"]
+    graph = Nodes(ports)
+    nodes, clusters = graph.stored(), graph.clusters()
+    scene = [n for n in graph.scene_notes() if n.get("type", "scene") == "scene"]
     failed = sum(1 for n in scene if n.get("status") == PARSE_FAILED)
     counts = {status: 0 for status in (ACTIVE, DYING, DEAD)}
     for node in nodes.values():
