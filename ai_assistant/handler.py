@@ -29,6 +29,7 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -179,6 +180,41 @@ class AssistantHandler:
             self.obj.ndb.tool_cache = ToolCache()
         return self.obj.ndb.tool_cache
 
+    # --- the conversation, perception, the loop, the LLM, the persona --------------------------
+
+    @property
+    def conversation(self):
+        """What was said: the shared history and each interlocutor's working memory."""
+        from ai_assistant.memory.conversation import Conversation
+
+        return Conversation(self.ports())
+
+    @property
+    def perception(self):
+        """The queue of what it perceived and has not handled yet (`PerceptionQueue`)."""
+        return PerceptionQueue(self.ports())
+
+    @property
+    def loop(self):
+        """The ReAct loop's record of itself: the running cycle, tool metrics, the unanswered."""
+        from ai_assistant.workspace.loop_state import LoopState
+
+        return LoopState(self.ports())
+
+    @property
+    def llm_stats(self):
+        """Its LLM calls, tokens, errors and emergency stop (`LLMStats`)."""
+        from ai_assistant.plumbing.llm import LLMStats
+
+        return LLMStats(self.ports().state)
+
+    @property
+    def persona(self):
+        """Who it is told to be: its own guidelines and their versions, the admins' words."""
+        from ai_assistant.memory.persona import Persona
+
+        return Persona(self.ports())
+
     def flush(self):
         """Write every changed state document to its Attribute."""
         self.ports().state.flush()
@@ -259,7 +295,7 @@ class AssistantHandler:
         # an admin's words may order what a player's may not (`tools.agency`): the same
         # lock as the @assistant command decides who is an admin
         event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
-        perception.enqueue(ports, event)
+        PerceptionQueue(ports).add(event)
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
         if event["urgent"] and self.operating_mode == "awake" and self.script:
@@ -342,15 +378,17 @@ class AssistantHandler:
         if should_sleep and target == "sleep":
             modes.enter_sleep(ports, reason, self.set_mode)
             return None
-        if not ports.state.get(documents.PENDING_EVENTS):
+        if not PerceptionQueue(ports).waiting():
             return None
         from ai_assistant.agent.awake import run_awake_tick
+        from ai_assistant.sleep.compaction import compact_if_emergency
 
         return run_awake_tick(
             ports,
             run_cycle=run_cycle,
             call_later=reactor.callLater,
             cache=self.tool_cache(),
+            compact=compact_if_emergency,
         )
 
 

@@ -40,7 +40,7 @@ def format_status(npc):
     mode = state.get(documents.OPERATING_MODE) or "awake"
     phase = state.get(documents.SLEEP_PHASE)
     interval = script.attributes.get(documents.TICKER_INTERVAL) if script else None
-    stats = state.get(documents.LLM_STATS) or {}
+    stats = npc.assistant.llm_stats.read()
     journal = state.get(documents.JOURNAL) or {}
     lines = [
         f"|w{npc.key}|n ({npc.dbref}) in {npc.location.key if npc.location else 'nowhere'}",
@@ -57,14 +57,14 @@ def format_status(npc):
     if stats.get("emergency_stop"):
         lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
                      f"({stats.get('last_error')}); @assistant/wake or /config clears it")
-    dropped = (state.get(documents.PERCEPTION_STATS) or {}).get("dropped", 0)
+    queue = npc.assistant.perception
     lines.append(
-        f"  events queued: {len(state.get(documents.PENDING_EVENTS) or [])} "
-        f"(dropped: {dropped}); conversations: {len(state.get(documents.WORKING_MEMORY) or {})}"
+        f"  events queued: {len(queue.waiting())} (dropped: {queue.dropped()}); "
+        f"conversations: {len(npc.assistant.conversation.interlocutors())}"
     )
-    unanswered = (state.get(documents.LOOP_STATE) or {}).get("last_unanswered")
+    unanswered = npc.assistant.loop.last_unanswered()
     if unanswered:
-        # someone got the fallback line instead of an answer: say why (react.record_unanswered)
+        # someone got the fallback line instead of an answer: say why (awake._never_silent)
         lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
                      f"{unanswered.get('reason')}")
     entries = journal.get("entries", [])

@@ -10,6 +10,7 @@ from support import make_ports, result_of
 from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
+from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import get_profiles, record_interaction
 from ai_assistant.memory.entity_pruning import prune_entity_profiles
 from ai_assistant.memory.links import (
@@ -159,14 +160,14 @@ def test_a_sleep_condenses_the_lines_older_than_history_days():
     ports = make_ports(overrides={"compaction.history_days": 7,
                                   "compaction.preserve_messages": 2})
     for day in range(10):
-        compaction.append_history(ports, "user", "Bob", f"Line of day {day}.")
+        Conversation(ports).append("user", "Bob", f"Line of day {day}.")
         ports.clock.advance(days=1)
     # the window is far from full: only the age rule makes a sleep compact, never an awake tick
-    assert compaction.usage(ports) < 0.1
+    assert Conversation(ports).usage() < 0.1
     assert compaction.is_due(ports) and not compaction.is_due(ports, threshold=0.8)
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] and report["messages"] == 3
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert history[0]["summary"]
     assert [m["content"] for m in history[1:]] == [f"Line of day {d}." for d in range(3, 10)]
     # the next sleep finds nothing older than the marker: nothing to do
@@ -181,7 +182,7 @@ def test_history_days_zero_keeps_the_old_rule():
     ports = make_ports(overrides={"compaction.history_days": 0,
                                   "compaction.preserve_messages": 2})
     for _ in range(10):
-        compaction.append_history(ports, "user", "Bob", "Hello.")
+        Conversation(ports).append("user", "Bob", "Hello.")
         ports.clock.advance(days=1)
     assert not compaction.is_due(ports)
     assert result_of(compaction.compact_conversation_history(ports))["reason"] == (

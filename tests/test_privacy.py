@@ -16,6 +16,7 @@ from ai_assistant.agent import awake, perception
 from ai_assistant.agent.blocks.people import entity_context_block
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import audience, entities, journal, node_vectors, nodes
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -56,7 +57,7 @@ def make(llm_config, clock):
 
 
 def hear(ports, kind, text, who=BOB):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=who["name"], sender_id=who["id"],
         time=iso(ports.clock.now()), classification=perception.classify(kind, text,
                                                                         names=["Ada"])))

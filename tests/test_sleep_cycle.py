@@ -31,6 +31,8 @@ from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import entities, journal, reflection_state
 from ai_assistant.memory import links as memory_links
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -275,7 +277,7 @@ def converse(ports, run_cycle=run_react_cycle):
     lines = list(LINES)
     for turn in CONVERSATION:
         for sender, number in turn:
-            perception.enqueue(ports, heard(ports, sender, lines[number]))
+            PerceptionQueue(ports).add(heard(ports, sender, lines[number]))
         report = result_of(awake.run_awake_tick(ports, run_cycle=run_cycle))
         assert report["events"] == len(turn)
         ports.clock.advance(minutes=1)
@@ -342,7 +344,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     alice = entities.get_profiles(ports)["#3"]
     assert len(alice["observations"]) == 5 and alice["attributes"] == {}
     assert reflection_state.check_reflection_trigger(ports)
-    assert compaction.usage(ports) >= 0.70
+    assert Conversation(ports).usage() >= 0.70
     assert ports.state.get("operating_mode", "awake") == "awake"
 
     # --- compacting
@@ -410,9 +412,9 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     assert first["pre_compaction"]["ran"] is True
     assert first["pre_compaction"]["tools"] == ["add_journal_entry", "noop"]
     assert first["context_compaction"]["compacted"] is True
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert history[0]["summary"] and history[0]["content"].endswith(SUMMARY)
-    assert compaction.usage(ports) < 0.70
+    assert Conversation(ports).usage() < 0.70
     summary_entry = journal.get_entry(ports, first["context_compaction"]["entry_id"])
     assert summary_entry["content"] == f"{compaction.SYNTHESIS_LABEL} {SUMMARY}"
     assert first["patrol"] == {"skipped": "nothing to patrol"}
@@ -440,7 +442,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
 
 
 def talk(ports, sender, text):
-    perception.enqueue(ports, heard(ports, sender, text, kind="talk"))
+    PerceptionQueue(ports).add(heard(ports, sender, text, kind="talk"))
 
 
 def test_urgent_message_wakes_from_dreaming(make_ports, responder):
@@ -546,8 +548,8 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     assert all("mechanical mode" in text for text in ports.world.emotes)
     heard_ids = [e["id"] for e in journal.get_journal(ports)["entries"] if "heard" in e["tags"]]
     assert len(heard_ids) == 9
-    assert compaction.usage(ports) >= 0.70  # a compaction is due...
-    history_before = copy.deepcopy(compaction.get_history(ports))
+    assert Conversation(ports).usage() >= 0.70  # a compaction is due...
+    history_before = copy.deepcopy(Conversation(ports).history())
 
     modes.enter_sleep(ports, "night", transition)
     compacting = tick_until_dreaming(ports, transition)
@@ -572,12 +574,12 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     assert dreaming["reflection"]["reason"] == "mechanical mode"
     assert sorted(dreaming["episodic_pruning"]["pruned"]) == sorted(old_ids)
     assert dreaming["memory_links"]["processed"]  # linking needs no LLM
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     preserve = ports.settings.get("compaction.preserve_messages")
     assert history[1:] == history_before[-preserve:]
     assert history[0]["summary"] and "in the journal" in history[0]["content"]
     assert trimmed["messages"] == len(history_before) - preserve
-    assert compaction.usage(ports) < 0.70
+    assert Conversation(ports).usage() < 0.70
     assert sum("trimmed" in line for line in ports.logs) == 1
     assert ports.state.get("operating_mode") == "sleep"
 

@@ -36,17 +36,6 @@ NOT_YET_OWNED = {
     # long-term memory
     "MEMORY_LINKS",
 
-    # the conversation, perception, the ReAct loop, LLM statistics, the persona
-    "PENDING_EVENTS",
-    "PERCEPTION_STATS",
-    "WORKING_MEMORY",
-    "CONVERSATION_HISTORY",
-    "LOOP_STATE",
-    "SESSION_METRICS",
-    "LLM_STATS",
-    "ASSISTANT_SYSTEM_PROMPT",
-    "USER_SYSTEM_PROMPT",
-
     # modes and sleep, the shell's own documents, workspace, patrol, sleep reports
     "OPERATING_MODE",
     "SLEEP_PHASE",

@@ -16,10 +16,10 @@ report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` sta
 
 from twisted.internet import defer
 
+from ai_assistant.memory.conversation import clear_stale_conversations
 from ai_assistant.memory.entity_pruning import prune_entity_profiles
 from ai_assistant.memory.journal import prune_low_importance_entries
 from ai_assistant.memory.links import prune_orphaned_memory_links
-from ai_assistant.memory.working import clear_stale_conversations
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import modes, reports

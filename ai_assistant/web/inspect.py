@@ -81,7 +81,7 @@ def status(npc):
         except Exception as err:  # noqa: BLE001 - the rest of the status still shows
             note = f"long-term memory unavailable: {err}"
     state = ports.state
-    stats = state.get(documents.LLM_STATS) or {}
+    stats = npc.assistant.llm_stats.read()
     llm = ports.settings.get("llm")
     summary = assistant_summary(npc)
     counts = _tier_counts(ports)
@@ -99,7 +99,7 @@ def status(npc):
                  "consecutive_errors")},
         "last_error": stats.get("last_error"),
         "emergency_stop": bool(stats.get("emergency_stop")),
-        "pending_events": len(state.get(documents.PENDING_EVENTS) or ()),
+        "pending_events": len(npc.assistant.perception.waiting()),
         "counts": counts,
         "note": note,
     }
