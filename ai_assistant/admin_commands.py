@@ -1,9 +1,7 @@
 """
 `@assistant`, the admins' command: status, create, persona, sleep and wake, config; the view
-switches (journal, memory, tools...) are in `ai_assistant.admin_views`.
-
-`ai_assistant.commands` re-exports everything here, so `from ai_assistant.commands import
-CmdAssistant` keeps working.
+switches (journal, memory, tools...) are in `ai_assistant.admin_views`. `AssistantCmdSet`
+(`ai_assistant.commands`) carries it.
 """
 
 from evennia import search_tag
@@ -12,7 +10,7 @@ from evennia.utils import create, logger
 from evennia.utils.utils import at_search_result
 
 from ai_assistant.adapters import game_settings
-from ai_assistant.admin_views import AdminViews, format_json, run_tool_as  # noqa: F401
+from ai_assistant.admin_views import AdminViews, format_json
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError, Settings, validate

@@ -35,8 +35,8 @@ def run(ports, name, arguments):
 
 def test_tools_are_registered_in_the_memory_family():
     store, recall = REGISTRY.get("store_memory"), REGISTRY.get("recall_memories")
-    assert isinstance(store, memory_tools.StoreMemory)
-    assert isinstance(recall, memory_tools.RecallMemories)
+    assert isinstance(store, memory_tools.StoreMemoryTool)
+    assert isinstance(recall, memory_tools.SearchFactsTool)
     assert store.family == recall.family == "memory"
     assert store.category == ToolCategory.ASYNC_REQUIRED
     assert recall.category == ToolCategory.SAFE_CHAIN

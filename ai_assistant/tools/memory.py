@@ -21,14 +21,14 @@ from ai_assistant.memory.recall import mirror as recall_mirror
 from ai_assistant.memory.semantic_recall import format_memory_results, search_long_term
 from ai_assistant.tools.registry import MEMORY, SCOPED, Tool, ToolCategory, error_result
 
-__all__ = ["StoreMemory", "RecallMemories", "format_memory_results"]
+__all__ = ["StoreMemoryTool", "SearchFactsTool", "format_memory_results"]
 
 MAX_RECALL_LIMIT = 50
 
 _NO_STORE = "semantic memory is not available for this assistant (memory.enabled is off)"
 
 
-class StoreMemory(Tool):
+class StoreMemoryTool(Tool):
     name = "store_memory"
     description = (
         "Store a lasting fact about the world, a player or an event in long-term semantic "
@@ -108,7 +108,7 @@ class StoreMemory(Tool):
         return deferred.addCallbacks(_stored, _failed)
 
 
-class RecallMemories(Tool):
+class SearchFactsTool(Tool):
     name = "search_facts"
     aliases = ("recall_memories",)
     description = (

@@ -15,7 +15,6 @@ from ai_assistant.plumbing.ports import parse_iso
 MEMORY_TIER = "memory"
 # The trust of a memory that records none (the specification's neutral middle).
 UNKNOWN_TRUST = 0.5
-JOURNAL_TIER = "journal"
 NODE_TIER = "node"
 PROFILE_TIER = "profile"
 
