@@ -29,10 +29,17 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.memory.persona import Persona
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
+from ai_assistant.workspace.loop_state import LoopState
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
@@ -180,44 +187,51 @@ class AssistantHandler:
             self.obj.ndb.tool_cache = ToolCache()
         return self.obj.ndb.tool_cache
 
-    # --- the conversation, perception, the loop, the LLM, the persona --------------------------
+    def flush(self):
+        """Write every changed state document to its Attribute."""
+        self.ports().state.flush()
+
+    # --- stores (each the only code that reads or writes its documents) ---------------------
+
+    @property
+    def journal(self):
+        """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
+        return Journal(self.ports())
+
+    @property
+    def people(self):
+        """The people it knows (`memory.entities.People`): profiles and relationships."""
+        return People(self.ports())
+
+    @property
+    def nodes(self):
+        """Its memory nodes (`memory.nodes.Nodes`): scene notes, nodes, clusters, vectors."""
+        return Nodes(self.ports())
 
     @property
     def conversation(self):
-        """What was said: the shared history and each interlocutor's working memory."""
-        from ai_assistant.memory.conversation import Conversation
-
+        """What was said (`memory.conversation.Conversation`): history, working memory."""
         return Conversation(self.ports())
 
     @property
     def perception(self):
-        """The queue of what it perceived and has not handled yet (`PerceptionQueue`)."""
+        """What it perceived and has not handled yet (`memory.perception_queue`)."""
         return PerceptionQueue(self.ports())
 
     @property
     def loop(self):
-        """The ReAct loop's record of itself: the running cycle, tool metrics, the unanswered."""
-        from ai_assistant.workspace.loop_state import LoopState
-
+        """The ReAct loop's record of itself (`workspace.loop_state.LoopState`)."""
         return LoopState(self.ports())
 
     @property
     def llm_stats(self):
-        """Its LLM calls, tokens, errors and emergency stop (`LLMStats`)."""
-        from ai_assistant.plumbing.llm import LLMStats
-
+        """Its LLM calls, tokens, errors and emergency stop (`plumbing.llm.LLMStats`)."""
         return LLMStats(self.ports().state)
 
     @property
     def persona(self):
-        """Who it is told to be: its own guidelines and their versions, the admins' words."""
-        from ai_assistant.memory.persona import Persona
-
+        """Who it is told to be (`memory.persona.Persona`): guidelines, the admins' words."""
         return Persona(self.ports())
-
-    def flush(self):
-        """Write every changed state document to its Attribute."""
-        self.ports().state.flush()
 
     @property
     def operating_mode(self):

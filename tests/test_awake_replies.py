@@ -10,8 +10,8 @@ from twisted.internet import task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import journal
 from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -112,7 +112,7 @@ def test_a_whisper_is_private_and_answered_privately(llm_server, make, clock):
     hear(ports, "whisper", "the key is under the mat")
     tick(ports, clock)
     assert ports.world.said == [] and ports.world.whispers == [("Bob", "Your secret is safe.")]
-    entry = journal.get_journal(ports)["entries"][-1]
+    entry = Journal(ports).entries()[-1]
     assert "whispered to me (private)" in entry["content"] and "private" in entry["tags"]
     history = Conversation(ports).for_speaker("#2")
     assert [m["content"] for m in history] == ["(whispered) the key is under the mat",

@@ -29,8 +29,9 @@ from twisted.internet import defer
 
 from ai_assistant.agent import perception
 from ai_assistant.agent.blocks.recall import recall_lines
-from ai_assistant.memory import entities, journal
 from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing.llm_resilience import with_deadline
 from ai_assistant.workspace.loop_state import LoopState
@@ -155,8 +156,7 @@ def journal_heard_events(ports, events):
                 (source_type, template), tags = PRIVATE_HEARD, [*tags, "private"]
             content = f"{event['sender']} " + template.format(text=event["text"])
         try:
-            entry = journal.add_entry(
-                ports,
+            entry = Journal(ports).add(
                 content[: ports.settings.get("journal.max_content_chars")],
                 source_type=source_type,
                 source_entity=event["sender"],
@@ -170,10 +170,15 @@ def journal_heard_events(ports, events):
             ports.log(f"{ports.name}: could not journal what {event['sender']} said: {err}")
 
 
+def people_heard_events(ports, events):
+    """Perception listener: who spoke and who came and went, into their profiles."""
+    People(ports).observe_events(events)
+
+
 # `listener(ports, events)`, called on the reactor thread with every drained batch, in order.
 # Listeners must be fast and synchronous (they update state; slow work belongs in sleep). A
 # listener that raises is logged and skipped; it never stops the tick.
-PERCEPTION_LISTENERS = (journal_heard_events, entities.observe_events)
+PERCEPTION_LISTENERS = (journal_heard_events, people_heard_events)
 
 
 def _notify_listeners(ports, events):
