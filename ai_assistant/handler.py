@@ -101,8 +101,8 @@ class AssistantHandler:
         Returns:
             Deferred or None: Fires with the count deleted; None when memory is off.
         """
-        store = self.ports().semantic
-        if store is None:
+        memories = self.memories
+        if not memories.available:
             return None
         name, scope = self.obj.key, self.memory_scope
 
@@ -114,7 +114,7 @@ class AssistantHandler:
             logger.log_err(f"[ai_assistant] {name}: could not delete the memories of {scope}: "
                            f"{failure.getErrorMessage()}")
 
-        return store.delete_all().addCallbacks(_done, _failed)
+        return memories.forget_all().addCallbacks(_done, _failed)
 
     def ports(self):
         """The core's ports for this NPC, cached until its config changes (`reset`)."""
@@ -187,6 +187,22 @@ class AssistantHandler:
     def operating_mode(self):
         """The operating mode: "awake" or "sleep"."""
         return self.ports().state.get(documents.OPERATING_MODE) or "awake"
+
+    # --- stores (each the only code that names its documents) -------------------------------
+
+    @property
+    def memories(self):
+        """The long-term memories (`Memories`): add, search, correct, forget."""
+        from ai_assistant.memory.longterm.memories import Memories
+
+        return Memories(self.ports())
+
+    @property
+    def memory_links(self):
+        """The links between long-term memories and journal entries (`MemoryLinks`)."""
+        from ai_assistant.memory.longterm.links import MemoryLinks
+
+        return MemoryLinks(self.ports())
 
     # --- modes ------------------------------------------------------------------------------
 

@@ -33,9 +33,6 @@ NOT_YET_OWNED = {
     "MEMORY_CLUSTERS",
     "NODE_VECTORS",
 
-    # long-term memory
-    "MEMORY_LINKS",
-
     # the conversation, perception, the ReAct loop, LLM statistics, the persona
     "PENDING_EVENTS",
     "PERCEPTION_STATS",

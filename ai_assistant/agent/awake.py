@@ -25,7 +25,7 @@ import dataclasses
 from twisted.internet import defer
 
 from ai_assistant.agent import perception, react
-from ai_assistant.agent.blocks.recall import recall_lines
+from ai_assistant.agent.blocks.remembered import recall_lines
 from ai_assistant.memory import entities, journal, working
 from ai_assistant.plumbing.llm_resilience import with_deadline
 from ai_assistant.sleep import compaction

@@ -38,7 +38,7 @@ TOOLS = (
     memory.RecallMemories,
     # memory nodes
     nodes.NoteScene,
-    nodes.Recall,
+    nodes.RecallScenes,
     nodes.RecallMemory,
     nodes.SearchMemory,
     # workspace: goals, projects, session memory, status and persona

@@ -42,7 +42,7 @@ from ai_assistant.tools.registry import (
 )
 
 __all__ = [
-    "NoteScene", "Recall", "RecallMemory", "SearchMemory",
+    "NoteScene", "RecallScenes", "RecallMemory", "SearchMemory",
     "recall_nodes", "search_nodes", "to_fragments", "RECALL_TAG",
 ]
 
@@ -228,7 +228,7 @@ class NoteScene(Tool):
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 
 
-class Recall(Tool):
+class RecallScenes(Tool):
     name = "recall_scenes"
     aliases = ("recall",)
     description = (

@@ -1,17 +1,18 @@
 """
-The links store: what connects journal entries and semantic memories, and memories to each other.
+The links store: what connects journal entries and long-term memories, and memories to each other.
 
+`MemoryLinks` owns the document; consolidation and dreaming write it through its verbs.
 `documents.MEMORY_LINKS` maps a semantic memory's id to its record::
 
     {mem_id: {"linked_to": [{"id": other_id, "score": 0.85}], "journal_ids": [...],
               "processed_at": "2025-12-06T10:00:00Z"}}
 
-- `journal_ids`: the journal entries the memory was consolidated from (written by sleep
+- `journal_ids`: the journal entries the memory was consolidated from (`link_entry`, by sleep
   consolidation, `ai_assistant.sleep.consolidation`);
-- `linked_to` and `processed_at`: the A-MEM links of the dreaming phase
-  (`ai_assistant.sleep.linking`), bidirectional, strongest first.
+- `linked_to` and `processed_at`: the A-MEM links of the dreaming phase (`connect`, by
+  `ai_assistant.sleep.linking`), bidirectional, strongest first.
 
-`prune_orphaned_memory_links` (a dreaming-phase step) removes records and links of memories that
+`prune_orphaned` (a dreaming-phase step) removes records and links of memories that
 no longer exist in the semantic store, then keeps the document within its bound
 (`bound_memory_links`): at most `memory.links_max_records` records. Past it, the records
 processed longest ago are dropped (their memories stay in the store and stay linked from the
@@ -30,48 +31,103 @@ from datetime import timedelta
 from twisted.internet import defer
 
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT, Memories
 from ai_assistant.plumbing import documents
-from ai_assistant.plumbing.ports import parse_iso
-
-# The first listing's size when scanning the store (`list_all_memories` grows it until the
-# listing is complete; pruning lists at least this many).
-SCAN_LIMIT = 500
+from ai_assistant.plumbing.ports import iso, parse_iso
 
 
-@defer.inlineCallbacks
-def list_all_memories(store, at_least=SCAN_LIMIT):
+class MemoryLinks:
     """
-    Every memory of `store`: a listing of `at_least`, then larger ones (doubled) until one comes
-    back short, i.e. complete.
+    One assistant's memory links (`documents.MEMORY_LINKS`), read fresh on every call.
 
-    A store lists in its own order (local qdrant: by point id, a random UUID), not newest
-    first, so a listing cut at a fixed size would hide an arbitrary part of a large store,
-    new memories included.
-
-    Returns:
-        Deferred[list[dict]]: The memories, as `store.list` gives them. Errbacks on a store
-        failure.
+    Args:
+        ports (AssistantPorts): The assistant.
     """
-    limit = max(1, int(at_least))
-    while True:
-        memories = yield store.list(limit=limit)
-        if len(memories) < limit:
-            return memories
-        limit *= 2
+
+    def __init__(self, ports):
+        self._ports = ports
+
+    def records(self):
+        """
+        The document: `{mem_id: {"linked_to": [{"id", "score"}], "journal_ids": [entry ids],
+        "processed_at": iso or None}}`.
+        """
+        links = self._ports.state.get(documents.MEMORY_LINKS, {})
+        return links if isinstance(links, dict) else {}
+
+    def _save(self, links):
+        self._ports.state.set(documents.MEMORY_LINKS, links)
+
+    def memory_ids_for_entry(self, entry_id):
+        """The ids of the memories consolidated from journal entry `entry_id`."""
+        return [mem_id for mem_id, record in self.records().items()
+                if entry_id in (record.get("journal_ids") or ())]
+
+    def link_entry(self, entry_id, memory_ids):
+        """Record that the memories `memory_ids` came from journal entry `entry_id`."""
+        links = self.records()
+        link_entry_to_memories(links, entry_id, memory_ids)
+        self._save(links)
+
+    def processed_ids(self):
+        """The memories dreaming has linked already."""
+        return {mem_id for mem_id, record in self.records().items()
+                if record.get("processed_at")}
+
+    def horizon(self):
+        """
+        The time before which dreaming skips memories: the oldest `processed_at` kept once the
+        document is full (its older records were dropped), else None.
+        """
+        return linking_horizon(self._ports, self.records())
+
+    def connect(self, neighbours, max_links):
+        """
+        Link each memory to its neighbours, both ways (each keeps its strongest `max_links`),
+        and mark it processed. No yield inside: fresh state, one write.
+
+        Args:
+            neighbours (dict): `{memory id: [{"id", "score"}]}` (the similar memories).
+            max_links (int): Links kept per memory.
+
+        Returns:
+            int: How many links were made.
+        """
+        if not neighbours:
+            return 0
+        links = self.records()
+        now = iso(self._ports.clock.now())
+        made = 0
+        for memory_id, hits in neighbours.items():
+            record = link_record(links, memory_id)
+            for hit in hits:
+                add_link(record, hit["id"], hit["score"], max_links)
+                add_link(link_record(links, hit["id"]), memory_id, hit["score"], max_links)
+                made += 1
+            record["processed_at"] = now
+        self._save(links)
+        return made
+
+    def prune_orphaned(self):
+        """
+        Remove link records of deleted memories and links that point at them, then keep the
+        document within `memory.links_max_records` (`bound_memory_links`).
+
+        Returns:
+            Deferred[dict]: `{"success", "removed_records": n, "removed_links": n}`, with
+            `"dropped_old": n` when the bound dropped records and `"aged": n` when old records
+            were made compact (`age_memory_links`). Never errbacks; on a store failure
+            nothing orphaned is removed (a missing answer is not proof of deletion).
+        """
+        return _prune_orphaned(self._ports, self)
 
 
-def get_links(ports):
-    """
-    The `documents.MEMORY_LINKS` document: `{mem_id: {"linked_to": [{"id", "score"}],
-    "journal_ids": [entry ids], "processed_at": iso or None}}`.
-    """
-    links = ports.state.get(documents.MEMORY_LINKS, {})
-    return links if isinstance(links, dict) else {}
-
-
-def save_links(ports, links):
-    """Write the links document back."""
-    ports.state.set(documents.MEMORY_LINKS, links)
+def add_link(record, other_id, score, max_links):
+    """Add or refresh one link of a record, keeping its strongest `max_links`."""
+    linked = [link for link in record["linked_to"] if link.get("id") != other_id]
+    linked.append({"id": other_id, "score": round(float(score), 4)})
+    linked.sort(key=lambda link: link["score"], reverse=True)
+    record["linked_to"] = linked[:max_links]
 
 
 def link_record(links, memory_id):
@@ -91,21 +147,8 @@ def link_entry_to_memories(links, entry_id, memory_ids):
             record["journal_ids"].append(entry_id)
 
 
-def memory_ids_for_entry(ports, entry_id):
-    """
-    Returns:
-        list: Ids of the memories consolidated from journal entry `entry_id`.
-    """
-    return [mem_id for mem_id, record in get_links(ports).items()
-            if entry_id in (record.get("journal_ids") or ())]
-
-
-def linking_horizon(ports, links=None):
-    """
-    The time before which dreaming skips memories: the oldest `processed_at` kept once the
-    document is full (its older records were dropped), else None.
-    """
-    links = get_links(ports) if links is None else links
+def linking_horizon(ports, links):
+    """The oldest `processed_at` kept once `links` is full, else None (`MemoryLinks.horizon`)."""
     if len(links) < int(ports.settings.get("memory.links_max_records")):
         return None
     processed = [record.get("processed_at") for record in links.values()
@@ -186,20 +229,11 @@ def _alive_memory_ids(store, referenced):
 
 
 @defer.inlineCallbacks
-def prune_orphaned_memory_links(ports):
-    """
-    Remove link records of deleted memories and links that point at them, then keep the
-    document within `memory.links_max_records` (`bound_memory_links`).
-
-    Returns:
-        Deferred[dict]: `{"success", "removed_records": n, "removed_links": n}`, with
-        `"dropped_old": n` when the bound dropped records and `"aged": n` when old records
-        were made compact (`age_memory_links`). Never errbacks; on a store failure
-        nothing orphaned is removed (a missing answer is not proof of deletion).
-    """
+def _prune_orphaned(ports, owner):
+    """`MemoryLinks.prune_orphaned`."""
     result = {"success": True, "removed_records": 0, "removed_links": 0}
-    store = ports.semantic
-    links = get_links(ports)
+    store = Memories(ports)
+    links = owner.records()
     dropped = bound_memory_links(ports, links)
     aged = age_memory_links(ports, links)
     if dropped:
@@ -207,8 +241,8 @@ def prune_orphaned_memory_links(ports):
     if aged:
         result["aged"] = aged
     if dropped or aged:
-        save_links(ports, links)
-    if store is None or not links:
+        owner._save(links)
+    if not store.available or not links:
         return result
     referenced = set(links)
     for record in links.values():
@@ -223,7 +257,7 @@ def prune_orphaned_memory_links(ports):
     # No yield from here on. Only ids seen before the look-up can be judged: a memory linked
     # while we waited is new, not orphaned.
     orphaned = referenced - alive
-    links = get_links(ports)
+    links = owner.records()
     for memory_id in [mem_id for mem_id in links if mem_id in orphaned]:
         del links[memory_id]
         result["removed_records"] += 1
@@ -233,5 +267,5 @@ def prune_orphaned_memory_links(ports):
         result["removed_links"] += len(record.get("linked_to") or ()) - len(kept)
         record["linked_to"] = kept
     if result["removed_records"] or result["removed_links"]:
-        save_links(ports, links)
+        owner._save(links)
     return result
