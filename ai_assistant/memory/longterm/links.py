@@ -108,6 +108,7 @@ class MemoryLinks:
         self._save(links)
         return made
 
+    @defer.inlineCallbacks
     def prune_orphaned(self):
         """
         Remove link records of deleted memories and links that point at them, then keep the
@@ -119,7 +120,45 @@ class MemoryLinks:
             were made compact (`age_memory_links`). Never errbacks; on a store failure
             nothing orphaned is removed (a missing answer is not proof of deletion).
         """
-        return _prune_orphaned(self._ports, self)
+        ports = self._ports
+        result = {"success": True, "removed_records": 0, "removed_links": 0}
+        store = Memories(ports)
+        links = self.records()
+        dropped = bound_memory_links(ports, links)
+        aged = age_memory_links(ports, links)
+        if dropped:
+            result["dropped_old"] = dropped
+        if aged:
+            result["aged"] = aged
+        if dropped or aged:
+            self._save(links)
+        if not store.available or not links:
+            return result
+        referenced = set(links)
+        for record in links.values():
+            referenced.update(link.get("id") for link in record.get("linked_to") or ())
+        referenced.discard(None)
+        try:
+            alive = yield _alive_memory_ids(store, referenced)
+        except Exception as err:
+            ports.log(f"{ports.name}: link pruning could not read the store: {err}")
+            return {**result, "success": False, "error": str(err)}
+
+        # No yield from here on. Only ids seen before the look-up can be judged: a memory linked
+        # while we waited is new, not orphaned.
+        orphaned = referenced - alive
+        links = self.records()
+        for memory_id in [mem_id for mem_id in links if mem_id in orphaned]:
+            del links[memory_id]
+            result["removed_records"] += 1
+        for record in links.values():
+            kept = [link for link in record.get("linked_to") or ()
+                    if link.get("id") not in orphaned]
+            result["removed_links"] += len(record.get("linked_to") or ()) - len(kept)
+            record["linked_to"] = kept
+        if result["removed_records"] or result["removed_links"]:
+            self._save(links)
+        return result
 
 
 def add_link(record, other_id, score, max_links):
@@ -226,46 +265,3 @@ def _alive_memory_ids(store, referenced):
         if found is not None:
             alive.add(memory_id)
     return alive
-
-
-@defer.inlineCallbacks
-def _prune_orphaned(ports, owner):
-    """`MemoryLinks.prune_orphaned`."""
-    result = {"success": True, "removed_records": 0, "removed_links": 0}
-    store = Memories(ports)
-    links = owner.records()
-    dropped = bound_memory_links(ports, links)
-    aged = age_memory_links(ports, links)
-    if dropped:
-        result["dropped_old"] = dropped
-    if aged:
-        result["aged"] = aged
-    if dropped or aged:
-        owner._save(links)
-    if not store.available or not links:
-        return result
-    referenced = set(links)
-    for record in links.values():
-        referenced.update(link.get("id") for link in record.get("linked_to") or ())
-    referenced.discard(None)
-    try:
-        alive = yield _alive_memory_ids(store, referenced)
-    except Exception as err:
-        ports.log(f"{ports.name}: link pruning could not read the store: {err}")
-        return {**result, "success": False, "error": str(err)}
-
-    # No yield from here on. Only ids seen before the look-up can be judged: a memory linked
-    # while we waited is new, not orphaned.
-    orphaned = referenced - alive
-    links = owner.records()
-    for memory_id in [mem_id for mem_id in links if mem_id in orphaned]:
-        del links[memory_id]
-        result["removed_records"] += 1
-    for record in links.values():
-        kept = [link for link in record.get("linked_to") or ()
-                if link.get("id") not in orphaned]
-        result["removed_links"] += len(record.get("linked_to") or ()) - len(kept)
-        record["linked_to"] = kept
-    if result["removed_records"] or result["removed_links"]:
-        owner._save(links)
-    return result
