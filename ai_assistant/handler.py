@@ -29,6 +29,11 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -183,26 +188,37 @@ class AssistantHandler:
         """Write every changed state document to its Attribute."""
         self.ports().state.flush()
 
-    @property
-    def operating_mode(self):
-        """The operating mode: "awake" or "sleep"."""
-        return self.ports().state.get(documents.OPERATING_MODE) or "awake"
+    # --- stores (each the only code that reads or writes its documents) ---------------------
 
-    # --- stores (each the only code that names its documents) -------------------------------
+    @property
+    def journal(self):
+        """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
+        return Journal(self.ports())
+
+    @property
+    def people(self):
+        """The people it knows (`memory.entities.People`): profiles and relationships."""
+        return People(self.ports())
+
+    @property
+    def nodes(self):
+        """Its memory nodes (`memory.nodes.Nodes`): scene notes, nodes, clusters, vectors."""
+        return Nodes(self.ports())
 
     @property
     def memories(self):
-        """The long-term memories (`Memories`): add, search, correct, forget."""
-        from ai_assistant.memory.longterm.memories import Memories
-
+        """Its long-term memories (`memory.longterm.memories.Memories`): add, search, correct."""
         return Memories(self.ports())
 
     @property
     def memory_links(self):
-        """The links between long-term memories and journal entries (`MemoryLinks`)."""
-        from ai_assistant.memory.longterm.links import MemoryLinks
-
+        """The links of its long-term memories (`memory.longterm.links.MemoryLinks`)."""
         return MemoryLinks(self.ports())
+
+    @property
+    def operating_mode(self):
+        """The operating mode: "awake" or "sleep"."""
+        return self.ports().state.get(documents.OPERATING_MODE) or "awake"
 
     # --- modes ------------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ def format_status(npc):
     phase = state.get(documents.SLEEP_PHASE)
     interval = script.attributes.get(documents.TICKER_INTERVAL) if script else None
     stats = state.get(documents.LLM_STATS) or {}
-    journal = state.get(documents.JOURNAL) or {}
+    journal = npc.assistant.journal
     lines = [
         f"|w{npc.key}|n ({npc.dbref}) in {npc.location.key if npc.location else 'nowhere'}",
         f"  mode: {mode}" + (f" (phase: {phase})" if mode == "sleep" else ""),
@@ -67,12 +67,12 @@ def format_status(npc):
         # someone got the fallback line instead of an answer: say why (react.record_unanswered)
         lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
                      f"{unanswered.get('reason')}")
-    entries = journal.get("entries", [])
+    entries = journal.entries()
     lines.append(
         f"  journal: {len(entries)} entries (consolidated "
-        f"{len(journal.get('consolidated_entry_ids', []))}); goals: "
+        f"{len(journal.consolidated_ids())}); goals: "
         f"{len(state.get(documents.CURRENT_GOALS) or [])}; profiles: "
-        f"{len(state.get(documents.ENTITY_PROFILES) or {})}"
+        f"{len(npc.assistant.people.profiles())}"
     )
     last = state.get(documents.LAST_SLEEP_TICK)
     if last:

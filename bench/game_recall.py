@@ -186,9 +186,9 @@ class Game:
         return self.npc.assistant.ports()
 
     def journal_entries(self):
-        from ai_assistant.memory import journal
+        from ai_assistant.memory.journal import Journal
 
-        return journal.get_journal(self.ports)["entries"]
+        return Journal(self.ports).entries()
 
     def listen(self, moment, turns):
         """Each turn said to the assistant (`talk`), an awake tick after each."""

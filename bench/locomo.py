@@ -5,7 +5,7 @@ Memory quality on LoCoMo: recall@k of the evidence turns through the assistant's
                                      [--mem0-turns N] [--no-mem0] [--out PATH]
 
 Every turn of a conversation is written to a fresh journal as the assistant would experience
-it: `journal.add_entry(content=<what was said>, source_type="direct",
+it: `Journal(ports).add(content=<what was said>, source_type="direct",
 source_entity=<speaker>)` with the session's date on a `FixedClock`. Each question (category 5,
 "adversarial", is left out: it has no evidence) is then asked through
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.search.dense import embeddings
 from ai_assistant.memory.search.index import JournalIndexCache
 from ai_assistant.memory.search.journal_search import search_entries
@@ -115,7 +115,7 @@ def ingest(ports, turns):
     mapping = {}
     for moment, speaker, text, dia_id in turns:
         ports.clock.current = moment
-        entry = journal.add_entry(ports, text, source_type="direct", source_entity=speaker)
+        entry = Journal(ports).add(text, source_type="direct", source_entity=speaker)
         mapping[entry["id"]] = dia_id
     return mapping
 
@@ -312,7 +312,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
             elapsed = time.perf_counter() - started
             for name in journal_methods:
                 tallies[name].ingest_seconds += elapsed
-            entries = journal.get_journal(ports)["entries"]
+            entries = Journal(ports).entries()
             now = ports.clock.now()
 
             def ask(name, answer, ask_list, mapping=mapping):

@@ -10,6 +10,7 @@ from twisted.internet import defer, task
 from ai_assistant.agent import context
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import (
@@ -93,7 +94,7 @@ def mark_extracted(ports):
 
 
 def summaries(ports):
-    return [e for e in journal.get_journal(ports)["entries"] if "conversation_summary" in e["tags"]]
+    return [e for e in Journal(ports).entries() if "conversation_summary" in e["tags"]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def test_mechanical_mode_trims_the_history_into_the_journal_without_losing_a_lin
     # heard lines are journaled as they are heard; only the assistant's own lines are archived
     assert report["archived"] == 3 and len(report["entry_ids"]) == 1
     assert "(6 earlier lines" in after[0]["content"]
-    archived = journal.get_entry(ports, report["entry_ids"][0])
+    archived = Journal(ports).entry(report["entry_ids"][0])
     assert archived["content"].startswith(compaction.TRANSCRIPT_LABEL)
     assert all(f"Ada: line {n} about" in archived["content"] for n in (1, 3, 5))
     assert "Alice" not in archived["content"]
@@ -256,7 +257,7 @@ def test_mechanical_mode_archives_everything_when_heard_lines_are_not_journaled(
     set_usage(ports, 0.70)
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["archived"] == 8
-    entries = [journal.get_entry(ports, i)["content"] for i in report["entry_ids"]]
+    entries = [Journal(ports).entry(i)["content"] for i in report["entry_ids"]]
     assert len(entries) > 1 and all(len(text) <= 200 for text in entries)
     assert all(line in "\n".join(entries) for line in old_lines)
     # a second pass keeps the first marker's text and archives only what came since
@@ -375,7 +376,7 @@ def test_pre_compaction_extraction_journals_a_fact_once_per_history_version():
     set_usage(ports, 0.70)
     report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] and report["tools"] == ["add_journal_entry", "noop"]
-    entries = journal.get_journal(ports)["entries"]
+    entries = Journal(ports).entries()
     assert [e["content"] for e in entries] == ["Alice's cat is called Whiskers"]
     offered = sorted(spec["function"]["name"] for spec in llm.calls[0]["tools"])
     assert offered == ["add_journal_entry", "noop"]
@@ -438,7 +439,7 @@ def test_extraction_through_the_real_llm_client(llm_server, llm_config):
     ports.state.set("operating_mode", "sleep")
     report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] and report["tools"] == ["add_journal_entry", "noop"]
-    assert journal.get_journal(ports)["entries"][0]["content"] == "Bob saw the cat near the mill"
+    assert Journal(ports).entries()[0]["content"] == "Bob saw the cat near the mill"
     first = llm_server.requests[0]
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["add_journal_entry", "noop"]
     report = result_of(compaction.compact_conversation_history(ports))

@@ -13,6 +13,7 @@ from support import make_ports as support_ports
 from support import result_of, sync_runner
 from twisted.internet import defer
 
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.longterm.memories import Memories
@@ -373,7 +374,6 @@ def test_waits_for_llm_scoring_until_it_has_failed_too_often(make_ports):
 
 
 def test_the_compacting_phase_lasts_until_every_entry_was_llm_scored(make_ports):
-    from ai_assistant.memory import journal
     from ai_assistant.sleep.cycle import run_sleep_tick
 
     class ScoringLLM:
@@ -393,7 +393,7 @@ def test_the_compacting_phase_lasts_until_every_entry_was_llm_scored(make_ports)
     ports = make_ports(llm=llm, overrides={"journal.scoring_max_per_tick": 1,
                                            "memory.consolidation_per_tick": 5})
     for number in range(3):
-        journal.add_entry(ports, f"Note {number} about the harbour.", source_type="inference")
+        Journal(ports).add(f"Note {number} about the harbour.", source_type="inference")
     ports.state.set(documents.SLEEP_PHASE, "compacting")
     phases = []
     for _ in range(3):

@@ -10,10 +10,10 @@ from support import make_ports, result_of
 from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
-from ai_assistant.memory.entities import get_profiles, record_interaction
-from ai_assistant.memory.entity_pruning import prune_entity_profiles
+from ai_assistant.memory.entities import People, get_profiles
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.links import MemoryLinks, bound_memory_links
-from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import linking
@@ -113,11 +113,10 @@ def test_linking_finds_a_new_memory_past_the_first_listing():
 
 
 def test_links_processed_long_ago_keep_their_strongest_links_only():
-    from ai_assistant.memory.journal import add_entry
     from ai_assistant.memory.longterm.links import age_memory_links
 
     ports = make_ports(overrides={"memory.links_full_days": 30, "memory.links_old_kept": 2})
-    kept_entry = add_entry(ports, "Bob sells bread at the market.")["id"]
+    kept_entry = Journal(ports).add("Bob sells bread at the market.")["id"]
     linked = [{"id": f"x{n}", "score": 0.9 - n / 10} for n in range(5)]  # strongest first
     old = iso(ports.clock.now() - timedelta(days=31))
     recent = iso(ports.clock.now() - timedelta(days=29))
@@ -192,19 +191,19 @@ def test_history_days_zero_keeps_the_old_rule():
 
 def test_passers_by_are_forgotten_and_known_people_kept():
     ports = make_ports()
-    record_interaction(ports, "#1", "Stranger", "Hello there.")
-    record_interaction(ports, "#2", "Regular", "Good morning, Ada.")
+    People(ports).observe("#1", "Stranger", "Hello there.")
+    People(ports).observe("#2", "Regular", "Good morning, Ada.")
     for _ in range(4):
-        record_interaction(ports, "#2", "Regular", "Nice weather.")
-    record_interaction(ports, "#3", "Told", "I am a smith.")
+        People(ports).observe("#2", "Regular", "Nice weather.")
+    People(ports).observe("#3", "Told", "I am a smith.")
     profiles = get_profiles(ports)
     profiles["#3"]["attributes"] = {"occupation": "smith"}
     ports.state.set(documents.ENTITY_PROFILES, profiles)
 
     ports.clock.advance(days=29)
-    assert prune_entity_profiles(ports)["forgotten"] == 0  # not yet long enough unseen
+    assert People(ports).prune()["forgotten"] == 0  # not yet long enough unseen
     ports.clock.advance(days=2)
-    result = prune_entity_profiles(ports)
+    result = People(ports).prune()
     # the stranger seen once goes; five observations or a learnt attribute keep a profile
     assert result == {"success": True, "forgotten": 1, "capped": 0, "kept": 2}
     assert set(get_profiles(ports)) == {"#2", "#3"}
@@ -212,12 +211,12 @@ def test_passers_by_are_forgotten_and_known_people_kept():
 
 def test_profiles_past_the_cap_lose_the_least_known_first():
     ports = make_ports(overrides={"entities.max_profiles": 2})
-    record_interaction(ports, "#1", "Once", "Hi.")
+    People(ports).observe("#1", "Once", "Hi.")
     for _ in range(5):
-        record_interaction(ports, "#2", "Often", "Hi again.")
+        People(ports).observe("#2", "Often", "Hi again.")
     ports.clock.advance(hours=1)
-    record_interaction(ports, "#3", "Recent", "Hello.")
-    result = prune_entity_profiles(ports)
+    People(ports).observe("#3", "Recent", "Hello.")
+    result = People(ports).prune()
     assert result["capped"] == 1 and result["forgotten"] == 0
     assert set(get_profiles(ports)) == {"#2", "#3"}  # the one seen least, longest ago, goes
 
@@ -235,7 +234,7 @@ def _graph(ports, statuses):
                           "created_at": iso(ports.clock.now() + timedelta(days=number))}
         vectors["nodes"][node_id] = node_vectors.encode_vector([1.0, float(number)])
     ports.state.set(documents.MEMORY_NODES, nodes)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
 
 
 def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
@@ -247,7 +246,7 @@ def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
     nodes = ports.state.get(documents.MEMORY_NODES)
     # the two unpinned dead nodes and the dying one go; the pinned dead node stays
     assert set(nodes) == {"n0", "n1", "n4"}
-    vectors = node_vectors.load_vectors(ports)
+    vectors = Nodes(ports).vectors()
     assert set(vectors["nodes"]) == {"n0", "n1", "n4"}
     assert "c1" in vectors["clusters"]  # the centroid of what is left
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 3}
@@ -268,11 +267,11 @@ def test_old_nodes_keep_their_vectors_as_int8():
         full[node_id] = node_vectors.unit(rng.normal(size=64))
         vectors["nodes"][node_id] = node_vectors.encode_vector(full[node_id])
     ports.state.set(documents.MEMORY_NODES, nodes)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
     before = {k: len(v) for k, v in vectors["nodes"].items()}
 
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 4, "compacted": 2}
-    stored = node_vectors.load_vectors(ports)["nodes"]
+    stored = Nodes(ports).vectors()["nodes"]
     for node_id in ("n0", "n1"):  # older than 30 days: a quarter of the size, same direction
         assert stored[node_id].startswith(node_vectors.COMPACT_PREFIX)
         assert len(stored[node_id]) < before[node_id] / 3

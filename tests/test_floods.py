@@ -15,7 +15,7 @@ from twisted.internet import defer, task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.llm_resilience import (
@@ -81,7 +81,7 @@ def flood(ports, clock, llm_server, lines=50, seconds=5.0):
     for _ in range(3):  # the ticker keeps ticking every 5 s
         clock.advance(5.0)
         tick(ports, clock)
-    heard = [e for e in journal.get_journal(ports)["entries"] if "question number" in e["content"]]
+    heard = [e for e in Journal(ports).entries() if "question number" in e["content"]]
     return len(ports.world.said), len(llm_server.requests), len(heard)
 
 

@@ -27,7 +27,9 @@ from twisted.internet import task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import entities, journal, working
+from ai_assistant.memory import entities, working
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso
@@ -68,8 +70,8 @@ def scenario(llm_config):
     start = ports.clock.now()
     ports.clock.current = start - timedelta(days=2)
     for line in ("Thanks for the stew, Ada!", "I found the old mill's key, thank you."):
-        entities.record_interaction(ports, "#2", "Bob", line)
-    journal.add_entry(ports, "Bob fixed the mill wheel last spring.", source_type="direct",
+        People(ports).observe("#2", "Bob", line)
+    Journal(ports).add("Bob fixed the mill wheel last spring.", source_type="direct",
                       source_entity="Bob", tags=["mill"])
     ports.clock.current = start - timedelta(minutes=5)
     working.record_message(ports, "#2", "Bob", "user", "Evening, Ada.")

@@ -29,9 +29,11 @@ from twisted.python.failure import Failure
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import entities, journal, reflection_state
+from ai_assistant.memory import entities, journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso, parse_iso
@@ -285,7 +287,7 @@ def add_old_notes(ports):
     """Trivial notes written 40 days ago; returns their ids."""
     now = ports.clock.now()
     ports.clock.current = now - timedelta(days=40)
-    ids = [journal.add_entry(ports, note, importance=2)["id"] for note in OLD_NOTES]
+    ids = [Journal(ports).add(note, importance=2)["id"] for note in OLD_NOTES]
     ports.clock.current = now
     return ids
 
@@ -335,13 +337,13 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     # --- awake: what the conversation left behind
     assert responder.kinds["conversation"] == 9
     assert ports.world.said.count(REPLY.format(name="Alice")) == 5
-    entries = journal.get_journal(ports)["entries"]
+    entries = Journal(ports).entries()
     heard_entries = [e for e in entries if "heard" in e["tags"]]
     assert len(heard_entries) == 9
     assert all(e["importance_method"] == "heuristic" for e in heard_entries)
     alice = entities.get_profiles(ports)["#3"]
     assert len(alice["observations"]) == 5 and alice["attributes"] == {}
-    assert reflection_state.check_reflection_trigger(ports)
+    assert ReflectionState(ports).due()
     assert compaction.usage(ports) >= 0.70
     assert ports.state.get("operating_mode", "awake") == "awake"
 
@@ -352,7 +354,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
                for report in compacting)
     scoring = compacting[0]["steps"]["importance_scoring"]
     assert sorted(scoring["scored"]) == sorted(e["id"] for e in heard_entries)
-    entries = {e["id"]: e for e in journal.get_journal(ports)["entries"]}
+    entries = {e["id"]: e for e in Journal(ports).entries()}
     for entry in heard_entries:
         assert entries[entry["id"]]["importance_method"] == "llm"
         assert entries[entry["id"]]["importance"] == LLM_SCORE
@@ -392,20 +394,20 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     assert alice["observations"] == []
 
     assert first["reflection"]["ran"] is True
-    synthesis = journal.get_entry(ports, first["reflection"]["entry_id"])
+    synthesis = Journal(ports).entry(first["reflection"]["entry_id"])
     assert synthesis["content"].startswith("[SYNTHESIS] " + INSIGHTS[0]["insight"])
     assert synthesis["evidence"] and all(str(i).startswith("mem:") for i in synthesis["evidence"])
     # the window starts again; only what was journaled after the reflection counts
-    extracted = [e for e in journal.get_journal(ports)["entries"] if e["content"] == EXTRACTED]
+    extracted = [e for e in Journal(ports).entries() if e["content"] == EXTRACTED]
     assert len(extracted) == 1  # the pre-compaction pass, later in the same tick
-    state = reflection_state.get_reflection_state(ports)
+    state = ReflectionState(ports).current()
     assert state["reflection_count"] == 1
     assert state["entries_since_reflection"] == [extracted[0]["id"]]
     assert state["cumulative_importance"] == extracted[0]["importance"]
-    assert not reflection_state.check_reflection_trigger(ports)
+    assert not ReflectionState(ports).due()
 
     assert sorted(first["episodic_pruning"]["pruned"]) == sorted(old_ids)
-    assert all(journal.get_entry(ports, i) is None for i in old_ids)
+    assert all(Journal(ports).entry(i) is None for i in old_ids)
 
     assert first["pre_compaction"]["ran"] is True
     assert first["pre_compaction"]["tools"] == ["add_journal_entry", "noop"]
@@ -413,7 +415,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     history = compaction.get_history(ports)
     assert history[0]["summary"] and history[0]["content"].endswith(SUMMARY)
     assert compaction.usage(ports) < 0.70
-    summary_entry = journal.get_entry(ports, first["context_compaction"]["entry_id"])
+    summary_entry = Journal(ports).entry(first["context_compaction"]["entry_id"])
     assert summary_entry["content"] == f"{compaction.SYNTHESIS_LABEL} {SUMMARY}"
     assert first["patrol"] == {"skipped": "nothing to patrol"}
     assert "error" not in json.dumps(first)  # no step failed
@@ -464,7 +466,7 @@ def test_urgent_message_while_compacting_waits_for_consolidation(make_ports, res
     ports = make_ports({"memory.consolidation_per_tick": 5})
     transition = Transitions(ports.state)
     for line in LINES:  # importance given by hand: consolidation extracts the facts itself
-        journal.add_entry(ports, f'Alice said to me: "{line}"', importance=6)
+        Journal(ports).add(f'Alice said to me: "{line}"', importance=6)
     modes.enter_sleep(ports, "night", transition)
     talk(ports, "Carol", "Ada, are you there?")
 
@@ -493,8 +495,8 @@ def test_reload_in_the_middle_of_compacting(make_ports, responder):
     ports = make_ports(overrides, wrap=lambda store: FailingStore(store, fail_on=3))
     transition = Transitions(ports.state)
     for line in LINES:
-        journal.add_entry(ports, f'Bob said to me: "{line}"', source_type="direct")
-    journal.add_entry(ports, "Nothing happened.", importance=1)  # below memory.min_importance
+        Journal(ports).add(f'Bob said to me: "{line}"', source_type="direct")
+    Journal(ports).add("Nothing happened.", importance=1)  # below memory.min_importance
     eligible = [e["id"] for e in consolidation.pending_entries(ports)]
     assert len(eligible) == len(LINES)
     modes.enter_sleep(ports, "night", transition)
@@ -544,7 +546,7 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     old_ids = add_old_notes(ports)
     converse(ports, run_cycle=None)
     assert all("mechanical mode" in text for text in ports.world.emotes)
-    heard_ids = [e["id"] for e in journal.get_journal(ports)["entries"] if "heard" in e["tags"]]
+    heard_ids = [e["id"] for e in Journal(ports).entries() if "heard" in e["tags"]]
     assert len(heard_ids) == 9
     assert compaction.usage(ports) >= 0.70  # a compaction is due...
     history_before = copy.deepcopy(compaction.get_history(ports))
@@ -555,7 +557,7 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     stored = memories_by_entry(ports)
     assert set(stored) == set(heard_ids)
     for entry_id in heard_ids:
-        entry = journal.get_entry(ports, entry_id)
+        entry = Journal(ports).entry(entry_id)
         # without an LLM the text is stored as it is, with its heuristic score
         assert [m["memory"] for m in stored[entry_id]] == [entry["content"]]
         assert stored[entry_id][0]["metadata"]["importance_method"] == "heuristic"
@@ -605,13 +607,13 @@ def test_unparsable_replies_through_a_whole_sleep(make_ports, llm_server):
     ports = make_ports({"memory.consolidation_per_tick": 5})
     transition = Transitions(ports.state)
     # more entries than one scoring batch holds (journal.scoring_batch_size, 25)
-    ids = [journal.add_entry(ports, f'Bob said to me: "Ada, {thing} by the {place}!"',
+    ids = [Journal(ports).add(f'Bob said to me: "Ada, {thing} by the {place}!"',
                              source_type="direct")["id"]
            for thing in THINGS for place in PLACES]
     modes.enter_sleep(ports, "night", transition)
     reports = tick_until_dreaming(ports, transition, max_ticks=40)
 
-    entries = {entry["id"]: entry for entry in journal.get_journal(ports)["entries"]}
+    entries = {entry["id"]: entry for entry in Journal(ports).entries()}
     assert sorted(journal.get_journal(ports)["consolidated_entry_ids"]) == sorted(ids)
     stored = memories_by_entry(ports)
     for entry_id in ids:
@@ -660,7 +662,7 @@ def test_a_forced_wake_mid_compacting_resumes_on_the_next_sleep_storing_nothing_
     transition = Transitions(ports.state)
     holder["wake"] = lambda: modes.force_wake(ports, "admin", transition)
     for line in LINES:  # scored by hand: consolidation extracts the facts itself
-        journal.add_entry(ports, f'Alice said to me: "{line}"', importance=6)
+        Journal(ports).add(f'Alice said to me: "{line}"', importance=6)
     modes.enter_sleep(ports, "night", transition)
 
     report = tick(ports, transition)

@@ -24,15 +24,6 @@ CONSTANTS = {name: value for name, value in vars(documents).items()
 # Stores not yet behind their owner class: their documents are still named elsewhere. Remove a
 # name here once its owner is the only module that names it (the last test keeps this honest).
 NOT_YET_OWNED = {
-    # the journal, importance scoring, reflection state, people, memory nodes, corrections
-    "JOURNAL",
-    "REFLECTION_STATE",
-    "ENTITY_PROFILES",
-    "SCENE_NOTES",
-    "MEMORY_NODES",
-    "MEMORY_CLUSTERS",
-    "NODE_VECTORS",
-
     # the conversation, perception, the ReAct loop, LLM statistics, the persona
     "PENDING_EVENTS",
     "PERCEPTION_STATS",

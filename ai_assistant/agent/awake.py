@@ -26,7 +26,9 @@ from twisted.internet import defer
 
 from ai_assistant.agent import perception, react
 from ai_assistant.agent.blocks.remembered import recall_lines
-from ai_assistant.memory import entities, journal, working
+from ai_assistant.memory import working
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing.llm_resilience import with_deadline
 from ai_assistant.sleep import compaction
 
@@ -152,8 +154,7 @@ def journal_heard_events(ports, events):
                 (source_type, template), tags = PRIVATE_HEARD, [*tags, "private"]
             content = f"{event['sender']} " + template.format(text=event["text"])
         try:
-            entry = journal.add_entry(
-                ports,
+            entry = Journal(ports).add(
                 content[: ports.settings.get("journal.max_content_chars")],
                 source_type=source_type,
                 source_entity=event["sender"],
@@ -167,10 +168,15 @@ def journal_heard_events(ports, events):
             ports.log(f"{ports.name}: could not journal what {event['sender']} said: {err}")
 
 
+def people_heard_events(ports, events):
+    """Perception listener: who spoke and who came and went, into their profiles."""
+    People(ports).observe_events(events)
+
+
 # `listener(ports, events)`, called on the reactor thread with every drained batch, in order.
 # Listeners must be fast and synchronous (they update state; slow work belongs in sleep). A
 # listener that raises is logged and skipped; it never stops the tick.
-PERCEPTION_LISTENERS = (journal_heard_events, entities.observe_events)
+PERCEPTION_LISTENERS = (journal_heard_events, people_heard_events)
 
 
 def _notify_listeners(ports, events):

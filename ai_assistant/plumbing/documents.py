@@ -186,7 +186,6 @@ SYSTEM_PROMPT_HISTORY = Document(
 
 JOURNAL = Document(
     "journal", on=CHARACTER, default=None, owner="memory.journal",
-    writers=("sleep.scoring", "sleep.facts", "sleep.reflection", "memory.corrections"),
     shape='{"entries": [entry], "entry_count", "max_entries", "last_reflection", '
           '"consolidated_entry_ids"} (journal.new_journal)')
 IMPORTANCE_SCORING = Document(
@@ -194,7 +193,6 @@ IMPORTANCE_SCORING = Document(
     shape='{"attempts": {entry id: failed LLM scoring attempts}}')
 REFLECTION_STATE = Document(
     "reflection_state", on=SCRIPT, default=None, owner="memory.reflection_state",
-    writers=("memory.journal", "sleep.scoring", "sleep.reflection"),
     shape='{"cumulative_importance", "threshold", "last_reflection_time", "reflection_count", '
           '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 
@@ -220,10 +218,9 @@ MEMORY_CONSOLIDATION = Document(
 
 ENTITY_PROFILES = Document(
     "entity_profiles", on=CHARACTER, default={}, owner="memory.entities",
-    writers=("sleep.entity_consolidation", "memory.corrections", "memory.entity_pruning"),
     shape="{entity id: profile with attributes, observations and relationship}: at most "
           "`entities.max_profiles`, `entities.max_observations` observations each; passers-by "
-          "unseen for `entities.forget_after_days` are forgotten (memory.entity_pruning)")
+          "unseen for `entities.forget_after_days` are forgotten (People.prune)")
 
 # ----------------------------------------------------------------------------------------------
 # Workspace
@@ -242,22 +239,20 @@ SESSION_MEMORY = Document(
 # Memory nodes and patrol
 
 SCENE_NOTES = Document(
-    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes", writers=("sleep.patrol",),
+    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes",
     shape='[{"id", "type", "created_at", "text", "status", "error"}]: "scene" notes wait for '
           'the patrol to turn them into nodes; other types (todos) show until "read"')
 MEMORY_NODES = Document(
     "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
-    writers=("sleep.patrol", "tools.nodes", "memory.corrections"),
     shape="{node id: node (scene, emotion, importance, status, timeline)}: at most "
           "`nodes.max_nodes`, dead then dying then least important dropped first "
           "(sleep.patrol.archive)")
 MEMORY_CLUSTERS = Document(
-    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
+    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}} under the '
           "Business and Private roots")
 NODE_VECTORS = Document(
-    "node_vectors", on=CHARACTER, default={}, owner="memory.node_vectors",
-    writers=("sleep.patrol",),
+    "node_vectors", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
           'centroid}}: one vector per node, so bounded with memory_nodes; a node older than '
           '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)')

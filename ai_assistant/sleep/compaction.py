@@ -53,7 +53,7 @@ from datetime import timedelta
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso, parse_iso
@@ -280,8 +280,7 @@ def _journal_summary(ports, summary):
     text = f"{SYNTHESIS_LABEL} {summary}"
     if len(text) > limit:
         text = text[: limit - 3] + "..."
-    entry = journal.add_entry(
-        ports,
+    entry = Journal(ports).add(
         text,
         tags=list(SUMMARY_TAGS),
         source_type="observation",
@@ -357,7 +356,7 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
     progress = _state(ports)
     pending = progress.get("pending") or {}
     tokens_before = history_tokens(history)
-    if pending.get("key") == key and journal.get_entry(ports, pending.get("entry_id")):
+    if pending.get("key") == key and Journal(ports).entry(pending.get("entry_id")):
         # an earlier run stored this summary but was cut off before replacing the history
         marker = _install_summary(ports, old, pending["summary"], tokens_before)
         report.update(compacted=marker is not None, messages=len(old), resumed=True,
@@ -492,8 +491,7 @@ def _chunks(text, ports):
 
 
 def _journal_transcript(ports, chunk):
-    entry = journal.add_entry(
-        ports,
+    entry = Journal(ports).add(
         f"{TRANSCRIPT_LABEL} {chunk}",
         tags=list(TRANSCRIPT_TAGS),
         source_type="observation",

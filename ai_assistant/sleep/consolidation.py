@@ -51,8 +51,8 @@ goes on from there, and the store lookup of step 2 keeps that from storing anyth
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.audience import PUBLIC, audience_of
+from ai_assistant.memory.journal import Journal, is_synthesis
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.plumbing import documents
@@ -87,7 +87,7 @@ def consolidation_metadata(entry):
 
 def _is_synthesis(entry):
     tags = {str(tag).lower() for tag in entry.get("tags") or ()}
-    return journal_module.is_synthesis(entry) or "synthesis" in tags
+    return is_synthesis(entry) or "synthesis" in tags
 
 
 def pending_entries(ports):
@@ -99,7 +99,7 @@ def pending_entries(ports):
     """
     min_importance = ports.settings.get("memory.min_importance")
     return [
-        entry for entry in journal_module.unconsolidated_entries(ports)
+        entry for entry in Journal(ports).unconsolidated()
         if not _is_synthesis(entry) and (entry.get("importance") or 0) >= min_importance
     ]
 
@@ -115,7 +115,7 @@ def entries_awaiting_scoring(ports):
         list: Entries for which `scoring.awaiting_llm_score` holds, oldest first.
     """
     attempts = get_scoring_attempts(ports)
-    return [entry for entry in journal_module.unconsolidated_entries(ports)
+    return [entry for entry in Journal(ports).unconsolidated()
             if not _is_synthesis(entry)
             and awaiting_llm_score(ports, entry, attempts)]  # fmt: skip
 
@@ -142,12 +142,8 @@ def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
     """
     MemoryLinks(ports).link_entry(entry_id, memory_ids)
     if verbatim:
-        journal = journal_module.get_journal(ports)
-        for entry in journal["entries"]:
-            if entry["id"] == entry_id:
-                entry["consolidated_verbatim"] = True
-        journal_module.save_journal(ports, journal)
-    journal_module.mark_consolidated(ports, [entry_id])
+        Journal(ports).update({entry_id: {"consolidated_verbatim": True}})
+    Journal(ports).mark_consolidated([entry_id])
     progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
     progress.setdefault("in_flight", {}).pop(entry_id, None)
     (progress.get("extraction_attempts") or {}).pop(entry_id, None)
@@ -404,9 +400,9 @@ def _consolidate_batch(ports, store, batch, result):
         if ports.state.get(documents.OPERATING_MODE) == "awake":
             result["interrupted"] = "woken"  # a forced wake: the next sleep goes on from here
             return
-        journal = journal_module.get_journal(ports)
-        entry = next((item for item in journal["entries"] if item["id"] == entry_id), None)
-        if entry is None or entry_id in journal["consolidated_entry_ids"]:
+        journal = Journal(ports)
+        entry = journal.entry(entry_id)
+        if entry is None or entry_id in journal.consolidated_ids():
             continue  # deleted, or consolidated meanwhile
         stored = yield _store_entry(ports, store, entry, existing[entry_id],
                                     entry_id in verbatim, result)

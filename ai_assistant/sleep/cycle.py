@@ -16,8 +16,8 @@ report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` sta
 
 from twisted.internet import defer
 
-from ai_assistant.memory.entity_pruning import prune_entity_profiles
-from ai_assistant.memory.journal import prune_low_importance_entries
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.working import clear_stale_conversations
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -42,9 +42,9 @@ DREAMING_STEPS = (
     ("memory_links", run_dreaming_tick),
     ("link_cleanup", run_link_cleanup),
     ("entity_consolidation", run_entity_consolidation_batch),
-    ("entity_pruning", prune_entity_profiles),
+    ("entity_pruning", lambda ports: People(ports).prune()),
     ("reflection", run_reflection_if_triggered),
-    ("episodic_pruning", prune_low_importance_entries),
+    ("episodic_pruning", lambda ports: Journal(ports).prune_low_importance()),
     ("stale_conversations", clear_stale_conversations),
     ("pre_compaction", run_pre_compaction_extraction),
     ("context_compaction", compact_conversation_history),

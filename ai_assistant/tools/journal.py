@@ -16,7 +16,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.memory.audience import turn_audience, turn_viewer, visible_to
-from ai_assistant.memory.journal import JournalError
+from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.recall.lines import MEMORY_TIER
 from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
@@ -113,14 +113,13 @@ class AddJournalEntryTool(Tool):
     def run(self, ports, content=None, **fields):
         try:
             # journaled in a whispered conversation: private to the whisperer
-            entry = journal.add_entry(ports, content, **fields,
-                                      audience=turn_audience(ports.world))
+            entry = Journal(ports).add(content, **fields, audience=turn_audience(ports.world))
         except JournalError as err:
             return error_result(str(err))
         except TypeError as err:  # an unexpected argument when called directly
             return error_result(f"bad arguments: {err}")
         result = {"success": True, "entry": entry_summary(entry)}
-        if journal.get_entry(ports, entry["id"]) is None:
+        if Journal(ports).entry(entry["id"]) is None:
             result["note"] = (
                 "the journal was full and this entry was the least important; it was not kept"
             )
@@ -201,7 +200,7 @@ class SearchJournalTool(Tool):
 
     @staticmethod
     def _journal_search(ports, query, limit, filters, semantic_scores=None):
-        entries = journal.get_journal(ports)["entries"]
+        entries = Journal(ports).entries()
         # what was told in private is found for its teller only (`memory.audience`): ranked
         # over the whole journal (its index is shared), the others' private entries dropped
         viewer = turn_viewer(ports.world)
@@ -254,7 +253,7 @@ class SearchJournalTool(Tool):
         """
         similarities, memories, notes, modes = {}, [], [], []
         if embed is not None:
-            entries = journal.get_journal(ports)["entries"]
+            entries = Journal(ports).entries()
             ids = [entry["id"] for entry in entries]
             texts = [entry.get("content", "") for entry in entries]
             try:
@@ -278,7 +277,7 @@ class SearchJournalTool(Tool):
             else:
                 modes.append("semantic")
             # After the yield: read the journal fresh.
-            known = {entry["id"] for entry in journal.get_journal(ports)["entries"]}
+            known = {entry["id"] for entry in Journal(ports).entries()}
             for hit in hits or ():
                 if not isinstance(hit, dict):
                     continue
@@ -329,7 +328,7 @@ class ReviewJournalTool(Tool):
         if problem:
             return error_result(problem)
         now = ports.clock.now()
-        entries = journal.get_journal(ports)["entries"]
+        entries = Journal(ports).entries()
         reviewed = [
             entry
             for entry in entries
@@ -350,8 +349,7 @@ class ReviewJournalTool(Tool):
             if not text.startswith(journal.SYNTHESIS_PREFIX):
                 text = f"{journal.SYNTHESIS_PREFIX} {text}"
             try:
-                entry = journal.add_entry(
-                    ports,
+                entry = Journal(ports).add(
                     text,
                     tags=list(journal.SYNTHESIS_TAGS),
                     source_type="inference",

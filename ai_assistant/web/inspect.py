@@ -11,10 +11,11 @@ from twisted.internet import defer
 
 from ai_assistant.memory import entities
 from ai_assistant.memory.corrections import audit_trail, is_wrong
-from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import SCAN_LIMIT
-from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
+from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
 from ai_assistant.memory.search.journal_search import search_journal
 from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
 from ai_assistant.plumbing import documents
@@ -44,23 +45,23 @@ def assistant_summary(npc):
 
 
 def _tier_counts(ports):
-    journal = get_journal(ports)
-    nodes = load_nodes(ports)
+    journal = Journal(ports)
+    nodes = Nodes(ports).nodes()
     by_status = {}
     for node in nodes.values():
         by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
                                                                 0) + 1
     return {
-        "journal_entries": len(journal["entries"]),
-        "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
-        "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
+        "journal_entries": len(journal.entries()),
+        "journal_consolidated": len(journal.consolidated_ids()),
+        "journal_wrong": sum(1 for entry in journal.entries() if is_wrong(entry)),
         "memory_links": len(MemoryLinks(ports).records()),
-        "entity_profiles": len(entities.get_profiles(ports)),
+        "entity_profiles": len(People(ports).profiles()),
         "goals": len(load_goals(ports)),
         "projects": len(list_projects(ports)),
         "memory_nodes": len(nodes),
         "memory_nodes_by_status": by_status,
-        "memory_clusters": len(load_clusters(ports)),
+        "memory_clusters": len(Nodes(ports).clusters()),
         "corrections": len(audit_trail(ports)),
     }
 
@@ -132,18 +133,18 @@ def journal_entries(npc, query=""):
         list[dict]: `entry_view`s (with `score` for a search).
     """
     ports = npc.assistant.ports()
-    journal = get_journal(ports)
-    consolidated = set(journal.get("consolidated_entry_ids") or ())
+    journal = npc.assistant.journal
+    consolidated = set(journal.consolidated_ids())
     if query and query.strip():
         hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
         return [entry_view(entry, consolidated, score) for score, entry in hits]
-    return [entry_view(entry, consolidated) for entry in reversed(journal["entries"])]
+    return [entry_view(entry, consolidated) for entry in reversed(journal.entries())]
 
 
 def importance_points(npc):
     """Every entry as a point of the importance-over-time plot: `(time, importance, entry)`."""
     points = []
-    for entry in get_journal(npc.assistant.ports())["entries"]:
+    for entry in npc.assistant.journal.entries():
         moment = parse_iso(entry.get("timestamp"))
         if moment is not None and entry.get("importance") is not None:
             points.append((moment, float(entry["importance"]), entry))
@@ -232,9 +233,10 @@ def _relationship_course(ports, profile):
 def profiles(npc):
     """Entity profiles: attributes, observations, the relationship now and its recent course."""
     ports = npc.assistant.ports()
+    people = People(ports)
     rows = []
-    for entity_id, stored in entities.get_profiles(ports).items():
-        profile = entities.get_profile(ports, entity_id)
+    for entity_id, stored in people.profiles().items():
+        profile = people.profile(entity_id)
         rows.append({
             **{key: profile.get(key) for key in (
                 "entity_id", "name", "entity_type", "first_seen", "last_seen",
@@ -295,8 +297,8 @@ def memory_nodes(npc):
     """
     ports = npc.assistant.ports()
     decay = float(ports.settings.get("nodes.decay_sessions"))
-    nodes = load_nodes(ports)
-    clusters = load_clusters(ports)
+    graph = Nodes(ports)
+    nodes, clusters = graph.nodes(), graph.clusters()
     rows = []
     for node in nodes.values():
         scene = node.get("scene") or {}
