@@ -32,6 +32,8 @@ from ai_assistant.agent import perception
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
@@ -109,8 +111,8 @@ class AssistantHandler:
         Returns:
             Deferred or None: Fires with the count deleted; None when memory is off.
         """
-        store = self.ports().semantic
-        if store is None:
+        memories = self.memories
+        if not memories.available:
             return None
         name, scope = self.obj.key, self.memory_scope
 
@@ -122,7 +124,7 @@ class AssistantHandler:
             logger.log_err(f"[ai_assistant] {name}: could not delete the memories of {scope}: "
                            f"{failure.getErrorMessage()}")
 
-        return store.delete_all().addCallbacks(_done, _failed)
+        return memories.forget_all().addCallbacks(_done, _failed)
 
     def ports(self):
         """The core's ports for this NPC, cached until its config changes (`reset`)."""
@@ -232,6 +234,16 @@ class AssistantHandler:
     def persona(self):
         """Who it is told to be (`memory.persona.Persona`): guidelines, the admins' words."""
         return Persona(self.ports())
+
+    @property
+    def memories(self):
+        """Its long-term memories (`memory.longterm.memories.Memories`): add, search, correct."""
+        return Memories(self.ports())
+
+    @property
+    def memory_links(self):
+        """The links of its long-term memories (`memory.longterm.links.MemoryLinks`)."""
+        return MemoryLinks(self.ports())
 
     @property
     def operating_mode(self):

@@ -195,11 +195,12 @@ REFLECTION_STATE = Document(
           '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 
 # ----------------------------------------------------------------------------------------------
-# Long-term (semantic) memory
+# Long-term (semantic) memory: the memories themselves live in the mem0 store, behind their
+# owner (`memory.longterm.memories.Memories`); this document links them to each other and to
+# the journal entries they came from
 
 MEMORY_LINKS = Document(
-    "memory_links", on=SCRIPT, default={}, owner="memory.links",
-    writers=("sleep.consolidation", "sleep.linking"),
+    "memory_links", on=SCRIPT, default={}, owner="memory.longterm.links",
     shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
           'most `memory.links_max_records` records, the longest processed dropped first; '
           'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '
