@@ -140,11 +140,11 @@ class AdminViews:
             self.caller.msg("Usage: @assistant/memory <npc> = <query>")
             return
         ports = npc.assistant.ports()
-        if ports.semantic is None:
+        if not npc.assistant.memories.available:
             self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
                             "off). Try @assistant/journal instead.")
             return
-        from ai_assistant.memory.semantic_recall import (
+        from ai_assistant.memory.recall.long_term import (
             format_memory_results,
             retrieve_relevant_memories,
         )

@@ -1,11 +1,20 @@
-"""The handler exposes the stores as Evennia's buffs and traits handlers do: `npc.assistant.X`."""
+"""
+The handler exposes the conversation's stores as Evennia's buffs and traits handlers do:
+`npc.assistant.conversation`, `.perception`, `.loop`, `.persona` and `.llm_stats`, each reading
+and writing the NPC's own Attributes.
+"""
 
 from django.test import override_settings
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.commands import all_assistants
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.memory.persona import Persona
+from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.typeclasses import AssistantCharacter
+from ai_assistant.workspace.loop_state import LoopState
 
 TEST_SETTINGS = {
     "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
@@ -15,7 +24,7 @@ TEST_SETTINGS = {
 
 
 @override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestHandlerStores(EvenniaCommandTest):
+class TestTheHandlersStores(EvenniaCommandTest):
     def setUp(self):
         super().setUp()
         self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
@@ -27,28 +36,32 @@ class TestHandlerStores(EvenniaCommandTest):
                 npc.assistant.script.unsubscribe()
         super().tearDown()
 
-    def test_the_mode_store_and_the_documented_operating_mode_agree(self):
+    def test_each_store_is_a_property_of_the_handler(self):
         assistant = self.npc.assistant
-        assert assistant.mode.current() == assistant.operating_mode == "awake"
-        assert assistant.set_mode("sleep", "tired")
-        assert assistant.mode.asleep() and assistant.operating_mode == "sleep"
-        assert [change["reason"] for change in assistant.mode.history()] == ["tired"]
-        # a mode change reaches the script's Attributes at once (game makers read them)
-        assert assistant.script.attributes.get("operating_mode") == "sleep"
-        assert assistant.script.attributes.get("sleep_phase") is None
+        for name, owner in (("conversation", Conversation), ("perception", PerceptionQueue),
+                            ("loop", LoopState), ("persona", Persona),
+                            ("llm_stats", LLMStats)):
+            assert isinstance(getattr(assistant, name), owner), name
 
-    def test_a_tick_is_counted_by_the_mode_store(self):
-        self.npc.assistant.script.at_assistant_tick()
-        assert self.npc.assistant.mode.ticks() == 1
+    def test_what_is_heard_waits_in_the_perception_queue_and_shows_in_the_status(self):
+        self.npc.assistant.hear(self.char2, "Ada, where is the inn?", "say")
+        waiting = self.npc.assistant.perception.waiting()
+        assert [(e["sender"], e["text"]) for e in waiting] == [
+            (self.char2.key, "Ada, where is the inn?")]
+        self.npc.assistant.loop.record_unanswered(self.char2.key, "no answer")
+        self.npc.assistant.conversation.append(
+            "user", self.char2.key, "hello", interlocutor={"id": self.char2.dbref,
+                                                           "name": self.char2.key})
+        out = self.call(CmdAssistant(), "Ada")
+        assert "events queued: 1 (dropped: 0); conversations: 1" in out
+        assert f"last unanswered: {self.char2.key}" in out
 
-    def test_the_workspace_stores_write_the_npcs_documents(self):
-        assistant = self.npc.assistant
-        goal = assistant.goals.add("Build a tavern")["goal"]
-        assistant.projects.create("tavern", "Build it")
-        assistant.session.add("Bob likes tea")
-        assistant.flush()
-        assert [g["id"] for g in self.npc.assistant.goals.all()] == [goal["id"]]
-        assert self.npc.attributes.get("projects")["active"] == "tavern"
-        assert self.npc.attributes.get("session_memory")["key_facts"] == ["Bob likes tea"]
-        assert assistant.script.attributes.get("current_goals")[0]["description"] == (
-            "Build a tavern")
+    def test_the_admins_persona_is_kept_on_the_npc(self):
+        self.call(CmdAssistant(), "/persona Ada = You keep the harbour's books.",
+                  "Ada: persona set")
+        assert self.npc.assistant.persona.admin_instructions() == (
+            "You keep the harbour's books.")
+        self.npc.assistant.reset()  # fresh ports: read back from the Attribute
+        assert self.npc.attributes.get("user_system_prompt") == "You keep the harbour's books."
+        assert self.npc.assistant.persona.admin_instructions() == (
+            "You keep the harbour's books.")

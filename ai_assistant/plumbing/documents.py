@@ -137,30 +137,28 @@ SLEEP_SCHEDULE = Document(
 # Perception and conversation
 
 PENDING_EVENTS = Document(
-    "pending_events", on=CHARACTER, default=[], owner="agent.perception",
-    writers=("agent.awake",),
-    shape="queued perceived events, highest priority first (perception.make_event)")
+    "pending_events", on=CHARACTER, default=[], owner="memory.perception_queue",
+    shape="queued perceived events (perception.make_event), taken highest priority first")
 PERCEPTION_STATS = Document(
-    "perception_stats", on=CHARACTER, default={}, owner="agent.perception",
+    "perception_stats", on=CHARACTER, default={}, owner="memory.perception_queue",
     shape='{"queued", "dropped", ...} counters')
 WORKING_MEMORY = Document(
-    "working_memory", on=CHARACTER, default={}, owner="memory.working",
+    "working_memory", on=CHARACTER, default={}, owner="memory.conversation",
     shape='{entity id: {"name", "topic", "started_at", "last_active", "messages", '
           '"pending_actions"}} per interlocutor')
 CONVERSATION_HISTORY = Document(
-    "conversation_history", on=SCRIPT, default=[], owner="sleep.compaction",
-    writers=("agent.awake",),
+    "conversation_history", on=SCRIPT, default=[], owner="memory.conversation",
     shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up, '
           'and by every sleep past `compaction.history_days` days')
 COMPACTION_STATE = Document(
     "compaction_state", on=CHARACTER, default={}, owner="sleep.compaction",
     shape='{"version", "extracted_version", "compactions", "pending", ...}')
 LOOP_STATE = Document(
-    "loop_state", on=SCRIPT, default={}, owner="agent.react",
+    "loop_state", on=SCRIPT, default={}, owner="workspace.loop_state",
     shape='the running ReAct cycle: {"iteration", "max_iterations", "pending_tools", ...}, and '
           '"last_unanswered": why the last person who addressed it got the fallback line')
 SESSION_METRICS = Document(
-    "session_metrics", on=SCRIPT, default={}, owner="agent.react",
+    "session_metrics", on=SCRIPT, default={}, owner="workspace.loop_state",
     shape='{"tools_this_cycle", "tool_count_this_cycle", "last_context_tokens", ...}')
 LLM_STATS = Document(
     "llm_stats", on=CHARACTER, default={}, owner="plumbing.llm",
@@ -173,7 +171,7 @@ ASSISTANT_SYSTEM_PROMPT = Document(
     "assistant_system_prompt", on=CHARACTER, default=None, owner="memory.persona",
     shape="the guidelines the assistant wrote for itself (str)")
 USER_SYSTEM_PROMPT = Document(
-    "user_system_prompt", on=CHARACTER, default=None, owner="commands",
+    "user_system_prompt", on=CHARACTER, default=None, owner="memory.persona",
     shape="the admins' instructions, which the assistant cannot change (str)")
 SYSTEM_PROMPT_HISTORY = Document(
     "system_prompt_history", on=CHARACTER, default=[], owner="memory.persona",
@@ -196,11 +194,12 @@ REFLECTION_STATE = Document(
           '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 
 # ----------------------------------------------------------------------------------------------
-# Long-term (semantic) memory
+# Long-term (semantic) memory: the memories themselves live in the mem0 store, behind their
+# owner (`memory.longterm.memories.Memories`); this document links them to each other and to
+# the journal entries they came from
 
 MEMORY_LINKS = Document(
-    "memory_links", on=SCRIPT, default={}, owner="memory.links",
-    writers=("sleep.consolidation", "sleep.linking"),
+    "memory_links", on=SCRIPT, default={}, owner="memory.longterm.links",
     shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
           'most `memory.links_max_records` records, the longest processed dropped first; '
           'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '

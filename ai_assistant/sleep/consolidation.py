@@ -53,8 +53,8 @@ from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.journal import Journal, is_synthesis
-from ai_assistant.memory.links import get_links, link_entry_to_memories, save_links
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMUnavailable, iso
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
@@ -141,9 +141,7 @@ def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
     An entry stored word for word (no LLM, or fact extraction gave up on it) says so:
     `entry["consolidated_verbatim"]` is True.
     """
-    links = get_links(ports)
-    link_entry_to_memories(links, entry_id, memory_ids)
-    save_links(ports, links)
+    MemoryLinks(ports).link_entry(entry_id, memory_ids)
     if verbatim:
         Journal(ports).update({entry_id: {"consolidated_verbatim": True}})
     Journal(ports).mark_consolidated([entry_id])
@@ -209,8 +207,8 @@ def run_sleep_consolidation(ports, max_entries=None):
     """
     result = {"success": True, "completed": False, "consolidated": [], "stored": 0,
               "reused": 0, "extracted": [], "remaining": 0, "waiting_for_scoring": 0}
-    store = ports.semantic
-    if store is None or not ports.settings.get("memory.enabled"):
+    store = Memories(ports)
+    if not store.available or not ports.settings.get("memory.enabled"):
         result.update(completed=True, skipped="semantic memory is off")
         return result
     limit = max_entries or ports.settings.get("memory.consolidation_per_tick")
@@ -377,8 +375,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
             metadata["verbatim"] = True
         for index, text in texts:
             part = dict(metadata) if index == VERBATIM_PART else {**metadata, "fact_index": index}
-            stored = yield store.add(text, metadata=part, infer=False)
-            recall_mirror.record(ports, stored, text, part)  # searchable at once
+            stored = yield store.add(text, part)  # recallable at once (the owner's mirror)
             new_ids = [item["id"] for item in stored or ()]
             _record_stored(ports, entry_id, index, new_ids)  # before the entry is marked
             memory_ids += [i for i in new_ids if i not in memory_ids]

@@ -17,10 +17,9 @@ report is kept as the last sleep tick (`workspace.mode.Mode.record_sleep_tick`) 
 
 from twisted.internet import defer
 
+from ai_assistant.memory.conversation import clear_stale_conversations
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.links import prune_orphaned_memory_links
-from ai_assistant.memory.working import clear_stale_conversations
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import modes, reports
 from ai_assistant.sleep.compaction import (
@@ -29,7 +28,7 @@ from ai_assistant.sleep.compaction import (
 )
 from ai_assistant.sleep.consolidation import run_sleep_consolidation
 from ai_assistant.sleep.entity_consolidation import run_entity_consolidation_batch
-from ai_assistant.sleep.linking import run_dreaming_tick
+from ai_assistant.sleep.linking import run_dreaming_tick, run_link_cleanup
 from ai_assistant.sleep.patrol import run_patrol_if_due
 from ai_assistant.sleep.reflection import run_reflection_if_triggered
 from ai_assistant.sleep.scoring import score_pending_entries
@@ -42,7 +41,7 @@ COMPACTING_STEPS = (
 )
 DREAMING_STEPS = (
     ("memory_links", run_dreaming_tick),
-    ("link_cleanup", prune_orphaned_memory_links),
+    ("link_cleanup", run_link_cleanup),
     ("entity_consolidation", run_entity_consolidation_batch),
     ("entity_pruning", lambda ports: People(ports).prune()),
     ("reflection", run_reflection_if_triggered),

@@ -17,6 +17,7 @@ The mode and the sleep's state are kept by `workspace.mode.Mode`; this module ow
 
 from datetime import timedelta
 
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.workspace.mode import COMPACTING, DREAMING, Mode
@@ -228,7 +229,7 @@ def check_wake_conditions(ports):
         if should and target == "awake":
             reason = why
     if reason is None:
-        pending = ports.state.get(documents.PENDING_EVENTS) or []
+        pending = PerceptionQueue(ports).waiting()
         urgent = [event for event in pending if is_urgent(event)]
         if urgent:
             reason = f"urgent event from {urgent[0].get('sender', 'someone')}"

@@ -12,10 +12,13 @@ from twisted.internet import defer
 from ai_assistant.memory import entities
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
-from ai_assistant.memory.links import SCAN_LIMIT, get_links
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT
 from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
+from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
+from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.sleep.reports import recent_sleeps
 from ai_assistant.workspace.status import inspector_status
@@ -118,7 +121,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     }
     if hit.get("score") is not None:
         view["score"] = round(float(hit["score"]), 4)
-        # whether the assistant's own recall would return it (semantic_recall's two stages)
+        # whether the assistant's own recall would return it (`recall.long_term`'s two stages)
         view["recalled"] = bool(view["score"] > threshold and trust >= min_trust
                                 and not view["wrong"])
     return view
@@ -134,14 +137,15 @@ def long_term_memories(npc, query="", limit=SCAN_LIMIT):
         Deferred[dict]: `{"available": bool, "memories": [...], "threshold", "min_trust"}`.
     """
     ports = npc.assistant.ports()
-    if ports.semantic is None:
+    memories = npc.assistant.memories
+    if not memories.available:
         return {"available": False, "memories": [], "threshold": None, "min_trust": None}
     if query and query.strip():
-        hits = yield ports.semantic.search(query.strip(), limit=min(limit, 50))
+        hits = yield memories.search(query.strip(), limit=min(limit, 50))
     else:
-        hits = yield ports.semantic.list(limit=limit)
-    links = get_links(ports)  # read after the yield: the links as they are now
-    threshold = calibrated_threshold(ports, "relevance_threshold")
+        hits = yield memories.list(limit=limit)
+    links = MemoryLinks(ports).records()  # read after the yield: the links as they are now
+    threshold = memories.threshold("relevance_threshold")
     min_trust = float(ports.settings.get("memory.min_source_trust"))
     memories = [_memory_view(ports, hit, links, threshold, min_trust) for hit in hits or ()]
     if not query:

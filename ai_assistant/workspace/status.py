@@ -14,37 +14,34 @@ plain text or data; the callers (a tool, `@assistant`, the inspector) only rende
 What each sleep changed is not status but a store of its own (`sleep.reports`).
 
 `system_status` is what the `get_system_status` tool returns: token usage of the context window
-with an advisory level, and the ReAct loop's own counters, read from the state documents the
-loop writes:
+with an advisory level, and the ReAct loop's own counters, read from what the loop records
+(`workspace.loop_state.LoopState`: the running cycle and the session's tool metrics); when the
+loop has not yet recorded the size of the last prompt it sent, the conversation history
+(`memory.conversation`) is counted instead.
 
-- `"loop_state"`: `{"iteration", "max_iterations", "tools_this_cycle", "tool_count_this_cycle",
-  "in_chain", "chain_depth", "pending_tools", "last_context_tokens"}`;
-- `"session_metrics"`: `{"total_tool_calls", "successful_calls", "failed_calls",
-  "session_start"}`;
-- `"conversation_history"`: `[{"role", "content"}, ...]`, counted when the loop has not yet
-  recorded the size of the last prompt it sent.
-
-`update_system_prompt` lets the assistant rewrite its own behavioural guidelines (state document
-`"assistant_system_prompt"`), logging why and keeping each change as a numbered version with its
-text in the bounded `"system_prompt_history"` (`memory.persona.record_version`), which admins
-list and revert with `@assistant/persona/history` and `/revert`. The admins'
-`"user_system_prompt"` is never written by anything here: it always takes precedence and the
-assistant cannot change it.
+`update_system_prompt` lets the assistant rewrite its own behavioural guidelines, logging why and
+keeping each change as a numbered version with its text (`memory.persona.Persona.rewrite`),
+which admins list and revert with `@assistant/persona/history` and `/revert`. The admins'
+instructions are never written by anything here: they always take precedence and the assistant
+cannot change them.
 """
 
 from twisted.internet import defer
 
-from ai_assistant.memory import persona
+from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.links import SCAN_LIMIT, get_links
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT, Memories
 from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, cluster_members
 from ai_assistant.memory.patrol_record import PatrolRecord
-from ai_assistant.plumbing import documents
-from ai_assistant.plumbing.llm import mask_secret
+from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.memory.persona import Persona
+from ai_assistant.plumbing.llm import LLMStats, mask_secret
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.workspace.goals import Goals
+from ai_assistant.workspace.loop_state import LoopState
 from ai_assistant.workspace.mode import Mode
 from ai_assistant.workspace.projects import Projects
 
@@ -127,12 +124,9 @@ def token_usage(ports):
     Returns:
         dict: `{"estimated_used", "model_limit", "available", "usage_percentage"}`.
     """
-    loop = ports.state.get(documents.LOOP_STATE, {})
-    loop = loop if isinstance(loop, dict) else {}
-    used = _count(loop.get("last_context_tokens"))
+    used = _count(LoopState(ports).current().get("last_context_tokens"))
     if not used:  # 0 is the loop's "not measured yet": no real prompt is empty
-        history = ports.state.get(documents.CONVERSATION_HISTORY, [])
-        used = count_history_tokens(history if isinstance(history, list) else [])
+        used = count_history_tokens(Conversation(ports).history())
     limit = _count(ports.settings.get("llm.context_limit")) or 1
     return {
         "estimated_used": used,
@@ -153,10 +147,8 @@ def system_status(ports):
         dict: `{"success", "timestamp", "token_usage", "token_advisory", "loop_state",
         "session_metrics", "chain_state"}`.
     """
-    loop = ports.state.get(documents.LOOP_STATE, {})
-    loop = loop if isinstance(loop, dict) else {}
-    metrics = ports.state.get(documents.SESSION_METRICS, {})
-    metrics = metrics if isinstance(metrics, dict) else {}
+    record = LoopState(ports)
+    loop, metrics = record.current(), record.metrics()
 
     usage = token_usage(ports)
     advisory = token_advisory(
@@ -226,14 +218,14 @@ def update_system_prompt(ports, new_prompt, reasoning):
         raise SystemPromptError("say why the prompt should change (reasoning)")
     reasoning = " ".join(reasoning.split())[:MAX_REASONING_CHARS]
 
-    old_prompt = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, "")
+    guidelines = Persona(ports)
+    old_prompt = guidelines.own_guidelines()
     old_prompt = old_prompt if isinstance(old_prompt, str) else ""
     if old_prompt == new_prompt:
         return {"changed": False, "old_len": len(old_prompt), "new_len": len(new_prompt)}
 
     # a numbered version with its text: admins see it and may revert it (`memory.persona`)
-    version = persona.record_version(ports, previous=old_prompt or None, prompt=new_prompt,
-                                     reason=reasoning, by="assistant")
+    version = guidelines.rewrite(new_prompt, reason=reasoning, by="assistant")
     ports.log(
         f"{ports.name} rewrote its system prompt ({len(old_prompt)} -> {len(new_prompt)} "
         f"chars, version {version['version']}): {reasoning}"
@@ -286,10 +278,9 @@ def status_text(ports, heading, ticker_interval):
     Returns:
         str: Lines with Evennia colour codes.
     """
-    state = ports.state
     mode = Mode(ports)
     phase = mode.phase()
-    stats = state.get(documents.LLM_STATS) or {}
+    stats = LLMStats(ports.state).read()
     lines = [
         heading,
         f"  mode: {mode.current()}" + (f" (phase: {phase})" if mode.asleep() else ""),
@@ -305,14 +296,14 @@ def status_text(ports, heading, ticker_interval):
     if stats.get("emergency_stop"):
         lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
                      f"({stats.get('last_error')}); @assistant/wake or /config clears it")
-    dropped = (state.get(documents.PERCEPTION_STATS) or {}).get("dropped", 0)
+    queue = PerceptionQueue(ports)
     lines.append(
-        f"  events queued: {len(state.get(documents.PENDING_EVENTS) or [])} "
-        f"(dropped: {dropped}); conversations: {len(state.get(documents.WORKING_MEMORY) or {})}"
+        f"  events queued: {len(queue.waiting())} (dropped: {queue.dropped()}); "
+        f"conversations: {len(Conversation(ports).interlocutors())}"
     )
-    unanswered = (state.get(documents.LOOP_STATE) or {}).get("last_unanswered")
+    unanswered = LoopState(ports).last_unanswered()
     if unanswered:
-        # someone got the fallback line instead of an answer: say why (react.record_unanswered)
+        # someone got the fallback line instead of an answer: say why (awake._never_silent)
         lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
                      f"{unanswered.get('reason')}")
     journal = Journal(ports)
@@ -356,7 +347,7 @@ def tier_counts(ports):
         "journal_entries": len(entries),
         "journal_consolidated": len(Journal(ports).consolidated_ids()),
         "journal_wrong": sum(1 for entry in entries if is_wrong(entry)),
-        "memory_links": len(get_links(ports)),
+        "memory_links": len(MemoryLinks(ports).records()),
         "entity_profiles": len(People(ports).profiles()),
         "goals": len(Goals(ports).all()),
         "projects": len(Projects(ports).all()),
@@ -377,13 +368,14 @@ def inspector_status(ports):
         Deferred[dict]: Plain data; the shell adds who and where the assistant is.
     """
     long_term, note = None, None
-    if ports.semantic is not None:
+    memories = Memories(ports)
+    if memories.available:
         try:
-            long_term = len((yield ports.semantic.list(limit=SCAN_LIMIT)) or ())
+            long_term = len((yield memories.list(limit=SCAN_LIMIT)) or ())
         except Exception as err:  # noqa: BLE001 - the rest of the status still shows
             note = f"long-term memory unavailable: {err}"
     mode = Mode(ports)
-    stats = ports.state.get(documents.LLM_STATS) or {}
+    stats = LLMStats(ports.state).read()
     llm = ports.settings.get("llm")
     counts = tier_counts(ports)
     counts["long_term_memories"] = long_term
@@ -400,7 +392,7 @@ def inspector_status(ports):
                  "consecutive_errors")},
         "last_error": stats.get("last_error"),
         "emergency_stop": bool(stats.get("emergency_stop")),
-        "pending_events": len(ports.state.get(documents.PENDING_EVENTS) or ()),
+        "pending_events": len(PerceptionQueue(ports).waiting()),
         "counts": counts,
         "note": note,
     }
