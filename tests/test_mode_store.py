@@ -1,8 +1,6 @@
-"""The mode and sleep state store (`workspace.mode.Mode`): its verbs, and who may reach it."""
+"""The mode and sleep state store (`workspace.mode.Mode`): its verbs."""
 
-import ast
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from support import make_ports
@@ -11,8 +9,6 @@ from ai_assistant.plumbing.ports import MemoryState
 from ai_assistant.workspace.mode import COMPACTING, DREAMING, HISTORY_LENGTH, Mode
 
 pytestmark = pytest.mark.core
-
-PACKAGE = Path(__file__).resolve().parent.parent / "ai_assistant"
 
 
 def test_a_new_assistant_is_awake_with_nothing_recorded():
@@ -120,23 +116,3 @@ def test_each_call_reads_the_state_afresh():
     first, second = Mode(ports), Mode(ports)
     first.switch("sleep", "tired")
     assert second.asleep()  # no copy kept by an owner
-
-
-def imports_of(path):
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
-def test_the_tools_never_import_the_sleep_layer():
-    """The tools read the mode through its store, never through the processes of sleep."""
-    offenders = sorted(
-        str(path.relative_to(PACKAGE)) for path in (PACKAGE / "tools").rglob("*.py")
-        if any(name == "ai_assistant.sleep" or name.startswith("ai_assistant.sleep.")
-               for name in imports_of(path)))
-    assert not offenders
