@@ -205,10 +205,10 @@ MEMORY_LINKS = Document(
           'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '
           'links and the journal ids the journal still holds')
 MEMORY_CONSOLIDATION = Document(
-    "memory_consolidation", on=CHARACTER, default={}, owner="sleep.consolidation",
+    "memory_consolidation", on=CHARACTER, default={}, owner="memory.longterm.progress",
     shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_attempts": '
-          '{entry id: n}, '
-          '"stored_total", "last_run"}')
+          '{entry id: n}, "stored": {entry id: {part index: memory id}}, "stored_total", '
+          '"last_run"}')
 
 # ----------------------------------------------------------------------------------------------
 # People
