@@ -1,0 +1,138 @@
+"""
+Fairness of the journal between speakers: no speaker can crowd out another.
+
+Two pure rules the journal (`memory.journal`) applies:
+
+- **Eviction is per speaker.** When a full journal must drop an unconsolidated entry, it drops
+  one of the speaker who holds the most unconsolidated entries (their least important, oldest
+  first). An unconsolidated entry is therefore never lost because *another* speaker flooded
+  the journal: a burst only ever costs its own speaker's lines until every speaker holds as
+  many as the flooder. Consolidated entries (already in long-term memory) still go first,
+  and [SYNTHESIS] entries last.
+- **Repetition decays the heuristic score.** The n-th line from one speaker within
+  `journal.repeat_window_minutes` that resembles one of their earlier lines (the same alarm
+  keywords, or the same words once numbers are stripped) scores one point lower for every
+  such line beyond `journal.repeat_free`, down to 1: 110 alarm-worded whispers do not all
+  score 10.
+
+A speaker is the entry's stable speaker id when it has one (`speaker_id`), else its
+`source_entity` name (case-insensitive); the assistant's own entries share the empty speaker.
+"""
+
+import re
+from datetime import timedelta
+
+from ai_assistant.memory.importance import HIGH_KEYWORDS, MIN_IMPORTANCE
+from ai_assistant.plumbing.ports import parse_iso
+
+SYNTHESIS_PREFIX = "[SYNTHESIS]"
+_WORD = re.compile(r"[a-z]+")
+_QUOTED = re.compile(r'"(.*)"', re.DOTALL)
+# Lines that share at least this share of their words are "the same pattern".
+SIMILAR_WORDS = 0.6
+
+
+def speaker_key(entry):
+    """
+    Returns:
+        str: Who an entry came from, for fairness (`""` for the assistant's own entries).
+    """
+    speaker = entry.get("speaker_id") or entry.get("source_entity") or ""
+    return str(speaker).strip().lower()
+
+
+def _synthesis(entry):
+    return str(entry.get("content", "")).startswith(SYNTHESIS_PREFIX)
+
+
+def eviction_order(journal, count):
+    """
+    Positions of the `count` entries a full journal drops first (see the module doc).
+
+    Args:
+        journal (dict): A journal document (`entries`, `consolidated_entry_ids`).
+        count (int): How many must go.
+
+    Returns:
+        list[int]: Positions in `journal["entries"]`, in the order they go.
+    """
+    entries = journal["entries"]
+    consolidated = set(journal.get("consolidated_entry_ids") or ())
+    doomed = [p for p, e in enumerate(entries)
+              if e.get("id") in consolidated and not _synthesis(e)][:count]
+    if len(doomed) == count:  # the usual case: no sort at all
+        return doomed
+    by_speaker = {}
+    for position, entry in enumerate(entries):
+        if entry.get("id") not in consolidated and not _synthesis(entry):
+            by_speaker.setdefault(speaker_key(entry), []).append(position)
+
+    def weakest(positions):
+        return min(positions, key=lambda p: (entries[p].get("importance", 0), p))
+
+    while len(doomed) < count and by_speaker:
+        # the speaker holding the most goes first; among equals, the least important line
+        most = max(len(positions) for positions in by_speaker.values())
+        speaker = min((s for s, positions in by_speaker.items() if len(positions) == most),
+                      key=lambda s: (entries[weakest(by_speaker[s])].get("importance", 0),
+                                     weakest(by_speaker[s])))
+        position = weakest(by_speaker[speaker])
+        by_speaker[speaker].remove(position)
+        if not by_speaker[speaker]:
+            del by_speaker[speaker]
+        doomed.append(position)
+    synthesis = sorted((p for p, e in enumerate(entries) if _synthesis(e)),
+                       key=lambda p: (entries[p].get("importance", 0), p))
+    return doomed + synthesis[: count - len(doomed)]
+
+
+def _pattern(text):
+    """The alarm keywords a line holds and its words with numbers stripped."""
+    lowered = str(text or "").lower()
+    quoted = _QUOTED.search(lowered)  # heard lines: 'Eve said to me: "..."' - the words said
+    lowered = quoted.group(1) if quoted else lowered
+    keywords = frozenset(k for k in HIGH_KEYWORDS if k in lowered)
+    return keywords, frozenset(_WORD.findall(lowered))
+
+
+def _alike(one, other):
+    if one[0] and one[0] == other[0]:
+        return True
+    words, others = one[1], other[1]
+    if not words or not others:
+        return False
+    return len(words & others) / max(len(words), len(others)) >= SIMILAR_WORDS
+
+
+def repeat_penalty(journal, content, speaker, now, settings):
+    """
+    How much lower a new line's heuristic score goes for repeating its speaker's pattern.
+
+    Args:
+        journal (dict): The journal document before the line is added.
+        content (str): The new line.
+        speaker (str): `speaker_key` of the new line ("" is never penalised: the assistant's own).
+        now (datetime): When it is written.
+        settings (Settings): For `journal.repeat_window_minutes` and `journal.repeat_free`.
+
+    Returns:
+        int: Points to subtract (0 when the line is not a repeat).
+    """
+    window = float(settings.get("journal.repeat_window_minutes"))
+    if not speaker or window <= 0:
+        return 0
+    since = now - timedelta(minutes=window)
+    pattern = _pattern(content)
+    repeats = 0
+    for entry in reversed(journal["entries"]):
+        moment = parse_iso(entry.get("timestamp"))
+        if moment is not None and moment < since:
+            break
+        if speaker_key(entry) == speaker and _alike(pattern, _pattern(entry.get("content"))):
+            repeats += 1
+    return max(0, repeats + 1 - int(settings.get("journal.repeat_free")))
+
+
+def decayed_score(score, penalty):
+    """A heuristic score less a repeat penalty, never below the lowest importance."""
+    return max(MIN_IMPORTANCE, int(score) - int(penalty))
