@@ -12,7 +12,9 @@ A turn acts for one of three authorities (its `Grant`):
   (`Tool.reach`) may run: speech, lookups, journaling what was said. Private speech goes to the
   speaker alone (`Tool.recipient_argument`), and what a tool records (`Tool.sourced`) is
   sourced to the speaker with its trust capped at theirs (`PLAYER_SOURCE_TRUST`, the journal's
-  trust of what is said to the assistant directly), whatever trust the model chose.
+  trust of what is said to the assistant directly), whatever trust the model chose; its
+  importance is capped the same way (`PLAYER_IMPORTANCE_SHARE` of the tool's scale), so a
+  player cannot have something of theirs filed as importance 10.
 
 `tool_set` picks both sets at once: the permitted tools (trust) and, among them, the lean set
 described to the model (purpose: `registry.lean_tools`). A permitted tool that was not described
@@ -32,6 +34,9 @@ AUTHORITIES = (OWN, ADMIN, PLAYER)
 
 # What a player says to the assistant is at best a direct statement: that is its trust.
 PLAYER_SOURCE_TRUST = DEFAULT_SOURCE_TRUST["direct"]
+# The most importance a player's words may be filed with, as a share of the tool's scale: 7 of
+# 10, what the journal's heuristic gives a plain line said to the assistant directly.
+PLAYER_IMPORTANCE_SHARE = 0.7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,15 +90,23 @@ class Grant:
         return params, None, notes
 
     def _source_to_speaker(self, tool, params, speaker):
-        """Source a recorded item to the speaker, its trust capped at theirs (in place)."""
-        if speaker and "source_entity" in (tool.parameters.get("properties") or {}):
+        """
+        Source a recorded item to the speaker, its trust capped at theirs (in place). A tool
+        whose schema has no source (a scene note) is handed one all the same: the model cannot
+        set it, only the grant does.
+        """
+        if speaker:
             params["source_entity"] = speaker
         return self._cap_trust(tool, params, speaker or "a player")
 
     def _cap_trust(self, tool, params, source):
-        """Cap a recorded item's trust at `trust_cap` (in place); notes for the model."""
+        """Cap a recorded item's trust and importance (in place); notes for the model."""
         properties = tool.parameters.get("properties") or {}
-        notes = []
+        notes = _cap_importance(properties, params, source)
+        if "source_trust" not in properties:  # recorded with the cap as its trust
+            params["source_trust"] = (PLAYER_SOURCE_TRUST if self.trust_cap is None
+                                      else self.trust_cap)
+            return notes
         source_type = params.get("source_type")
         if source_type not in DEFAULT_SOURCE_TRUST:
             source_type = "direct"
@@ -106,6 +119,21 @@ class Grant:
             if float(trust) > cap:
                 notes.append(f"source_trust capped at {cap:g}: it came from {source}")
         return notes
+
+
+def _cap_importance(properties, params, source):
+    """Cap a requested importance at `PLAYER_IMPORTANCE_SHARE` of its scale (in place)."""
+    scale = properties.get("importance")
+    wanted = params.get("importance")
+    if not scale or isinstance(wanted, bool) or not isinstance(wanted, int | float):
+        return []
+    cap = PLAYER_IMPORTANCE_SHARE * float(scale.get("maximum", 10))
+    if scale.get("type") == "integer":
+        cap = int(cap)
+    if wanted <= cap:
+        return []
+    params["importance"] = cap
+    return [f"importance capped at {cap:g}: it came from {source}"]
 
 
 def refusal(tool, grant):

@@ -112,6 +112,8 @@ def _parse_notes(ports, repaired):
         node = nodes_model.new_node(note["id"], parsed, default_importance=default_importance)
         if audience_of(note) is not PUBLIC:
             node["audience"] = audience_of(note)  # a scene told in private stays private
+        # a scene noted on a player's word stays theirs, at their trust
+        node.update({key: note[key] for key in ("source_entity", "source_trust") if key in note})
         prepared.append(node)
     return prepared, failed
 
