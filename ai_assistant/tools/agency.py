@@ -48,11 +48,14 @@ class Grant:
         authority (str): `OWN`, `ADMIN` or `PLAYER`.
         speaker (dict or None): `{"id", "name"}` of the person whose words drive the turn.
         trust_cap (float or None): The most trust a recorded item may carry (PLAYER turns).
+        speakers (tuple): In an own pass over a conversation, the names of those who spoke in
+            it: what the pass records must be sourced to one of them.
     """
 
     authority: str = OWN
     speaker: dict | None = None
     trust_cap: float | None = None
+    speakers: tuple = ()
 
     def permits(self, tool):
         """True when this turn may run `tool` at all."""
@@ -74,6 +77,9 @@ class Grant:
         if self.authority != PLAYER:
             if tool.sourced and self.trust_cap is not None:  # an own pass over players' words
                 params = dict(params)
+                misattributed = self._misattributed(params)
+                if misattributed:
+                    return params, misattributed, []
                 return params, None, self._cap_trust(tool, params, "what players said")
             return params, None, []
         params, notes = dict(params), []
@@ -88,6 +94,17 @@ class Grant:
         if tool.sourced:
             notes += self._source_to_speaker(tool, params, speaker)
         return params, None, notes
+
+    def _misattributed(self, params):
+        """A refusal when a pass over a conversation credits someone who did not speak in it."""
+        if not self.speakers:
+            return None
+        named = str(params.get("source_entity") or "").strip().lower()
+        if named in {speaker.lower() for speaker in self.speakers}:
+            return None
+        return ("source_entity must name who said it in the conversation you are reviewing: "
+                f"one of {', '.join(self.speakers)}; {params.get('source_entity')!r} did not "
+                "speak there")
 
     def _source_to_speaker(self, tool, params, speaker):
         """
@@ -144,6 +161,13 @@ def refusal(tool, grant):
             "in words instead.")
 
 
+def _speakers(messages):
+    """The names of the players who spoke in a reviewed conversation, each once."""
+    names = (str(m.get("name") or "").strip() for m in messages
+             if isinstance(m, dict) and m.get("role") == "user")
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
 def _has_words(event):
     return bool(str(event.get("text") or "").strip()) and event.get("classification") != "self"
 
@@ -170,7 +194,8 @@ def grant_for(situation):
     if not worded and situation.get("purpose") != "conversation":
         # a pass over a conversation (pre-compaction review) records what players said
         review = situation.get("compaction_review")
-        return Grant(OWN, trust_cap=PLAYER_SOURCE_TRUST if review else None)
+        return Grant(OWN, trust_cap=PLAYER_SOURCE_TRUST if review else None,
+                     speakers=_speakers(review or ()))
     if worded and all(event.get("admin") is True for event in worded):
         return Grant(ADMIN, speaker=speaker)
     if speaker is None and worded:
