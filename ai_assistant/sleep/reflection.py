@@ -27,6 +27,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.audience import PUBLIC, visible_to
+from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.persona import filter_insights
 from ai_assistant.memory.reflection_state import ReflectionState
@@ -126,7 +127,7 @@ def _window_entries(ports, journal, state):
     """The entries this reflection reads: its window, or the most recent ones."""
     wanted = set(state["entries_since_reflection"])
     # a synthesis is public: what was whispered (an entry with an audience) stays out of it
-    public = [e for e in journal.entries() if visible_to(e, PUBLIC)]
+    public = [e for e in journal.entries() if visible_to(e, PUBLIC) and not not_recalled(e)]
     entries = [e for e in public if e["id"] in wanted]
     if not entries:
         entries = public
