@@ -73,7 +73,8 @@ def classify_actions(ports, node_list):
     if ports.mechanical or not node_list:
         return names
     lines = "\n".join(
-        f"[{number}] {defuse(node['scene']['action'], 300)}"
+        # one line each, so no action can forge another's number
+        f"[{number}] {' '.join(defuse(node['scene']['action'], 300).split())}"
         for number, node in enumerate(node_list, 1)
     )
     prompt = CLASSIFY_PROMPT.format(name=ports.name, lines=lines)
