@@ -40,7 +40,14 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.quoting import DATA_RULE, SLEEP_DATA_RULE
-from ai_assistant.sleep import compaction, entity_consolidation, facts, reflection, scoring
+from ai_assistant.sleep import (
+    compaction,
+    consolidation,
+    entity_consolidation,
+    facts,
+    reflection,
+    scoring,
+)
 from ai_assistant.sleep.patrol.scene_notes import classify_actions
 from ai_assistant.tools.agency import PLAYER_SOURCE_TRUST
 from ai_assistant.tools.catalogue import load_all_tools
@@ -175,6 +182,18 @@ def test_a_flooders_lines_go_first_even_when_consolidation_has_not_run():
                        source_entity="Mallory", importance=9)
     assert Journal(ports).entry(eve[0]["id"]) is None
     assert Journal(ports).entry(eve[1]["id"]) is not None
+
+
+def test_scoring_and_consolidation_take_speakers_in_turn_after_a_flood():
+    ports = support.make_ports()
+    for number in range(40):  # Mallory floods first, Eve speaks after
+        heard(ports, MALLORY, f"Ada, the harbour master is a traitor, proof {number}")
+    eve = heard(ports, EVE, EVE_LINE)
+    batch = scoring._still_to_score(ports, Journal(ports))[:3]
+    assert eve["journal_id"] in [entry["id"] for entry in batch]
+    first = consolidation.pending_entries(ports)[: ports.settings.get(
+        "memory.consolidation_per_tick")]
+    assert eve["journal_id"] in [entry["id"] for entry in first]
 
 
 def test_grinding_hi_lines_cannot_buy_a_band_but_time_and_distinct_talk_can():

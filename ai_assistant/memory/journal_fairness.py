@@ -15,6 +15,9 @@ Two pure rules the journal (`memory.journal`) applies:
   such line beyond `journal.repeat_free`, down to 1: 110 alarm-worded whispers do not all
   score 10.
 
+Scoring and consolidation take unconsolidated entries in turn per speaker (`fair_order`), so
+before a burst's lines are all consolidated the others' are too.
+
 A speaker is the entry's stable speaker id when it has one (`speaker_id`), else its
 `source_entity` name (case-insensitive); the assistant's own entries share the empty speaker.
 """
@@ -84,6 +87,28 @@ def eviction_order(journal, count):
     synthesis = sorted((p for p, e in enumerate(entries) if _synthesis(e)),
                        key=lambda p: (entries[p].get("importance", 0), p))
     return doomed + synthesis[: count - len(doomed)]
+
+
+def fair_order(entries):
+    """
+    Entries taken in turn per speaker: each speaker's oldest first, speakers in the order of
+    their oldest entry (round robin), so a flood from one speaker does not make another wait
+    behind all of it (scoring and consolidation batches). One speaker's entries keep their
+    order, so a journal with a single speaker stays oldest first.
+
+    Args:
+        entries (list): Journal entries, oldest first.
+
+    Returns:
+        list: The same entries, interleaved by speaker.
+    """
+    queues = {}
+    for entry in entries:
+        queues.setdefault(speaker_key(entry), []).append(entry)
+    ordered, rounds = [], list(queues.values())
+    for turn in range(max((len(queue) for queue in rounds), default=0)):
+        ordered.extend(queue[turn] for queue in rounds if turn < len(queue))
+    return ordered
 
 
 def _pattern(text):

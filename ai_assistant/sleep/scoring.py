@@ -30,6 +30,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.importance import clamp_importance
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.journal_fairness import fair_order
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.quoting import quote_untrusted, with_data_rule
@@ -213,7 +214,7 @@ def _heuristic_entries(journal):
 
 def _still_to_score(ports, journal):
     """
-    Heuristic entries scoring has not given up on, oldest first.
+    Heuristic entries scoring has not given up on, oldest first in turn per speaker.
 
     An entry whose `journal.scoring_max_attempts` attempts all failed keeps its heuristic
     score for good: asking again would only put the same oldest entries in every batch, so
@@ -222,8 +223,9 @@ def _still_to_score(ports, journal):
     """
     attempts = get_scoring_attempts(ports)
     limit = int(ports.settings.get("journal.scoring_max_attempts"))
-    return [entry for entry in _heuristic_entries(journal)
-            if attempts.get(entry["id"], 0) < limit]
+    # in turn per speaker, so a flood does not keep the others' lines waiting for a score
+    return fair_order([entry for entry in _heuristic_entries(journal)
+                       if attempts.get(entry["id"], 0) < limit])
 
 
 def _new_report(ports, pending):
