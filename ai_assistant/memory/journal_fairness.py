@@ -22,6 +22,7 @@ A speaker is the entry's stable speaker id when it has one (`speaker_id`), else 
 `source_entity` name (case-insensitive); the assistant's own entries share the empty speaker.
 """
 
+import functools
 import re
 from datetime import timedelta
 
@@ -33,6 +34,9 @@ _WORD = re.compile(r"[a-z]+")
 _QUOTED = re.compile(r'"(.*)"', re.DOTALL)
 # Lines that share at least this share of their words are "the same pattern".
 SIMILAR_WORDS = 0.6
+# The newest entries a new line is compared with: a burst shows in the last lines, and a write
+# stays cheap in a large, busy journal.
+REPEAT_SCAN = 200
 
 
 def speaker_key(entry):
@@ -40,8 +44,11 @@ def speaker_key(entry):
     Returns:
         str: Who an entry came from, for fairness (`""` for the assistant's own entries).
     """
-    speaker = entry.get("speaker_id") or entry.get("source_entity") or ""
-    return str(speaker).strip().lower()
+    return _normalised(entry.get("speaker_id") or entry.get("source_entity"))
+
+
+def _normalised(speaker):
+    return str(speaker or "").strip().lower()
 
 
 def _synthesis(entry):
@@ -61,14 +68,20 @@ def eviction_order(journal, count):
     """
     entries = journal["entries"]
     consolidated = set(journal.get("consolidated_entry_ids") or ())
-    doomed = [p for p, e in enumerate(entries)
-              if e.get("id") in consolidated and not _synthesis(e)][:count]
-    if len(doomed) == count:  # the usual case: no sort at all
-        return doomed
+    doomed, synthesis, by_raw = [], [], {}
+    for position, entry in enumerate(entries):  # one pass: a full journal drops one per add
+        if _synthesis(entry):
+            synthesis.append(position)
+        elif entry.get("id") in consolidated:
+            doomed.append(position)
+            if len(doomed) == count:  # the usual case: the oldest consolidated entries go
+                return doomed
+        else:  # grouped as written, normalised once per name (this runs on every add)
+            by_raw.setdefault(entry.get("speaker_id") or entry.get("source_entity"),
+                              []).append(position)
     by_speaker = {}
-    for position, entry in enumerate(entries):
-        if entry.get("id") not in consolidated and not _synthesis(entry):
-            by_speaker.setdefault(speaker_key(entry), []).append(position)
+    for raw, positions in by_raw.items():
+        by_speaker.setdefault(_normalised(raw), []).extend(positions)
 
     def weakest(positions):
         return min(positions, key=lambda p: (entries[p].get("importance", 0), p))
@@ -76,16 +89,15 @@ def eviction_order(journal, count):
     while len(doomed) < count and by_speaker:
         # the speaker holding the most goes first; among equals, the least important line
         most = max(len(positions) for positions in by_speaker.values())
-        speaker = min((s for s, positions in by_speaker.items() if len(positions) == most),
-                      key=lambda s: (entries[weakest(by_speaker[s])].get("importance", 0),
-                                     weakest(by_speaker[s])))
-        position = weakest(by_speaker[speaker])
+        _, position, speaker = min(
+            (entries[w].get("importance", 0), w, s)
+            for s, positions in by_speaker.items() if len(positions) == most
+            for w in (weakest(positions),))
         by_speaker[speaker].remove(position)
         if not by_speaker[speaker]:
             del by_speaker[speaker]
         doomed.append(position)
-    synthesis = sorted((p for p, e in enumerate(entries) if _synthesis(e)),
-                       key=lambda p: (entries[p].get("importance", 0), p))
+    synthesis.sort(key=lambda p: (entries[p].get("importance", 0), p))
     return doomed + synthesis[: count - len(doomed)]
 
 
@@ -111,6 +123,7 @@ def fair_order(entries):
     return ordered
 
 
+@functools.lru_cache(maxsize=1024)  # the same recent lines are compared on every add
 def _pattern(text):
     """The alarm keywords a line holds and its words with numbers stripped."""
     lowered = str(text or "").lower()
@@ -147,13 +160,15 @@ def repeat_penalty(journal, content, speaker, now, settings):
     if not speaker or window <= 0:
         return 0
     since = now - timedelta(minutes=window)
-    pattern = _pattern(content)
+    pattern = _pattern(str(content or ""))
     repeats = 0
-    for entry in reversed(journal["entries"]):
+    for entry in reversed(journal["entries"][-REPEAT_SCAN:]):
+        if speaker_key(entry) != speaker:
+            continue
         moment = parse_iso(entry.get("timestamp"))
         if moment is not None and moment < since:
-            break
-        if speaker_key(entry) == speaker and _alike(pattern, _pattern(entry.get("content"))):
+            break  # entries are oldest first: the speaker's earlier ones are older still
+        if _alike(pattern, _pattern(str(entry.get("content") or ""))):
             repeats += 1
     return max(0, repeats + 1 - int(settings.get("journal.repeat_free")))
 
