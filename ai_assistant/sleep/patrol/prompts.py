@@ -85,7 +85,7 @@ def label_nodes(node_list):
 
 def node_line(label, node, with_status=False):
     """One node as a prompt line: `[n1] date — setting — action ...`, optionally its status."""
-    text = defuse(scene_to_text(node), 400)
+    text = " ".join(defuse(scene_to_text(node), 400).split())  # one line: labels can't be forged
     if with_status:
         status = "fresh" if node.get("fresh") else node.get("status", ACTIVE)
         return f"[{label}] {status} — {text}"
