@@ -24,6 +24,7 @@ from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing.ports import LLMReply, ToolCall, iso
 from ai_assistant.plumbing.tokens import count_message_tokens, count_tokens
 
@@ -86,7 +87,7 @@ def _ports(people, make_ports):
 
 def _hear(ports, kind, text, sender, sender_id, names=("Ada",)):
     classification = perception.classify(kind, text, names=list(names))
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=sender, sender_id=sender_id,
         classification=classification, time=iso(ports.clock.now())))
 

@@ -27,9 +27,11 @@ from twisted.internet import task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import entities, working
+from ai_assistant.memory import entities
+from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso
@@ -47,7 +49,7 @@ PEOPLE = [
 
 
 def hear(ports, kind, text, sender, sender_id):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=sender, sender_id=sender_id, time=iso(ports.clock.now()),
         classification=perception.classify(kind, text, names=["Ada"])))
 
@@ -74,8 +76,9 @@ def scenario(llm_config):
     Journal(ports).add("Bob fixed the mill wheel last spring.", source_type="direct",
                       source_entity="Bob", tags=["mill"])
     ports.clock.current = start - timedelta(minutes=5)
-    working.record_message(ports, "#2", "Bob", "user", "Evening, Ada.")
-    working.record_message(ports, "#2", "Bob", "assistant", "Evening, Bob. Stew's hot.")
+    bob = {"id": "#2", "name": "Bob"}
+    Conversation(ports).append("user", "Bob", "Evening, Ada.", interlocutor=bob)
+    Conversation(ports).append("assistant", "Ada", "Evening, Bob. Stew's hot.", interlocutor=bob)
     ports.clock.current = start
     hear(ports, "say", "Ada, is the |rmill|n open |/tomorrow?", "Bob", "#2")
     hear(ports, "pose", "Npc01 pauses, thinking.", "Npc01", "#7")

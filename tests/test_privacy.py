@@ -19,6 +19,7 @@ from ai_assistant.memory import audience, entities, node_vectors, nodes
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.nodes import Nodes
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -59,7 +60,7 @@ def make(llm_config, clock):
 
 
 def hear(ports, kind, text, who=BOB):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=who["name"], sender_id=who["id"],
         time=iso(ports.clock.now()), classification=perception.classify(kind, text,
                                                                         names=["Ada"])))
@@ -246,7 +247,7 @@ def test_lookup_tools_in_another_players_turn_never_return_the_whisper(
 def test_delete_all_empties_one_scope_and_its_history_only(tmp_path):
     import sqlite3
 
-    from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
     from ai_assistant.plumbing.settings import Settings
 
     settings = Settings(DEFAULTS)

@@ -27,6 +27,7 @@ from twisted.internet import defer
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import iso
@@ -148,7 +149,7 @@ def hear(ports, text, *, sender="Bob", sender_id="#2", kind="say", admin=False):
     event = perception.make_event(kind=kind, text=text, sender=sender, sender_id=sender_id,
                                   classification=classification, time=iso(ports.clock.now()))
     event["admin"] = admin
-    perception.enqueue(ports, event)
+    PerceptionQueue(ports).add(event)
 
 
 def lasting_state(ports):

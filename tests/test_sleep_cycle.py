@@ -30,10 +30,12 @@ from twisted.python.failure import Failure
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import entities, journal
-from ai_assistant.memory import links as memory_links
+from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.reflection_state import ReflectionState
-from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso, parse_iso
@@ -279,7 +281,7 @@ def converse(ports, run_cycle=run_react_cycle):
     lines = list(LINES)
     for turn in CONVERSATION:
         for sender, number in turn:
-            perception.enqueue(ports, heard(ports, sender, lines[number]))
+            PerceptionQueue(ports).add(heard(ports, sender, lines[number]))
         report = result_of(awake.run_awake_tick(ports, run_cycle=run_cycle))
         assert report["events"] == len(turn)
         ports.clock.advance(minutes=1)
@@ -346,7 +348,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     alice = entities.get_profiles(ports)["#3"]
     assert len(alice["observations"]) == 5 and alice["attributes"] == {}
     assert ReflectionState(ports).due()
-    assert compaction.usage(ports) >= 0.70
+    assert Conversation(ports).usage() >= 0.70
     assert ports.state.get("operating_mode", "awake") == "awake"
 
     # --- compacting
@@ -371,7 +373,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
         assert sorted(m["memory"] for m in memories) == sorted(facts_in(entry["content"]))
         assert all(m["metadata"]["source_trust"] == 0.9 for m in memories)
         assert all(m["metadata"]["importance_method"] == "llm" for m in memories)
-        assert memory_links.memory_ids_for_entry(ports, entry["id"]) == [
+        assert MemoryLinks(ports).memory_ids_for_entry(entry["id"]) == [
             m["id"] for m in memories]
     assert not set(old_ids) & set(stored)
     assert ports.state.get("sleep_phase") == modes.DREAMING
@@ -384,7 +386,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     first = dreams[0]["steps"]
     assert all(report["phase"] == "dreaming" and report["woke"] is None for report in dreams)
 
-    links = memory_links.get_links(ports)
+    links = MemoryLinks(ports).records()
     by_text = {m["memory"]: m["id"] for group in stored.values() for m in group}
     tea, mornings = (by_text[fact] for fact in TEA_FACTS)
     assert mornings in [link["id"] for link in links[tea]["linked_to"]]
@@ -414,9 +416,9 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     assert first["pre_compaction"]["ran"] is True
     assert first["pre_compaction"]["tools"] == ["add_journal_entry", "noop"]
     assert first["context_compaction"]["compacted"] is True
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert history[0]["summary"] and history[0]["content"].endswith(SUMMARY)
-    assert compaction.usage(ports) < 0.70
+    assert Conversation(ports).usage() < 0.70
     summary_entry = Journal(ports).entry(first["context_compaction"]["entry_id"])
     assert summary_entry["content"] == f"{compaction.SYNTHESIS_LABEL} {SUMMARY}"
     assert first["patrol"] == {"skipped": "nothing to patrol"}
@@ -444,7 +446,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
 
 
 def talk(ports, sender, text):
-    perception.enqueue(ports, heard(ports, sender, text, kind="talk"))
+    PerceptionQueue(ports).add(heard(ports, sender, text, kind="talk"))
 
 
 def test_urgent_message_wakes_from_dreaming(make_ports, responder):
@@ -527,7 +529,7 @@ def test_reload_in_the_middle_of_compacting(make_ports, responder):
     assert set(stored) == set(eligible)
     for entry_id in eligible:
         assert len(stored[entry_id]) == 1, f"entry {entry_id} stored {len(stored[entry_id])}x"
-        assert memory_links.memory_ids_for_entry(ports, entry_id) == [stored[entry_id][0]["id"]]
+        assert MemoryLinks(ports).memory_ids_for_entry(entry_id) == [stored[entry_id][0]["id"]]
     assert ports.state.get("memory_consolidation")["in_flight"] == {}
 
 
@@ -550,8 +552,8 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     assert all("mechanical mode" in text for text in ports.world.emotes)
     heard_ids = [e["id"] for e in Journal(ports).entries() if "heard" in e["tags"]]
     assert len(heard_ids) == 9
-    assert compaction.usage(ports) >= 0.70  # a compaction is due...
-    history_before = copy.deepcopy(compaction.get_history(ports))
+    assert Conversation(ports).usage() >= 0.70  # a compaction is due...
+    history_before = copy.deepcopy(Conversation(ports).history())
 
     modes.enter_sleep(ports, "night", transition)
     compacting = tick_until_dreaming(ports, transition)
@@ -576,12 +578,12 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     assert dreaming["reflection"]["reason"] == "mechanical mode"
     assert sorted(dreaming["episodic_pruning"]["pruned"]) == sorted(old_ids)
     assert dreaming["memory_links"]["processed"]  # linking needs no LLM
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     preserve = ports.settings.get("compaction.preserve_messages")
     assert history[1:] == history_before[-preserve:]
     assert history[0]["summary"] and "in the journal" in history[0]["content"]
     assert trimmed["messages"] == len(history_before) - preserve
-    assert compaction.usage(ports) < 0.70
+    assert Conversation(ports).usage() < 0.70
     assert sum("trimmed" in line for line in ports.logs) == 1
     assert ports.state.get("operating_mode") == "sleep"
 

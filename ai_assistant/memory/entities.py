@@ -64,7 +64,6 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 ENTITY_TYPES = ("player", "npc", "assistant", "object")
-RELATIONSHIP_STATES = ("stranger", "acquaintance", "friend", "ally")
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 INTERACTIONS = ("direct_message", "direct_addressing")

@@ -74,7 +74,6 @@ DEFAULT_SOURCE_TRUST = {
     "environmental": 0.3,
 }
 SOURCE_TYPES = tuple(DEFAULT_SOURCE_TRUST)
-IMPORTANCE_METHODS = ("heuristic", "llm", "manual")
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_ENTITY_CHARS = 200

@@ -45,7 +45,6 @@ PENDING = "pending"
 
 ACTIVE, DYING, DEAD = "active", "dying", "dead"
 STATUSES = (ACTIVE, DYING, DEAD)
-ROOT_NAMES = ("Business", "Private")
 
 # VADSNT: Valence, Arousal, Dominance, Safety, Novelty, Trust. Each in [-1, 1].
 EMOTION_AXES = ("valence", "arousal", "dominance", "safety", "novelty", "trust")

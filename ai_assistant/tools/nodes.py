@@ -38,7 +38,7 @@ from ai_assistant.tools.registry import (
 )
 
 __all__ = [
-    "NoteScene", "Recall", "RecallMemory", "SearchMemory",
+    "NoteSceneTool", "RecallScenesTool", "OpenMemoryClusterTool", "FindScenesByKeywordTool",
     "recall_nodes", "search_nodes", "to_fragments", "RECALL_TAG",
 ]
 
@@ -151,7 +151,7 @@ def _node_summary(node):
     }
 
 
-class NoteScene(Tool):
+class NoteSceneTool(Tool):
     name = "note_scene"
     description = (
         "Note a scene you lived through, to be filed in long-term memory at your next memory "
@@ -212,7 +212,7 @@ class NoteScene(Tool):
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 
 
-class Recall(Tool):
+class RecallScenesTool(Tool):
     name = "recall_scenes"
     aliases = ("recall",)
     description = (
@@ -241,7 +241,7 @@ class Recall(Tool):
         return deferred.addErrback(_failed)
 
 
-class RecallMemory(Tool):
+class OpenMemoryClusterTool(Tool):
     name = "open_memory_cluster"
     aliases = ("recall_memory",)
     description = (
@@ -276,7 +276,7 @@ class RecallMemory(Tool):
         }
 
 
-class SearchMemory(Tool):
+class FindScenesByKeywordTool(Tool):
     name = "find_scenes_by_keyword"
     aliases = ("search_memory",)
     description = (
