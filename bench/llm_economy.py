@@ -61,7 +61,8 @@ def classify(request):
     return "other"
 
 
-_ENTRY_LINE = re.compile(r"^\[(\d+)\](\s*\(score only\))?\s*(.*)$", flags=re.M)
+_ENTRY_LINE = re.compile(r"^\[(\d+)\]( \(score only\))?\n<<<BEGIN [^>\n]+>>>\n(.*?)\n<<<END ",
+                         flags=re.M | re.S)
 _TOLD = re.compile(r"^(\w+) told me about (.*?)\.?$")
 
 

@@ -434,7 +434,7 @@ def test_extraction_through_the_real_llm_client(llm_server, llm_config):
     set_usage(ports, 0.70)
     llm_server.script(
         Reply.tool("add_journal_entry", {"content": "Bob saw the cat near the mill",
-                                         "source_entity": "Bob"}),
+                                         "source_entity": "Alice"}),  # who said it
         Reply.tool("noop", {}),
         Reply.text(SUMMARY),
     )  # fmt: skip

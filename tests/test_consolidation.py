@@ -261,7 +261,9 @@ def test_entries_without_facts_get_them_in_one_batched_call(make_ports):
 
     assert len(llm.calls) == 1 and llm.calls[0]["purpose"] == "fact_extraction"
     prompt = llm.calls[0]["messages"][-1]["content"]
-    assert all(f"[entry-{i}] {FACTS[i]}" in prompt for i in range(3))
+    # each entry quoted as data, under its id
+    assert all(f"[entry-{i}]\n<<<BEGIN ENTRY entry-{i}>>>\n{FACTS[i]}\n<<<END ENTRY entry-{i}>>>"
+               in prompt for i in range(3))
     assert "NEVER extract" in prompt  # ASSISTANT_FACT_EXTRACTION_PROMPT's rules
     assert result["extracted"] == ["entry-0", "entry-1", "entry-2"]
     assert ports.semantic.adds == [(FACTS[0], False), (FACTS[1], False), (FACTS[2], False)]

@@ -169,7 +169,8 @@ def test_favorability_rule_neutral_positive_and_negative():
 
 
 def test_gains_diminish_toward_one_and_bands_are_reached_in_order():
-    ports, _ = make_ports()
+    # the base rule, without the pace per period (tests/test_trust_fairness.py has that)
+    ports, _ = make_ports(settings={"entities": {"interaction_period_minutes": 0}})
     states, previous_gain, previous = [], None, 0.1
     for _ in range(120):
         People(ports).observe("#12", "Alice", "thanks, friend")

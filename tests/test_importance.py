@@ -149,7 +149,7 @@ def test_manual_and_llm_entries_are_never_rescored():
     Journal(ports).add("pending", source_type="inference")
     report = result_of(scoring.score_pending_entries(ports))
     prompt = llm.calls[0]["messages"][-1]["content"]
-    assert "set by hand" not in prompt and "[2] pending" in prompt
+    assert "set by hand" not in prompt and "[2]\n<<<BEGIN EVENT 2>>>\npending\n" in prompt
     assert report["scored"] == [2]
     assert Journal(ports).entry(1)["importance"] == 6
 
@@ -336,9 +336,9 @@ def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
     Journal(ports).mark_consolidated([1])
     report = result_of(scoring.score_pending_entries(ports))
     prompt = llm.calls[0]["messages"][-1]["content"]
-    assert "[1] (score only) event number 0" in prompt
-    assert "[2] event number 1" in prompt
-    assert "[3] (score only) long" in prompt
+    assert "[1] (score only)\n<<<BEGIN EVENT 1>>>\nevent number 0" in prompt
+    assert "[2]\n<<<BEGIN EVENT 2>>>\nevent number 1" in prompt
+    assert "[3] (score only)\n<<<BEGIN EVENT 3>>>\nlong" in prompt
     # facts the reply gave anyway for score-only entries are not kept
     assert report["with_facts"] == [2]
     assert "facts" not in Journal(ports).entry(1)

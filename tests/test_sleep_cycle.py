@@ -101,8 +101,10 @@ INSIGHTS = [
 EXTRACTED = "Bob promised to keep watch over the east gate tonight."
 OLD_NOTES = ["Swept the tavern floor.", "A cart rolled past the window.", "It drizzled."]
 
-# an entry in the scoring and fact extraction prompts: "[12] text" or "[12] (score only) text"
-ENTRY_LINE = re.compile(r"^\[([^\]\s]+)\](?: \(score only\))? (.*)$", re.MULTILINE)
+# an entry in the scoring and fact extraction prompts: "[12]" or "[12] (score only)", then the
+# entry quoted as data
+ENTRY_LINE = re.compile(r"^\[([^\]\s]+)\](?: \(score only\))?\n<<<BEGIN [^>\n]+>>>\n(.*?)\n<<<END ",
+                        re.MULTILINE | re.DOTALL)
 
 
 def facts_in(text):

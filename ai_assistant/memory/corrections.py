@@ -5,7 +5,12 @@ The memory inspector on the game's website (`ai_assistant.web`) calls these; the
 logic, so they live here and run without Evennia. Each correction changes one store through its
 own rules, then is recorded twice: in the `documents.CORRECTIONS_AUDIT` trail (the last
 `inspector.audit_kept`), and as a journal entry tagged `correction`, so the assistant itself
-knows its memory was corrected and by whom.
+knows its memory was corrected and by whom. That note is bookkeeping, not a memory: it has a low
+importance (`NOTE_IMPORTANCE`, below `memory.min_importance`, so it is never consolidated), it
+is never ranked by the journal search or recall (`not_recalled`), so it neither outranks the
+entry it corrected nor reaches a player's prompt; staff see it in the journal and the
+inspector. An edited entry carries its own short marker (`corrected`: by whom, when), which the
+journal tools show the assistant as "corrected by an admin".
 
 - pin or unpin a memory node (a pinned node never starts dying: `sleep.patrol.decay`);
 - edit or delete a journal entry;
@@ -32,6 +37,7 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
 CORRECTION_TAG = "correction"
+NOTE_IMPORTANCE = 2  # a correction note never outranks what it corrected
 MAX_ATTRIBUTE_NAME_CHARS = 64
 MAX_ATTRIBUTE_VALUE_CHARS = 500
 MAX_REASON_CHARS = 300
@@ -53,6 +59,19 @@ def is_wrong(item):
     return bool(item.get("wrong") or (item.get("metadata") or {}).get("wrong"))
 
 
+def is_correction_note(item):
+    """Whether this journal entry (or a memory made from one) is a correction note."""
+    if not isinstance(item, dict):
+        return False
+    tags = item.get("tags") or (item.get("metadata") or {}).get("tags") or ()
+    return CORRECTION_TAG in tags
+
+
+def not_recalled(item):
+    """Whether search and recall leave this item out: marked wrong, or a correction note."""
+    return is_wrong(item) or is_correction_note(item)
+
+
 def audit_trail(ports):
     """The corrections made so far, oldest first (`documents.CORRECTIONS_AUDIT`)."""
     trail = ports.state.get(documents.CORRECTIONS_AUDIT, None)
@@ -65,6 +84,7 @@ def _record(ports, by, action, target, detail):
     entry = Journal(ports).add(
         f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
+        importance=NOTE_IMPORTANCE,
     )
     trail = audit_trail(ports)
     record = {

@@ -40,7 +40,8 @@ deterministic rule:
 
 1. a new profile starts at `entities.initial_favorability` (0.1, a stranger);
 2. each direct interaction (a talk/whisper/page to the assistant, or speech naming it) adds
-   `interaction_gain * (1 - f)` (0.02 of the remaining distance to 1: diminishing returns);
+   `interaction_gain * (1 - f)` (0.02 of the remaining distance to 1: diminishing returns),
+   weighted by `memory.relationship_pace` (the n-th in a period counts 1/n, repeats less);
 3. that same line is read for sentiment with a small lexicon: more friendly cues ("thanks",
    "please", "appreciate"...) than hostile ones adds `positive_gain * (1 - f)`; more hostile cues
    ("idiot", "shut up"...) subtracts a flat `negative_penalty` (0.08; a rude word costs more
@@ -58,6 +59,7 @@ import re
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.entity_pruning import profiles_to_drop
+from ai_assistant.memory.relationship_pace import interaction_weight
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
@@ -207,10 +209,11 @@ def apply_interaction(relationship, text, now, settings):
         dict: The same relationship.
     """
     favorability = decayed_favorability(relationship, now, settings)
-    favorability += settings.get("entities.interaction_gain") * (1.0 - favorability)
+    weight = interaction_weight(relationship, text, now, settings)  # earned over time only
+    favorability += weight * settings.get("entities.interaction_gain") * (1.0 - favorability)
     mood = sentiment(text)
     if mood > 0:
-        favorability += settings.get("entities.positive_gain") * (1.0 - favorability)
+        favorability += weight * settings.get("entities.positive_gain") * (1.0 - favorability)
     elif mood < 0:
         favorability -= settings.get("entities.negative_penalty")
     favorability = min(1.0, max(0.0, favorability))

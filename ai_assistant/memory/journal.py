@@ -27,15 +27,12 @@ over to whatever it makes from the entry. An entry said to the room has no `audi
 Entries are kept oldest first. A [SYNTHESIS] entry (from reflection or `review_journal`) may
 also carry `"evidence"`: the ids it cites.
 
-Auto-prune (when a new entry takes the journal over `journal.max_entries`) removes, one at a
-time until the journal fits:
-
-1. consolidated entries, oldest first - their content already lives in the semantic tier;
-2. then unconsolidated entries, lowest importance first, oldest first among equals - so an
-   unconsolidated high-importance entry is never dropped while a lower one remains (the new
-   entry itself is no exception: a trivial note may be dropped at once from a full journal);
-3. [SYNTHESIS] entries only when nothing else is left, lowest importance and oldest first,
-   because they condense many entries that may be gone already.
+Auto-prune (when a new entry takes the journal over `journal.max_entries`) is fair per speaker
+(`memory.journal_fairness`): it removes consolidated entries first, oldest first (their content
+already lives in the semantic tier); then unconsolidated entries of the speaker who holds the
+most of them, their least important and oldest first, so one speaker's flood only ever costs
+that speaker's own lines; [SYNTHESIS] entries go only when nothing else is left. A heuristic
+score is lowered for a speaker's repeated pattern (`journal.repeat_window_minutes`).
 
 Lifecycle pruning during sleep (`Journal.prune_low_importance`) is separate: it removes old,
 unimportant, unconsolidated entries in small batches (the specification's defaults: importance
@@ -48,7 +45,6 @@ Entries the search index has seen are replaced (`replace`), not changed in place
 text changes: the index caches a journal version by the identity of its entry objects.
 """
 
-import heapq
 from datetime import timedelta
 
 from ai_assistant.memory.audience import PUBLIC
@@ -56,6 +52,12 @@ from ai_assistant.memory.importance import (
     MAX_IMPORTANCE,
     MIN_IMPORTANCE,
     score_importance_heuristic,
+)
+from ai_assistant.memory.journal_fairness import (
+    decayed_score,
+    eviction_order,
+    repeat_penalty,
+    speaker_key,
 )
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
@@ -208,12 +210,16 @@ def validate_entry_fields(
 # Pure helpers over a journal document
 
 
-def _new_entry(now, journal, fields, evidence):
+def _new_entry(now, journal, fields, evidence, settings):
     """The entry for validated `fields`, with the next id; scored by heuristic if need be."""
     if fields["importance"] is None:
         importance = score_importance_heuristic(
             fields["content"], fields["source_type"], fields["tags"]
         )
+        # one speaker's repeated pattern decays (memory.journal_fairness)
+        speaker = speaker_key(fields)
+        importance = decayed_score(
+            importance, repeat_penalty(journal, fields["content"], speaker, now, settings))
         method = "heuristic"
     else:
         importance, method = fields["importance"], "manual"
@@ -234,23 +240,6 @@ def _new_entry(now, journal, fields, evidence):
     return entry
 
 
-def _first_to_prune(journal, count):
-    """Positions of the `count` entries auto-prune removes first (see the module doc)."""
-    consolidated = set(journal.get("consolidated_entry_ids") or ())
-    entries = journal["entries"]
-
-    def rank(position):
-        entry = entries[position]
-        if is_synthesis(entry):
-            return (2, entry.get("importance", 0), position)
-        if entry.get("id") in consolidated:
-            return (0, 0, position)
-        return (1, entry.get("importance", 0), position)
-
-    # no full sort: a full journal drops one entry per add
-    return heapq.nsmallest(count, range(len(entries)), key=rank)
-
-
 def auto_prune(journal):
     """
     Shrink a journal document to its `max_entries`, in place (see the module doc for the order).
@@ -264,7 +253,7 @@ def auto_prune(journal):
     excess = len(journal["entries"]) - max(1, int(journal.get("max_entries") or 1))
     if excess <= 0:
         return []
-    doomed = set(_first_to_prune(journal, excess))
+    doomed = set(eviction_order(journal, excess))
     removed = [journal["entries"][i]["id"] for i in sorted(doomed)]
     journal["entries"] = [e for i, e in enumerate(journal["entries"]) if i not in doomed]
     _forget_consolidated(journal, removed)
@@ -388,7 +377,7 @@ class Journal:
             source_entity, importance,
         )
         journal = get_journal(self.ports)
-        entry = _new_entry(self.ports.clock.now(), journal, fields, evidence)
+        entry = _new_entry(self.ports.clock.now(), journal, fields, evidence, self.ports.settings)
         if audience is not PUBLIC and str(audience).strip():
             entry["audience"] = str(audience).strip()
         journal["entry_count"] = entry["id"]

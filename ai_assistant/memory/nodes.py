@@ -424,7 +424,7 @@ class Nodes:
         """The scene notes, oldest first (copies)."""
         return [dict(note) for note in self.ports.state.get(documents.SCENE_NOTES, None) or []]
 
-    def add_scene_note(self, scene_input, audience=PUBLIC):
+    def add_scene_note(self, scene_input, audience=PUBLIC, source=None):
         """
         Record a scene note for the next patrol. Text that is not a valid scene is kept too,
         marked `[PARSE_FAILED]`, so a later patrol can repair it.
@@ -433,6 +433,8 @@ class Nodes:
             scene_input (dict or str): A SceneInput, or the raw text the model wrote.
             audience (str, optional): Who may see it (`memory.audience`): the whisperer in a
                 private conversation; the node filed from it keeps it.
+            source (dict, optional): `source_entity`/`source_trust` of a note made on someone's
+                word (a player's turn); the node filed from it keeps them.
 
         Returns:
             dict: The stored note.
@@ -449,6 +451,7 @@ class Nodes:
         }
         if audience is not PUBLIC:
             note["audience"] = str(audience)
+        note.update({key: value for key, value in (source or {}).items() if value is not None})
         try:
             parse_scene_input(text, default_date=today(self.ports))
         except SceneError as err:

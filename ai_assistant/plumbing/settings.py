@@ -79,6 +79,7 @@ DEFAULTS = {
         "prune_importance": 3,
         "prune_age_days": 30,
         "prune_batch": 10,
+        "repeat_window_minutes": 10, "repeat_free": 2,  # a speaker's repeats score lower
         # One scoring call per tick for up to 25 entries (bench/llm_economy.py): with the
         # specification's 3, the compacting phase (5 consolidations a tick) ended before most
         # entries were ever LLM-scored.
@@ -174,6 +175,7 @@ DEFAULTS = {
         "positive_gain": 0.03,
         "negative_penalty": 0.08,
         "decay_half_life_days": 30,
+        "interaction_period_minutes": 60, "repeat_weight": 0.25,  # n-th: 1/n, repeats less
         # Forgetting people (memory/entity_pruning.py, each dreaming tick): a profile unseen for
         # forget_after_days with at most forget_max_observations observations, no attributes
         # and no bond beyond "stranger" is dropped; past max_profiles, the least known go first.
@@ -322,7 +324,8 @@ RANGES = {
     "entities.friend_threshold": (0.0, 1.0), "entities.ally_threshold": (0.0, 1.0),
     "entities.initial_favorability": (0.0, 1.0), "entities.interaction_gain": (0.0, 1.0),
     "entities.positive_gain": (0.0, 1.0), "entities.negative_penalty": (0.0, 1.0),
-    "entities.decay_half_life_days": (1, 36500),
+    "entities.decay_half_life_days": (1, 36500), "inspector.page_size": (1, 10_000),
+    "entities.interaction_period_minutes": (0, 525_600), "entities.repeat_weight": (0.0, 1.0),
     # the thresholds are shares of llm.context_limit; above 1 turns that compaction off
     "compaction.sleep_threshold": (0.0, 100.0), "compaction.emergency_threshold": (0.0, 100.0),
     "compaction.preserve_messages": (0, 10_000), "compaction.summary_max_tokens": (1, 100_000),
@@ -341,20 +344,20 @@ RANGES = {
     "nodes.repair_max_per_patrol": (0, 10_000), "nodes.consolidation_max_clusters": (0, 10_000),
     "nodes.consolidation_max_nodes": (0, 100_000), "nodes.split_max_clusters": (0, 10_000),
     "nodes.think_max_bullets": (0, 1000), "nodes.relationships_max": (0, 1000),
-    "workspace.projects.max_projects": (1, 10_000),
+    "workspace.projects.max_projects": (1, 10_000), "compaction.history_days": (0, 36500),
     "workspace.projects.max_summary_chars": (1, 1_000_000),
     "workspace.projects.max_context_chars": (1, 10_000_000),
     "workspace.goals.min_subtasks": (1, 100), "workspace.goals.max_subtasks": (1, 100),
     "workspace.goals.max_goals": (1, 100_000), "sleep.go_to_sleep_cooldown_minutes": (0, 100_000),
     "workspace.goals.max_description_chars": (1, 100_000),
-    "workspace.goals.context_max_goals": (0, 10_000),
+    "workspace.goals.context_max_goals": (0, 10_000), "journal.repeat_free": (0, 10_000),
     "workspace.session_memory.max_items": (1, 100_000),
+    "journal.repeat_window_minutes": (0, 525_600),
     "workspace.session_memory.max_content_chars": (1, 1_000_000),
     "workspace.session_memory.near_duplicate": (0.0, 1.0),
     "workspace.status.warning_percent": (0, 100), "workspace.status.critical_percent": (0, 100),
     "workspace.system_prompt.max_chars": (1, 1_000_000),
     "workspace.system_prompt.history_max": (1, 10_000), "inspector.audit_kept": (0, 1_000_000),
-    "inspector.page_size": (1, 10_000), "compaction.history_days": (0, 36500),
 }
 
 

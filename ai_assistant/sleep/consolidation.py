@@ -53,6 +53,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.journal import Journal, is_synthesis
+from ai_assistant.memory.journal_fairness import fair_order
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.progress import ConsolidationProgress
@@ -93,16 +94,17 @@ def _is_synthesis(entry):
 
 def pending_entries(ports):
     """
-    Journal entries still to consolidate, oldest first.
+    Journal entries still to consolidate, oldest first in turn per speaker (`fair_order`: a
+    flood from one speaker does not hold the others back).
 
     Returns:
         list: Unconsolidated, non-synthesis entries with importance >= memory.min_importance.
     """
     min_importance = ports.settings.get("memory.min_importance")
-    return [
+    return fair_order([
         entry for entry in Journal(ports).unconsolidated()
         if not _is_synthesis(entry) and (entry.get("importance") or 0) >= min_importance
-    ]
+    ])
 
 
 def entries_awaiting_scoring(ports):

@@ -28,6 +28,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT, is_self_referential
+from ai_assistant.plumbing.quoting import quote_untrusted, with_data_rule
 from ai_assistant.plumbing.replies import find_json
 
 FACT_MAX_CHARS = 500  # a longer "fact" is cut: it is a paragraph, not a fact
@@ -37,7 +38,7 @@ FACT_RULES = (
     "about (\"Alice\", not \"she\" or \"you\"). An event that states no such fact gets an "
     "empty list."
 )
-EXTRACTION_SYSTEM_PROMPT = (
+EXTRACTION_SYSTEM_PROMPT = with_data_rule(
     "You extract the objective facts that journal entries of a game character state, for "
     "its long-term memory."
 )
@@ -225,7 +226,8 @@ def build_extraction_prompt(entries):
     Returns:
         list: Chat messages asking for `{"entries": [{"id", "facts": [...]}]}` as JSON.
     """
-    lines = [f"[{entry['id']}] {entry['content']}" for entry in entries]
+    lines = [f"[{entry['id']}]\n" + quote_untrusted(entry["content"], f"ENTRY {entry['id']}")
+             for entry in entries]
     user = (
         "List the objective facts each journal entry below states.\n\n"
         + "\n".join(lines)

@@ -27,20 +27,22 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.audience import PUBLIC, visible_to
+from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.persona import filter_insights
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.memory.search.journal_search import search_journal
+from ai_assistant.plumbing.quoting import quote_untrusted, with_data_rule
 from ai_assistant.plumbing.replies import find_json
 
 SYNTHESIS_IMPORTANCE = 8
 PROMPT_ENTRY_CHARS = 300
-QUESTIONS_SYSTEM_PROMPT = (
+QUESTIONS_SYSTEM_PROMPT = with_data_rule(
     "You help a character in a virtual world reflect on its recent experiences. "
     "Focus on the world, its people and events - not on the character itself."
 )
-INSIGHTS_SYSTEM_PROMPT = (
+INSIGHTS_SYSTEM_PROMPT = with_data_rule(
     "You draw high-level insights about the world, its people and events from evidence. "
     "State insights in the third person as facts or patterns about the world and its people; "
     "never about the assistant, its behaviour or what it should do."
@@ -126,7 +128,7 @@ def _window_entries(ports, journal, state):
     """The entries this reflection reads: its window, or the most recent ones."""
     wanted = set(state["entries_since_reflection"])
     # a synthesis is public: what was whispered (an entry with an audience) stays out of it
-    public = [e for e in journal.entries() if visible_to(e, PUBLIC)]
+    public = [e for e in journal.entries() if visible_to(e, PUBLIC) and not not_recalled(e)]
     entries = [e for e in public if e["id"] in wanted]
     if not entries:
         entries = public
@@ -139,7 +141,7 @@ def _questions_prompt(entries, count):
         f"- {' '.join(str(e['content']).split())[:PROMPT_ENTRY_CHARS]}" for e in entries
     )
     user = (
-        f"Recent statements:\n{statements}\n\n"
+        f"Recent statements:\n{quote_untrusted(statements, 'STATEMENTS')}\n\n"
         f"Given only these statements, what are the {count} most salient high-level questions "
         "we can answer about the people, places and events in them?\n"
         'Answer with JSON only: {"questions": ["...", "..."]}'
@@ -151,12 +153,14 @@ def _questions_prompt(entries, count):
 
 
 def _insights_prompt(questions, evidence):
-    lines = [f"{number}. {item['content'][:PROMPT_ENTRY_CHARS]}" for number, item in evidence]
+    # one line per item, so no evidence can forge another's number
+    lines = [f"{number}. {' '.join(str(item['content']).split())[:PROMPT_ENTRY_CHARS]}"
+             for number, item in evidence]
     user = (
-        "Questions:\n"
-        + "\n".join(f"- {q}" for q in questions)
+        "Questions (written from the statements, so quoted as data too):\n"
+        + quote_untrusted("\n".join(f"- {q}" for q in questions), "QUESTIONS")
         + "\n\nEvidence:\n"
-        + "\n".join(lines)
+        + quote_untrusted("\n".join(lines), "EVIDENCE")
         + "\n\nWhat high-level insights can you infer from the evidence that answer these "
         "questions? Cite the evidence numbers each insight rests on.\n"
         'Answer with JSON only: {"insights": [{"insight": "...", "evidence": [1, 2]}]}'
@@ -165,6 +169,32 @@ def _insights_prompt(questions, evidence):
         {"role": "system", "content": INSIGHTS_SYSTEM_PROMPT},
         {"role": "user", "content": user},
     ]
+
+
+def _source_of(item):
+    """Who an evidence item came from and its trust (absent for the assistant's own)."""
+    return {key: item[key] for key in ("source_entity", "source_trust")
+            if item.get(key) is not None}
+
+
+def synthesis_source(cited):
+    """
+    The source of a synthesis, from the evidence it cites, never from the model's say-so: the
+    speakers of that evidence, at the lowest trust among them and never above an inference's.
+
+    Args:
+        cited (list[dict]): The evidence items the kept insights cite.
+
+    Returns:
+        tuple: `(source_entity, source_trust)`.
+    """
+    speakers = sorted({str(item["source_entity"]) for item in cited
+                       if item.get("source_entity")})
+    trusts = [float(item["source_trust"]) for item in cited
+              if isinstance(item.get("source_trust"), int | float)]
+    trust = min([journal_module.DEFAULT_SOURCE_TRUST["inference"], *trusts])
+    entity = f"reflection on what {', '.join(speakers)} said" if speakers else "reflection"
+    return entity[: journal_module.MAX_ENTITY_CHARS], trust
 
 
 def _normalise_semantic_hits(hits):
@@ -177,6 +207,7 @@ def _normalise_semantic_hits(hits):
                 "id": f"mem:{hit.get('id')}",
                 "content": str(hit["memory"]),
                 "score": float(hit.get("score") or 0.0),
+                **_source_of(hit.get("metadata") or hit),
             }
         )
     return normalised
@@ -185,7 +216,8 @@ def _normalise_semantic_hits(hits):
 def _journal_evidence(ports, question, limit):
     results = search_journal(ports, question, limit=limit)
     return [
-        {"id": entry["id"], "content": entry["content"], "score": round(score, 4)}
+        {"id": entry["id"], "content": entry["content"], "score": round(score, 4),
+         **_source_of(entry)}
         for score, entry in results
         if not journal_module.is_synthesis(entry) and visible_to(entry, PUBLIC)
     ]
@@ -270,19 +302,23 @@ def _ask_insights(ports, questions, evidence):
 
 def _store_synthesis(ports, kept, numbered):
     """The kept insights as one [SYNTHESIS] journal entry citing its evidence."""
-    cited, lines = [], []
+    cited, lines, sources = [], [], []
     for item in kept:
         ids = [numbered[n]["id"] for n in item["evidence"] if n in numbered]
+        sources.extend(numbered[n] for n in item["evidence"] if n in numbered)
         cited.extend(i for i in ids if i not in cited)
         refs = ", ".join(f"#{i}" if isinstance(i, int) else str(i) for i in ids)
         lines.append(f"{item['insight']} (evidence: {refs})" if refs else item["insight"])
     content = f"{journal_module.SYNTHESIS_PREFIX} " + " | ".join(lines)
     max_chars = ports.settings.get("journal.max_content_chars")
+    # an insight citing nothing rests on everything the model was shown
+    source_entity, source_trust = synthesis_source(sources or list(numbered.values()))
     return Journal(ports).add(
         content[:max_chars],
         tags=list(journal_module.SYNTHESIS_TAGS),
         source_type="inference",
-        source_entity="reflection",
+        source_entity=source_entity,
+        source_trust=source_trust,
         importance=SYNTHESIS_IMPORTANCE,
         evidence=cited,
         count_for_reflection=False,

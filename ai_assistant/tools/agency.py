@@ -12,7 +12,9 @@ A turn acts for one of three authorities (its `Grant`):
   (`Tool.reach`) may run: speech, lookups, journaling what was said. Private speech goes to the
   speaker alone (`Tool.recipient_argument`), and what a tool records (`Tool.sourced`) is
   sourced to the speaker with its trust capped at theirs (`PLAYER_SOURCE_TRUST`, the journal's
-  trust of what is said to the assistant directly), whatever trust the model chose.
+  trust of what is said to the assistant directly), whatever trust the model chose; its
+  importance is capped the same way (`PLAYER_IMPORTANCE_SHARE` of the tool's scale), so a
+  player cannot have something of theirs filed as importance 10.
 
 `tool_set` picks both sets at once: the permitted tools (trust) and, among them, the lean set
 described to the model (purpose: `registry.lean_tools`). A permitted tool that was not described
@@ -31,6 +33,9 @@ PLAYER = "player"
 
 # What a player says to the assistant is at best a direct statement: that is its trust.
 PLAYER_SOURCE_TRUST = DEFAULT_SOURCE_TRUST["direct"]
+# The most importance a player's words may be filed with, as a share of the tool's scale: 7 of
+# 10, what the journal's heuristic gives a plain line said to the assistant directly.
+PLAYER_IMPORTANCE_SHARE = 0.7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,11 +47,14 @@ class Grant:
         authority (str): `OWN`, `ADMIN` or `PLAYER`.
         speaker (dict or None): `{"id", "name"}` of the person whose words drive the turn.
         trust_cap (float or None): The most trust a recorded item may carry (PLAYER turns).
+        speakers (tuple): In an own pass over a conversation, the names of those who spoke in
+            it: what the pass records must be sourced to one of them.
     """
 
     authority: str = OWN
     speaker: dict | None = None
     trust_cap: float | None = None
+    speakers: tuple = ()
 
     def permits(self, tool):
         """True when this turn may run `tool` at all."""
@@ -68,6 +76,9 @@ class Grant:
         if self.authority != PLAYER:
             if tool.sourced and self.trust_cap is not None:  # an own pass over players' words
                 params = dict(params)
+                misattributed = self._misattributed(params)
+                if misattributed:
+                    return params, misattributed, []
                 return params, None, self._cap_trust(tool, params, "what players said")
             return params, None, []
         params, notes = dict(params), []
@@ -83,16 +94,35 @@ class Grant:
             notes += self._source_to_speaker(tool, params, speaker)
         return params, None, notes
 
+    def _misattributed(self, params):
+        """A refusal when a pass over a conversation credits someone who did not speak in it."""
+        if not self.speakers:
+            return None
+        named = str(params.get("source_entity") or "").strip().lower()
+        if named in {speaker.lower() for speaker in self.speakers}:
+            return None
+        return ("source_entity must name who said it in the conversation you are reviewing: "
+                f"one of {', '.join(self.speakers)}; {params.get('source_entity')!r} did not "
+                "speak there")
+
     def _source_to_speaker(self, tool, params, speaker):
-        """Source a recorded item to the speaker, its trust capped at theirs (in place)."""
-        if speaker and "source_entity" in (tool.parameters.get("properties") or {}):
+        """
+        Source a recorded item to the speaker, its trust capped at theirs (in place). A tool
+        whose schema has no source (a scene note) is handed one all the same: the model cannot
+        set it, only the grant does.
+        """
+        if speaker:
             params["source_entity"] = speaker
         return self._cap_trust(tool, params, speaker or "a player")
 
     def _cap_trust(self, tool, params, source):
-        """Cap a recorded item's trust at `trust_cap` (in place); notes for the model."""
+        """Cap a recorded item's trust and importance (in place); notes for the model."""
         properties = tool.parameters.get("properties") or {}
-        notes = []
+        notes = _cap_importance(properties, params, source)
+        if "source_trust" not in properties:  # recorded with the cap as its trust
+            params["source_trust"] = (PLAYER_SOURCE_TRUST if self.trust_cap is None
+                                      else self.trust_cap)
+            return notes
         source_type = params.get("source_type")
         if source_type not in DEFAULT_SOURCE_TRUST:
             source_type = "direct"
@@ -107,12 +137,34 @@ class Grant:
         return notes
 
 
+def _cap_importance(properties, params, source):
+    """Cap a requested importance at `PLAYER_IMPORTANCE_SHARE` of its scale (in place)."""
+    scale = properties.get("importance")
+    wanted = params.get("importance")
+    if not scale or isinstance(wanted, bool) or not isinstance(wanted, int | float):
+        return []
+    cap = PLAYER_IMPORTANCE_SHARE * float(scale.get("maximum", 10))
+    if scale.get("type") == "integer":
+        cap = int(cap)
+    if wanted <= cap:
+        return []
+    params["importance"] = cap
+    return [f"importance capped at {cap:g}: it came from {source}"]
+
+
 def refusal(tool, grant):
     """The message a model gets for a tool its turn may not run."""
     who = (grant.speaker or {}).get("name") or "a player"
     return (f"'{tool.name}' is not permitted in a turn driven by what {who} said: it has "
             "lasting effects, which only your own turns or an admin's order may have. Answer "
             "in words instead.")
+
+
+def _speakers(messages):
+    """The names of the players who spoke in a reviewed conversation, each once."""
+    names = (str(m.get("name") or "").strip() for m in messages
+             if isinstance(m, dict) and m.get("role") == "user")
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _has_words(event):
@@ -141,7 +193,8 @@ def grant_for(situation):
     if not worded and situation.get("purpose") != "conversation":
         # a pass over a conversation (pre-compaction review) records what players said
         review = situation.get("compaction_review")
-        return Grant(OWN, trust_cap=PLAYER_SOURCE_TRUST if review else None)
+        return Grant(OWN, trust_cap=PLAYER_SOURCE_TRUST if review else None,
+                     speakers=_speakers(review or ()))
     if worded and all(event.get("admin") is True for event in worded):
         return Grant(ADMIN, speaker=speaker)
     if speaker is None and worded:

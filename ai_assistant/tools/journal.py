@@ -77,6 +77,8 @@ def entry_summary(entry, score=None, content_chars=RESULT_CONTENT_CHARS):
     }
     if entry.get("evidence"):
         summary["evidence"] = list(entry["evidence"])
+    if entry.get("corrected"):  # staff rewrote it: the assistant knows, without internal ids
+        summary["corrected_by"] = "an admin"
     if entry.get("tier") == MEMORY_TIER:  # a long-term memory: what it was made from
         summary.update(tier=MEMORY_TIER, entry_id=entry.get("entry_id"))
     if score is not None:

@@ -191,8 +191,10 @@ class NoteSceneTool(Tool):
     family = "nodes"
     reach = SCOPED
     kit = MEMORY
+    # in a player's turn the grant sources the note to the speaker, importance and trust capped
+    sourced = True
 
-    def run(self, ports, **scene):
+    def run(self, ports, source_entity=None, source_trust=None, **scene):
         limit = int(setting(ports, "max_note_chars"))
         if len(json.dumps(scene)) > limit:
             return error_result(f"the scene is too long (at most {limit} characters)")
@@ -203,7 +205,9 @@ class NoteSceneTool(Tool):
         if not scene.get("when"):
             scene["when"] = [nodes_model.today(ports)]
         # a scene noted in a whispered conversation stays private to the whisperer
-        note = Nodes(ports).add_scene_note(scene, audience=turn_audience(ports.world))
+        note = Nodes(ports).add_scene_note(
+            scene, audience=turn_audience(ports.world),
+            source={"source_entity": source_entity, "source_trust": source_trust})
         return {"success": True, "note_id": note["id"],
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 

@@ -12,7 +12,7 @@ the store's recall mirror could be read.
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import visible_to
-from ai_assistant.memory.corrections import is_wrong
+from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.supersede import is_superseded, prefer_current
 from ai_assistant.memory.recall.lines import recall_date
@@ -87,7 +87,7 @@ def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, li
     hits = yield store.search(text, limit=limit * 3)
     kept = []
     for hit in hits or ():
-        if hit.get("score", 0.0) <= threshold or is_wrong(hit):
+        if hit.get("score", 0.0) <= threshold or not_recalled(hit):
             continue  # below relevance, or marked wrong by staff (memory.corrections)
         trust = _trust(hit)
         if trust < min_source_trust:

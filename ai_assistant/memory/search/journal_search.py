@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy
 
-from ai_assistant.memory.corrections import is_wrong
+from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.search.dense import EmbeddingMatrices, dense_scores
 from ai_assistant.memory.search.filters import SearchFilters
@@ -152,12 +152,15 @@ def _rank(index, entries, head, tail, relevance, now_epoch, params, limit):
 
 
 def _wrong_positions(index, entries):
-    """Positions of the entries marked wrong, found once per journal version (its index)."""
+    """
+    Positions of the entries never ranked (marked wrong, correction notes), found once per
+    journal version (its index).
+    """
     wrong = getattr(index, "wrong_positions", None)
     if wrong is None:
         # entries are replaced, never changed in place, so a version's marks never change
         wrong = index.wrong_positions = numpy.flatnonzero(
-            numpy.fromiter((is_wrong(entry) for entry in entries), bool, len(entries)))
+            numpy.fromiter((not_recalled(entry) for entry in entries), bool, len(entries)))
     return wrong
 
 

@@ -63,7 +63,7 @@ def write_diary_and_think(ports):
             PatrolRecord(ports).clear_diary_pending()
         return {"skipped": "no new scenes"}
     date = nodes_model.today(ports)
-    lines = "\n".join(f"- {defuse(scene_to_text(node), 400)}" for node in scenes)
+    lines = "\n".join(f"- {' '.join(defuse(scene_to_text(node), 400).split())}" for node in scenes)
     prompt = DIARY_PROMPT.format(name=ports.name, lines=lines, date=date)
     try:
         reply = yield ask_json(ports, prompt, "patrol_diary")

@@ -73,7 +73,8 @@ def classify_actions(ports, node_list):
     if ports.mechanical or not node_list:
         return names
     lines = "\n".join(
-        f"[{number}] {defuse(node['scene']['action'], 300)}"
+        # one line each, so no action can forge another's number
+        f"[{number}] {' '.join(defuse(node['scene']['action'], 300).split())}"
         for number, node in enumerate(node_list, 1)
     )
     prompt = CLASSIFY_PROMPT.format(name=ports.name, lines=lines)
@@ -112,6 +113,8 @@ def _parse_notes(ports, repaired):
         node = nodes_model.new_node(note["id"], parsed, default_importance=default_importance)
         if audience_of(note) is not PUBLIC:
             node["audience"] = audience_of(note)  # a scene told in private stays private
+        # a scene noted on a player's word stays theirs, at their trust
+        node.update({key: note[key] for key in ("source_entity", "source_trust") if key in note})
         prepared.append(node)
     return prepared, failed
 
