@@ -14,6 +14,9 @@ second memory tier, O-Mem style).
         "observation_count": 7,           # id counter: ids never repeat
         "relationship": {"state": "stranger", "favorability": 0.12,
                          "interaction_count": 1, "updated_at": "..."},
+        "relationship_history": [         # the relationship after each interaction, bounded;
+            {"time": "...", "favorability": 0.12, "state": "stranger"},   # outlives consolidation
+        ],
         "first_seen": "...", "last_seen": "...", "last_interaction": "...",
         "consolidated_through": 0,        # highest observation id an LLM pass has reviewed
         "last_consolidated": None,
@@ -331,6 +334,24 @@ def _add_observation(profile, text, source, now, settings, audience=None):
     del profile["observations"][:-bound]
 
 
+# The most points of a profile's relationship history (the inspector's relationship course).
+RELATIONSHIP_HISTORY_LIMIT = 200
+
+
+def _note_relationship(profile):
+    """
+    Keep the relationship after this interaction in `profile["relationship_history"]`: a compact
+    course (`{"time", "favorability", "state"}` each, oldest first, bounded) that outlives the
+    observations profile consolidation consumes.
+    """
+    relationship = profile["relationship"]
+    history = profile.setdefault("relationship_history", [])
+    history.append({"time": relationship.get("updated_at"),
+                    "favorability": relationship.get("favorability"),
+                    "state": relationship.get("state")})
+    del history[:-RELATIONSHIP_HISTORY_LIMIT]
+
+
 def record_interaction(
     ports, entity_id, name, text, *, source="direct_message", interaction=True, entity_type=None,
     audience=None,
@@ -368,6 +389,7 @@ def record_interaction(
     if interaction:
         apply_interaction(profile["relationship"], text, now, ports.settings)
         profile["last_interaction"] = iso(now)
+        _note_relationship(profile)
     ports.state.set(documents.ENTITY_PROFILES, profiles)
     return profile
 

@@ -43,9 +43,10 @@ class CorrectionSerializer(serializers.Serializer):
     def validate(self, data):
         needed, _ = ACTIONS[data["action"]]
         missing = [name for name in needed if data.get(name) in (None, "")]
-        if data["action"] == "mark_wrong" and not (data.get("entry_id")
-                                                   or data.get("memory_id")):
-            missing.append("entry_id or memory_id")
+        if data["action"] == "mark_wrong" and bool(data.get("entry_id")) == bool(
+                data.get("memory_id")):
+            raise serializers.ValidationError(
+                "mark_wrong needs an entry_id or a memory_id, not both.")
         if missing:
             raise serializers.ValidationError(
                 f"{data['action']} needs {', '.join(missing)}.")

@@ -21,14 +21,17 @@ POST needs its CSRF token). Every read runs on the reactor thread (`web.reactor`
 from evennia import search_tag
 from evennia.objects.models import ObjectDB
 from rest_framework import status as http
-from rest_framework.exceptions import NotFound
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.web import inspect
 from ai_assistant.web.access import IsAssistantStaff
+from ai_assistant.web.auth import CachedBasicAuthentication
 from ai_assistant.web.actions import apply_correction
 from ai_assistant.web.reactor import on_reactor
 
@@ -52,10 +55,26 @@ def _assistant_or_404(assistant_id):
     return npc
 
 
-class InspectorView(APIView):
-    """Staff only; `read(npc, request)` (run on the reactor) answers a GET."""
+class BoundedJSONParser(JSONParser):
+    """JSON, with a document nested too deep for Python's parser a 400, not a 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - nested too deep.") from None
+
+
+class StaffAPIView(APIView):
+    """Staff only; a session, or HTTP Basic checked once (`web.auth`); bounded JSON."""
 
     permission_classes = [IsAssistantStaff]
+    authentication_classes = [CachedBasicAuthentication, SessionAuthentication]
+    parser_classes = [BoundedJSONParser, FormParser, MultiPartParser]
+
+
+class InspectorView(StaffAPIView):
+    """Staff only; `read(npc, request)` (run on the reactor) answers a GET."""
 
     def read(self, npc, request):
         raise NotImplementedError
@@ -65,8 +84,7 @@ class InspectorView(APIView):
         return Response(on_reactor(self.read, npc, request))
 
 
-class AssistantList(APIView):
-    permission_classes = [IsAssistantStaff]
+class AssistantList(StaffAPIView):
 
     def get(self, request):
         return Response(on_reactor(

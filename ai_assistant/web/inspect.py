@@ -10,12 +10,14 @@ lives. The functions that read the semantic tier return Deferreds.
 from twisted.internet import defer
 
 from ai_assistant.memory import entities
+from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.journal import get_journal
-from ai_assistant.memory.links import SCAN_LIMIT, get_links
+from ai_assistant.memory.links import get_links
 from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
 from ai_assistant.memory.search.journal_search import search_journal
 from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
+from ai_assistant.memory.supersede import is_superseded
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.reports import provider_line
@@ -25,6 +27,10 @@ from ai_assistant.workspace.projects import list_projects
 
 # The most results one journal search returns (the pages of a search come from these).
 SEARCH_LIMIT = 200
+# The most long-term memories read for the page and its counts: all of them, in practice.
+MEMORY_SCAN_LIMIT = 100_000
+# How importance was set, in words (`journal.importance_method`).
+IMPORTANCE_METHODS = {"l": "scored by the LLM", "h": "heuristic", "m": "set by hand"}
 # Relationship moves that are direct interactions (`agent.perception` classifications).
 INTERACTIONS = ("direct_message", "direct_addressing", "talk")
 
@@ -49,11 +55,13 @@ def _tier_counts(ports):
     for node in nodes.values():
         by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
                                                                 0) + 1
+    links = get_links(ports)
     return {
         "journal_entries": len(journal["entries"]),
         "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
         "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
-        "memory_links": len(get_links(ports)),
+        # memories with at least one A-MEM link (not the link records, one per memory)
+        "memories_with_links": sum(1 for record in links.values() if record.get("linked_to")),
         "entity_profiles": len(entities.get_profiles(ports)),
         "goals": len(load_goals(ports)),
         "projects": len(list_projects(ports)),
@@ -65,19 +73,23 @@ def _tier_counts(ports):
 
 
 @defer.inlineCallbacks
-def status(npc):
+def status(npc, long_term=None):
     """
     The status header: mode and phase, ticks, provider and model, LLM use, errors, the
     emergency stop and the counts per tier (long-term memories counted in the store).
+
+    Args:
+        long_term (int, optional): The number of long-term memories, when the caller has
+            already read them all (else they are counted here).
 
     Returns:
         Deferred[dict]
     """
     ports = npc.assistant.ports()
-    long_term, note = None, None
-    if ports.semantic is not None:
+    note = None
+    if ports.semantic is not None and long_term is None:
         try:
-            long_term = len((yield ports.semantic.list(limit=SCAN_LIMIT)) or ())
+            long_term = len((yield ports.semantic.list(limit=MEMORY_SCAN_LIMIT)) or ())
         except Exception as err:  # noqa: BLE001 - the rest of the status still shows
             note = f"long-term memory unavailable: {err}"
     state = ports.state
@@ -114,6 +126,11 @@ def entry_view(entry, consolidated, score=None):
     view = {key: entry.get(key) for key in (
         "id", "timestamp", "content", "importance", "importance_method", "source_type",
         "source_trust", "source_entity", "tags", "related_projects")}
+    view["row"] = f"entry-{entry.get('id')}"
+    view["importance_how"] = IMPORTANCE_METHODS.get(
+        str(entry.get("importance_method") or "")[:1], entry.get("importance_method") or "")
+    view["audience"] = audience_of(entry)
+    view["private"] = view["audience"] is not PUBLIC
     view["consolidated"] = entry.get("id") in consolidated
     view["wrong"] = entry.get("wrong")
     view["corrected"] = entry.get("corrected")
@@ -122,9 +139,12 @@ def entry_view(entry, consolidated, score=None):
     return view
 
 
-def journal_entries(npc, query=""):
+def journal_entries(npc, query="", day=""):
     """
     The journal, newest first; with a query, the assistant's own journal search, best first.
+
+    Args:
+        day (str, optional): `YYYY-MM-DD`: only the entries of that day (UTC).
 
     Returns:
         list[dict]: `entry_view`s (with `score` for a search).
@@ -133,9 +153,18 @@ def journal_entries(npc, query=""):
     journal = get_journal(ports)
     consolidated = set(journal.get("consolidated_entry_ids") or ())
     if query and query.strip():
-        hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
-        return [entry_view(entry, consolidated, score) for score, entry in hits]
-    return [entry_view(entry, consolidated) for entry in reversed(journal["entries"])]
+        found = [(entry, score) for score, entry in
+                 search_journal(ports, query.strip(), limit=SEARCH_LIMIT)]
+    else:
+        found = [(entry, None) for entry in reversed(journal["entries"])]
+    if day:
+        found = [(entry, score) for entry, score in found if _day_of(entry) == day]
+    return [entry_view(entry, consolidated, score) for entry, score in found]
+
+
+def _day_of(entry):
+    moment = parse_iso(entry.get("timestamp"))
+    return moment.date().isoformat() if moment is not None else ""
 
 
 def importance_points(npc):
@@ -157,6 +186,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     trust = metadata.get("source_trust")
     trust = float(trust) if isinstance(trust, int | float) else UNKNOWN_TRUST
     record = links.get(str(hit.get("id"))) or {}
+    audience = audience_of(hit)
     view = {
         "id": str(hit.get("id")),
         "memory": hit.get("memory", ""),
@@ -168,6 +198,11 @@ def _memory_view(ports, hit, links, threshold, min_trust):
         "links": list(record.get("linked_to") or []),
         "journal_ids": list(record.get("journal_ids") or []),
         "wrong": is_wrong(hit),
+        "audience": audience,
+        "private": audience is not PUBLIC,
+        "superseded": is_superseded(hit),
+        "superseded_by": metadata.get("superseded_by"),
+        "disputed": bool(metadata.get("disputed")),
         "metadata": metadata,
     }
     if hit.get("score") is not None:
@@ -179,7 +214,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
 
 
 @defer.inlineCallbacks
-def long_term_memories(npc, query="", limit=SCAN_LIMIT):
+def long_term_memories(npc, query="", limit=MEMORY_SCAN_LIMIT):
     """
     The long-term memories with trust, source and links; with a query, scored as the
     assistant's recall scores them (`recalled` says whether its recall would return each).
@@ -191,7 +226,7 @@ def long_term_memories(npc, query="", limit=SCAN_LIMIT):
     if ports.semantic is None:
         return {"available": False, "memories": [], "threshold": None, "min_trust": None}
     if query and query.strip():
-        hits = yield ports.semantic.search(query.strip(), limit=min(limit, 50))
+        hits = yield ports.semantic.search(query.strip(), limit=min(limit, SEARCH_LIMIT))
     else:
         hits = yield ports.semantic.list(limit=limit)
     links = get_links(ports)  # read after the yield: the links as they are now
@@ -209,7 +244,12 @@ def long_term_memories(npc, query="", limit=SCAN_LIMIT):
 
 
 def _relationship_course(ports, profile):
-    """Favorability after each direct interaction the profile still holds, replayed."""
+    """
+    Favorability after each direct interaction: the profile's `relationship_history` (kept
+    across sleeps), or for a profile older than it, replayed from the observations it holds.
+    """
+    if profile.get("relationship_history"):
+        return [dict(point) for point in profile["relationship_history"]]
     settings = ports.settings
     relationship = {"favorability": float(settings.get("entities.initial_favorability"))}
     course = []
@@ -305,7 +345,12 @@ def memory_nodes(npc):
             "action": scene.get("action", ""),
             "pinned": bool(node.get("pinned")),
             "state": _node_state(node),
-            "effective_importance": round(effective_importance(node, decay), 4),
+            # a dead node is no longer recalled: nothing of its importance is in effect
+            "effective_importance": (0.0 if node.get("status") == DEAD
+                                     else round(effective_importance(node, decay), 4)),
+            "decayed_importance": round(effective_importance(node, decay), 4),
+            "audience": audience_of(node) or audience_of(scene),
+            "private": (audience_of(node) or audience_of(scene)) is not PUBLIC,
             "cluster": (clusters.get(node.get("cluster_id")) or {}).get("name"),
         })
     order = {DYING: 0, "revived": 1, "active": 2, DEAD: 3}
