@@ -46,7 +46,7 @@ class CorrectionSerializer(serializers.Serializer):
         if data["action"] == "mark_wrong" and bool(data.get("entry_id")) == bool(
                 data.get("memory_id")):
             raise serializers.ValidationError(
-                "mark_wrong needs an entry_id or a memory_id, not both.")
+                "mark_wrong needs entry_id or memory_id (one of them, not both).")
         if missing:
             raise serializers.ValidationError(
                 f"{data['action']} needs {', '.join(missing)}.")

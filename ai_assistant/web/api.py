@@ -5,17 +5,19 @@ The inspector's REST API, under Evennia's `/api/` (Django REST framework), staff
     GET  /api/assistants/<id>/                 status: mode, ticks, provider, LLM use, counts
     GET  /api/assistants/<id>/journal/         entries, newest first; ?q= searches (scores);
                                                paginated: ?limit=&offset=
-    GET  /api/assistants/<id>/memories/        long-term memories, trust, source, links; ?q=
-    GET  /api/assistants/<id>/profiles/        entity profiles and relationships
+    GET  /api/assistants/<id>/memories/        long-term memories, trust, source, links; ?q=;
+                                               filters (`web.listing`), ?limit=&offset=
+    GET  /api/assistants/<id>/profiles/        entity profiles and relationships; ?person=
     GET  /api/assistants/<id>/goals/           the goal tree
     GET  /api/assistants/<id>/projects/        project slots
-    GET  /api/assistants/<id>/nodes/           memory nodes and clusters, effective importance
+    GET  /api/assistants/<id>/nodes/           memory nodes and clusters, effective importance,
+                                               audience; ?state=
     GET  /api/assistants/<id>/sleeps/          what the recent sleeps changed
     GET  /api/assistants/<id>/corrections/     the audit trail
     POST /api/assistants/<id>/corrections/     make a correction (`web.actions`)
 
-Authentication is Evennia's REST setting (HTTP Basic and the website's session; a session
-POST needs its CSRF token). Every read runs on the reactor thread (`web.reactor`).
+Authentication: HTTP Basic, checked once a while (`web.auth`), or the website's session (a
+session POST needs its CSRF token). Malformed JSON is a 400. Every read runs on the reactor thread (`web.reactor`).
 """
 
 from evennia import search_tag
@@ -32,8 +34,12 @@ from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.web import inspect
 from ai_assistant.web.access import IsAssistantStaff
 from ai_assistant.web.auth import CachedBasicAuthentication
+from ai_assistant.web.listing import MemoryFilters, offset_of
 from ai_assistant.web.actions import apply_correction
 from ai_assistant.web.reactor import on_reactor
+
+# The API's pages: this many rows unless `?limit=` asks for another number, at most the second.
+API_PAGE, API_PAGE_MOST = 100, 1000
 
 
 def all_assistants():
@@ -110,14 +116,44 @@ class Journal(InspectorView):
         return response
 
 
+def _paged(request, rows):
+    """`{"count", "offset", "limit", "results"}`: one page of `rows` (?limit= ?offset=)."""
+    limit = min(max(1, offset_of(request.query_params, "limit") or API_PAGE), API_PAGE_MOST)
+    offset = offset_of(request.query_params)
+    return {"count": len(rows), "offset": offset, "limit": limit,
+            "results": rows[offset:offset + limit]}
+
+
 class Memories(InspectorView):
+    """
+    Long-term memories, newest first (a search's best first), with true counts: `total` in
+    the store, `count` matching the filters (`web.listing.MemoryFilters`), one page of them.
+    """
+
     def read(self, npc, request):
         return inspect.long_term_memories(npc, request.query_params.get("q", ""))
 
+    def get(self, request, assistant_id):
+        npc = _assistant_or_404(assistant_id)
+        found = on_reactor(self.read, npc, request)
+        filters = MemoryFilters.from_params(request.query_params)
+        paged = _paged(request, [row for row in found["memories"] if filters.matches(row)])
+        return Response({**found, "total": len(found["memories"]), "count": paged["count"],
+                         "offset": paged["offset"], "limit": paged["limit"],
+                         "memories": paged["results"]})
+
 
 class Profiles(InspectorView):
+    """People, most recently seen first; `?person=` (name or id) narrows them; paged."""
+
     def read(self, npc, request):
-        return {"bands": inspect.relationship_bands(npc), "profiles": inspect.profiles(npc)}
+        wanted = request.query_params.get("person", "").strip().lower()
+        rows = [row for row in inspect.profiles(npc) if not wanted or wanted in str(
+            row.get("name") or "").lower() or wanted == str(row.get("entity_id")).lower()]
+        paged = _paged(request, rows)
+        return {"bands": inspect.relationship_bands(npc), "count": paged["count"],
+                "offset": paged["offset"], "limit": paged["limit"],
+                "profiles": paged["results"]}
 
 
 class Goals(InspectorView):
@@ -131,8 +167,15 @@ class Projects(InspectorView):
 
 
 class Nodes(InspectorView):
+    """Memory nodes (with `audience` and `private`); `?state=` narrows them; paged."""
+
     def read(self, npc, request):
-        return inspect.memory_nodes(npc)
+        found = inspect.memory_nodes(npc)
+        state = request.query_params.get("state", "").strip()
+        rows = [row for row in found["nodes"] if not state or row["state"] == state]
+        paged = _paged(request, rows)
+        return {**found, "count": paged["count"], "offset": paged["offset"],
+                "limit": paged["limit"], "nodes": paged["results"]}
 
 
 class Sleeps(InspectorView):
