@@ -21,6 +21,7 @@ session POST needs its CSRF token). Malformed JSON is a 400. Every read runs on 
 """
 
 from evennia import search_tag
+from twisted.internet import defer
 from evennia.objects.models import ObjectDB
 from rest_framework import status as http
 from rest_framework.authentication import SessionAuthentication
@@ -130,17 +131,14 @@ class Memories(InspectorView):
     the store, `count` matching the filters (`web.listing.MemoryFilters`), one page of them.
     """
 
+    @defer.inlineCallbacks
     def read(self, npc, request):
-        return inspect.long_term_memories(npc, request.query_params.get("q", ""))
-
-    def get(self, request, assistant_id):
-        npc = _assistant_or_404(assistant_id)
-        found = on_reactor(self.read, npc, request)
-        filters = MemoryFilters.from_params(request.query_params)
-        paged = _paged(request, [row for row in found["memories"] if filters.matches(row)])
-        return Response({**found, "total": len(found["memories"]), "count": paged["count"],
-                         "offset": paged["offset"], "limit": paged["limit"],
-                         "memories": paged["results"]})
+        params = request.query_params
+        limit = min(max(1, offset_of(params, "limit") or API_PAGE), API_PAGE_MOST)
+        offset = offset_of(params)
+        found = yield inspect.long_term_memories(
+            npc, params.get("q", ""), MemoryFilters.from_params(params), offset, limit)
+        return {**found, "offset": offset, "limit": limit}
 
 
 class Profiles(InspectorView):

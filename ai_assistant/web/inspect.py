@@ -139,7 +139,7 @@ def entry_view(entry, consolidated, score=None):
     return view
 
 
-def journal_entries(npc, query="", day=""):
+def journal_hits(npc, query="", day=""):
     """
     The journal, newest first; with a query, the assistant's own journal search, best first.
 
@@ -147,11 +147,10 @@ def journal_entries(npc, query="", day=""):
         day (str, optional): `YYYY-MM-DD`: only the entries of that day (UTC).
 
     Returns:
-        list[dict]: `entry_view`s (with `score` for a search).
+        list[tuple]: `(entry, score or None)` each (views of a page: `entry_views`).
     """
     ports = npc.assistant.ports()
     journal = get_journal(ports)
-    consolidated = set(journal.get("consolidated_entry_ids") or ())
     if query and query.strip():
         found = [(entry, score) for score, entry in
                  search_journal(ports, query.strip(), limit=SEARCH_LIMIT)]
@@ -159,7 +158,18 @@ def journal_entries(npc, query="", day=""):
         found = [(entry, None) for entry in reversed(journal["entries"])]
     if day:
         found = [(entry, score) for entry, score in found if _day_of(entry) == day]
-    return [entry_view(entry, consolidated, score) for entry, score in found]
+    return found
+
+
+def entry_views(npc, hits):
+    """`entry_view`s of `journal_hits` rows."""
+    consolidated = set(get_journal(npc.assistant.ports()).get("consolidated_entry_ids") or ())
+    return [entry_view(entry, consolidated, score) for entry, score in hits]
+
+
+def journal_entries(npc, query="", day=""):
+    """Every `journal_hits` row as an `entry_view` (the API pages them)."""
+    return entry_views(npc, journal_hits(npc, query, day))
 
 
 def _day_of(entry):
@@ -213,30 +223,61 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     return view
 
 
+def _memory_summary(hit):
+    """What the filters read of a memory (cheap: the page builds full views for one page)."""
+    metadata = hit.get("metadata") or {}
+    audience = audience_of(hit)
+    return {"id": str(hit.get("id")), "created_at": hit.get("created_at"),
+            "source": {"source_type": metadata.get("source_type"),
+                       "source_entity": metadata.get("source_entity")},
+            "audience": audience, "private": audience is not PUBLIC, "wrong": is_wrong(hit),
+            "superseded": is_superseded(hit)}
+
+
 @defer.inlineCallbacks
-def long_term_memories(npc, query="", limit=MEMORY_SCAN_LIMIT):
+def long_term_memories(npc, query="", filters=None, offset=0, size=None):
     """
-    The long-term memories with trust, source and links; with a query, scored as the
-    assistant's recall scores them (`recalled` says whether its recall would return each).
+    The long-term memories with trust, source and links, newest first; with a query, scored
+    as the assistant's recall scores them (`recalled` says whether its recall would return
+    each), best first. Every memory is read, so the counts are true; views are built for the
+    page asked for only.
+
+    Args:
+        filters (web.listing.MemoryFilters, optional): Only the memories that pass.
+        offset (int): The first of the matching memories to show.
+        size (int, optional): How many to show (None: all).
 
     Returns:
-        Deferred[dict]: `{"available": bool, "memories": [...], "threshold", "min_trust"}`.
+        Deferred[dict]: `{"available": bool, "total": every memory, "count": those matching,
+        "with_links": memories with a link, "memories": [a page of views], "threshold",
+        "min_trust"}`; each link names the memory it leads to (`memory`).
     """
     ports = npc.assistant.ports()
     if ports.semantic is None:
-        return {"available": False, "memories": [], "threshold": None, "min_trust": None}
+        return {"available": False, "memories": [], "threshold": None, "min_trust": None,
+                "total": 0, "count": 0, "with_links": 0}
     if query and query.strip():
-        hits = yield ports.semantic.search(query.strip(), limit=min(limit, SEARCH_LIMIT))
+        hits = yield ports.semantic.search(query.strip(), limit=SEARCH_LIMIT)
     else:
-        hits = yield ports.semantic.list(limit=limit)
+        hits = yield ports.semantic.list(limit=MEMORY_SCAN_LIMIT)
+    hits = list(hits or ())
+    total = len(hits)
+    words = {str(hit.get("id")): hit.get("memory", "") for hit in hits}
     links = get_links(ports)  # read after the yield: the links as they are now
+    if not query:
+        hits.sort(key=lambda hit: hit.get("created_at") or "", reverse=True)
+    if filters is not None and filters.active():
+        hits = [hit for hit in hits if filters.matches(_memory_summary(hit))]
     threshold = calibrated_threshold(ports, "relevance_threshold")
     min_trust = float(ports.settings.get("memory.min_source_trust"))
-    memories = [_memory_view(ports, hit, links, threshold, min_trust) for hit in hits or ()]
-    if not query:
-        memories.sort(key=lambda memory: memory.get("created_at") or "", reverse=True)
-    return {"available": True, "memories": memories, "threshold": threshold,
-            "min_trust": min_trust}
+    shown = hits[offset:] if size is None else hits[offset:offset + size]
+    views = [_memory_view(ports, hit, links, threshold, min_trust) for hit in shown]
+    for view in views:  # each link with the words of the memory it leads to
+        view["links"] = [{**link, "memory": words.get(str(link.get("id")), "")}
+                         for link in view["links"]]
+    return {"available": True, "total": total, "count": len(hits),
+            "with_links": sum(1 for record in links.values() if record.get("linked_to")),
+            "memories": views, "threshold": threshold, "min_trust": min_trust}
 
 
 # ----------------------------------------------------------------------------------------------

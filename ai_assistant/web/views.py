@@ -95,22 +95,15 @@ def _sleep_rows(reports):
 
 
 @defer.inlineCallbacks
-def _memory_section(npc, query, filters):
-    """Every long-term memory (for true counts), narrowed by `filters` (reactor thread)."""
+def _memory_section(npc, query, filters, offset, size):
+    """A page of the long-term memories narrowed by `filters` (reactor thread)."""
     try:
-        memories = yield inspect.long_term_memories(npc, query)
+        memories = yield inspect.long_term_memories(npc, query, filters, offset, size)
     except Exception as err:  # noqa: BLE001 - the rest of the page still shows
         return {"available": False, "memories": [], "error": str(err)}, None
-    rows = memories["memories"]
-    words = {row["id"]: row["memory"] for row in rows}
-    for row in rows:
+    for row in memories["memories"]:
         row["row"] = f"memory-{row['id']}"
-        for link in row["links"]:
-            link["memory"] = words.get(link.get("id"), "")
-    memories["total"] = len(rows)
-    memories["matching"] = [row for row in rows if filters.matches(row)]
-    memories["with_links"] = sum(1 for row in rows if row["links"])
-    return memories, (None if query else len(rows))
+    return memories, (None if query else memories["total"])
 
 
 def _node_rows(npc):
@@ -131,12 +124,17 @@ def _people_rows(npc):
 @defer.inlineCallbacks
 def _page_data(npc, view):
     """Everything the page shows (reactor thread; waits for the long-term memory)."""
-    memories, count = yield _memory_section(npc, view["query"], view["filters"])
+    size = int(npc.assistant.ports().settings.get("inspector.page_size"))
+    memories, count = yield _memory_section(npc, view["query"], view["filters"],
+                                            offset_of(view["params"], "moffset"), size)
     status = yield inspect.status(npc, long_term=count)
     bands, people = _people_rows(npc)
+    hits = inspect.journal_hits(npc, view["query"], view["day"])
+    journal = page(hits, offset_of(view["params"]), size)
+    journal["rows"] = inspect.entry_views(npc, journal["rows"])
     return {
         "status": status,
-        "entries": inspect.journal_entries(npc, view["query"], view["day"]),
+        "journal": journal,
         "points": inspect.importance_points(npc),
         "memories": memories,
         "people": people,
@@ -146,16 +144,17 @@ def _page_data(npc, view):
         "nodes": _node_rows(npc),
         "sleeps": _sleep_rows(inspect.sleeps(npc)),
         "audit": inspect.corrections(npc)[:50],
-        "page_size": int(npc.assistant.ports().settings.get("inspector.page_size")),
+        "page_size": size,
     }
 
 
 def _draw(data, view):
     """The pages of each list and their charts (web thread: no state is read here)."""
     size, params = data["page_size"], view["params"]
-    journal = page(data["entries"], offset_of(params), size)
     memories = data["memories"]
-    memory_page = page(memories.get("matching", []), offset_of(params, "moffset"), size)
+    # the memories are already the page asked for: the page's numbers come from their count
+    memory_page = {**page(range(memories.get("count", 0)), offset_of(params, "moffset"), size),
+                   "rows": memories["memories"]}
     nodes = page(data["nodes"]["nodes"], offset_of(params, "noffset"), size)
     people = page(data["people"], offset_of(params, "poffset"), 12)
     for node in nodes["rows"]:
@@ -163,9 +162,9 @@ def _draw(data, view):
                                                      data["nodes"]["dying_threshold"]))
     for person in people["rows"]:
         person["chart"] = mark_safe(charts.relationship_course(person["course"], data["bands"]))
-    shown = [memory_page["rows"], journal["rows"], nodes["rows"], people["rows"]]
+    shown = [memory_page["rows"], data["journal"]["rows"], nodes["rows"], people["rows"]]
     return {
-        "journal": journal, "memory_page": memory_page, "node_page": nodes,
+        "memory_page": memory_page, "node_page": nodes,
         "people_page": people,
         "timeline": mark_safe(charts.importance_timeline(data["points"], view["day"])),
         "link_graph": mark_safe(charts.link_graph(memory_page["rows"])),
