@@ -153,7 +153,8 @@ class TestInspectorAtScale(InspectorTestCase):
         assert not outside, f"the page asked outside the game for {outside}"
         print(f"\ninspector at {ENTRIES}/{MEMORIES}: page {len(html) / 1024:.1f} KB "
               f"(+ {first['resources'] / 1024:.1f} KB of CSS), server {served * 1000:.0f} ms; "
-              f"first visit: first paint {first['paint'] or 0:.0f} ms, loaded {first['load']:.0f} ms;"
+              f"first visit: first paint {first['paint'] or 0:.0f} ms, loaded "
+              f"{first['load']:.0f} ms;"
               f" again (median): first paint {timing['paint'] or 0:.0f} ms, DOM ready "
               f"{timing['dom']:.0f} ms, loaded {timing['load']:.0f} ms; "
               f"{len(requested)} requests, none outside")
