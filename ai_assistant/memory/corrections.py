@@ -4,11 +4,15 @@ Corrections staff make to what an assistant remembers, and their audit trail.
 The memory inspector on the game's website (`ai_assistant.web`) calls these; they are store
 logic, so they live here and run without Evennia. Each correction changes one store through its
 own rules, then is recorded twice: in the `documents.CORRECTIONS_AUDIT` trail (the last
-`inspector.audit_kept`), and as a journal entry tagged `correction`, so the assistant itself
-knows its memory was corrected and by whom.
+`inspector.audit_kept`) with the values before and after (`memory.correction_undo` puts them
+back), and as a journal entry tagged `correction`, so the assistant itself knows its memory was
+corrected and by whom. That note has the lowest importance and a staff-only audience, so it never
+outranks what it corrects nor reaches a prompt built for a player.
 
 - pin or unpin a memory node (a pinned node never starts dying: `sleep.patrol.decay`);
-- edit or delete a journal entry;
+- edit or delete a journal entry, or mark it wrong: the long-term memories made from it (its
+  `journal_ids` in `memory_links`, its `entry_id` in their metadata) are marked wrong with it,
+  and an edited entry's corrected text becomes a long-term memory in their place;
 - edit or delete a long-term (semantic) memory;
 - correct, add or remove an attribute of an entity profile;
 - mark a journal entry or a long-term memory as wrong: it stays visible to staff but is never
@@ -25,15 +29,23 @@ message meant for the staff member who asked.
 from twisted.internet import defer
 
 from ai_assistant.memory.journal import add_entry, get_journal, save_journal
+from ai_assistant.memory.links import memory_ids_for_entry
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall import mirror as recall_mirror
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
 CORRECTION_TAG = "correction"
+# The audience of a correction note: no player's id, so recall never puts it in a prompt built
+# for a player (`memory.audience.visible_to`); it is in the assistant's own journal all the same.
+STAFF_AUDIENCE = "staff"
+# A correction note's importance: the lowest, so it never outranks what it corrects.
+NOTE_IMPORTANCE = 1
 MAX_ATTRIBUTE_NAME_CHARS = 64
 MAX_ATTRIBUTE_VALUE_CHARS = 500
 MAX_REASON_CHARS = 300
+# The most memories looked up as made from one journal entry (far more than one entry yields).
+DERIVED_SCAN = 200
 
 
 class CorrectionError(ValueError):
@@ -58,12 +70,18 @@ def audit_trail(ports):
     return list(trail) if isinstance(trail, list) else []
 
 
-def _record(ports, by, action, target, detail):
-    """Append a correction to the audit trail and the journal; returns the audit record."""
+def _record(ports, by, action, target, detail, *, before=None, after=None, derived=None):
+    """
+    Append a correction to the audit trail and the journal; returns the audit record.
+
+    `before` and `after` are the values the correction changed (what `correction_undo` puts
+    back); `derived` the long-term memories it changed with a journal entry.
+    """
     who = str(by or "staff")[:80]
     entry = add_entry(
         ports, f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
+        importance=NOTE_IMPORTANCE, audience=STAFF_AUDIENCE,
     )
     trail = audit_trail(ports)
     record = {
@@ -74,6 +92,9 @@ def _record(ports, by, action, target, detail):
         "target": str(target),
         "detail": detail,
         "journal_entry_id": entry["id"],
+        "before": before,
+        "after": after,
+        "derived": list(derived or ()),
     }
     trail.append(record)
     kept = max(1, int(ports.settings.get("inspector.audit_kept")))
@@ -110,12 +131,14 @@ def set_node_pinned(ports, node_id, pinned, *, by):
     node = nodes.get(str(node_id))
     if node is None:
         raise CorrectionError(f"There is no memory node {node_id!r}.")
+    was = bool(node.get("pinned"))
     node["pinned"] = bool(pinned)
     ports.state.set(documents.MEMORY_NODES, nodes)
     verb = "pinned" if pinned else "unpinned"
     title = str((node.get("scene") or {}).get("action") or node_id)[:80]
     return _record(ports, by, "pin_node" if pinned else "unpin_node", node_id,
-                   f"{verb} memory node {node_id} ({title}).")
+                   f"{verb} memory node {node_id} ({title}).",
+                   before={"pinned": was}, after={"pinned": bool(pinned)})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -144,37 +167,127 @@ def _replace_entry(ports, entry_id, change):
     return entry
 
 
+@defer.inlineCallbacks
+def derived_memories(ports, entry_id):
+    """
+    The long-term memories made from journal entry `entry_id`: those whose link record names
+    it (`journal_ids`, written by sleep) and those whose metadata does (`entry_id`).
+
+    Returns:
+        Deferred[list[dict]]: The memories (`{"id", "memory", "metadata"}`), none if the
+        assistant has no long-term memory.
+    """
+    if ports.semantic is None:
+        return []
+    wanted = {str(mem_id) for mem_id in memory_ids_for_entry(ports, entry_id)}
+    listed = yield ports.semantic.list(limit=DERIVED_SCAN, filters={"entry_id": entry_id})
+    found = {str(hit.get("id")): hit for hit in listed or ()
+             if (hit.get("metadata") or {}).get("entry_id") == entry_id}
+    for mem_id in wanted - set(found):
+        hit = yield ports.semantic.get(mem_id)
+        if hit:
+            found[mem_id] = hit
+    return sorted(found.values(), key=lambda hit: str(hit.get("id")))
+
+
+@defer.inlineCallbacks
+def _mark_derived_wrong(ports, entry_id, reason, by):
+    """Mark every memory made from the entry wrong (recall skips them); their ids."""
+    marked = []
+    for memory in (yield derived_memories(ports, entry_id)):
+        if is_wrong(memory):
+            continue
+        updated = yield ports.semantic.update(str(memory["id"]), memory.get("memory") or "",
+                                              metadata=_wrong_mark(ports, reason, by))
+        recall_mirror.record(ports, [updated])
+        marked.append(str(memory["id"]))
+    return marked
+
+
+def _wrong_mark(ports, reason, by):
+    return {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
+            "wrong_at": iso(ports.clock.now())}
+
+
+@defer.inlineCallbacks
 def edit_journal_entry(ports, entry_id, content, *, by):
-    """Replace the text of a journal entry. Returns the audit record."""
+    """
+    Replace the text of a journal entry, and what was made of it: its long-term memories are
+    marked wrong and one memory of the corrected text takes their place.
+
+    Returns:
+        Deferred[dict]: The audit record (`derived`: the memories marked wrong).
+    """
     content = _clean_text(ports, content, "The new text")
     stamp = {"by": str(by), "time": iso(ports.clock.now())}
+    journal = get_journal(ports)
+    old = dict(journal["entries"][_entry_position(journal, entry_id)])
     entry = _replace_entry(ports, entry_id,
                            lambda entry: entry.update(content=content, corrected=stamp))
+    derived = yield _mark_derived_wrong(
+        ports, entry["id"], f"journal entry #{entry['id']} was corrected", by)
+    replacement = None
+    if derived:
+        metadata = {key: value for key, value in (old.items()) if key in (
+            "source_type", "source_trust", "source_entity", "importance", "timestamp",
+            "audience")}
+        metadata.update(source="journal", entry_id=entry["id"], corrected_by=str(by),
+                        corrected_at=stamp["time"], replaces=derived)
+        added = yield ports.semantic.add(content, metadata=metadata, infer=False)
+        replacement = next((str(hit.get("id")) for hit in added or () if hit.get("id")), None)
+        if replacement:
+            recall_mirror.record(ports, [(yield ports.semantic.get(replacement))])
     return _record(ports, by, "edit_journal", entry["id"],
-                   f"rewrote journal entry #{entry['id']} as: {content[:200]}")
+                   f"rewrote journal entry #{entry['id']} as: {content[:200]}"
+                   + (f" ({len(derived)} long-term memories made from it replaced)"
+                      if derived else ""),
+                   before={"content": old.get("content"), "corrected": old.get("corrected")},
+                   after={"content": content, "memory": replacement}, derived=derived)
 
 
+@defer.inlineCallbacks
 def delete_journal_entry(ports, entry_id, *, by):
-    """Remove a journal entry. Returns the audit record."""
+    """
+    Remove a journal entry; the long-term memories made from it are marked wrong.
+
+    Returns:
+        Deferred[dict]: The audit record (`before`: the entry, to put back).
+    """
     journal = get_journal(ports)
     position = _entry_position(journal, entry_id)
     removed = journal["entries"].pop(position)
+    was_consolidated = removed["id"] in (journal.get("consolidated_entry_ids") or ())
     journal["consolidated_entry_ids"] = [
         i for i in journal.get("consolidated_entry_ids") or () if i != removed["id"]
     ]
     save_journal(ports, journal)
+    derived = yield _mark_derived_wrong(
+        ports, removed["id"], f"journal entry #{removed['id']} was deleted", by)
     return _record(ports, by, "delete_journal", removed["id"],
-                   f"deleted journal entry #{removed['id']}.")
+                   f"deleted journal entry #{removed['id']}."
+                   + (f" {len(derived)} long-term memories made from it marked wrong."
+                      if derived else ""),
+                   before={"entry": removed, "consolidated": was_consolidated},
+                   derived=derived)
 
 
+@defer.inlineCallbacks
 def mark_journal_entry_wrong(ports, entry_id, reason="", *, by):
-    """Mark a journal entry as wrong: searches never return it again. Returns the audit record."""
+    """
+    Mark a journal entry as wrong (searches never return it again), and the long-term
+    memories made from it. Deferred[audit record].
+    """
     reason = _clean_reason(reason)
     mark = {"by": str(by), "time": iso(ports.clock.now()), "reason": reason}
     entry = _replace_entry(ports, entry_id, lambda entry: entry.update(wrong=mark))
+    derived = yield _mark_derived_wrong(ports, entry["id"], reason or
+                                        f"journal entry #{entry['id']} is wrong", by)
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"journal:{entry['id']}",
-                   f"marked journal entry #{entry['id']} as wrong{why}; I will not recall it.")
+                   f"marked journal entry #{entry['id']} as wrong{why}; I will not recall it"
+                   + (f", nor the {len(derived)} long-term memories made from it."
+                      if derived else "."),
+                   before={"wrong": None}, after={"wrong": mark}, derived=derived)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -201,6 +314,7 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
         raise CorrectionError(f"There is no profile of {entity_id!r}.")
     profile = dict(profiles[entity_id])
     attributes = dict(profile.get("attributes") or {})
+    before = {"value": attributes.get(attribute)}
     if value:
         attributes[attribute] = value
         detail = f"set {profile.get('name')}'s {attribute} to: {value}"
@@ -212,7 +326,8 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     profile["attributes"] = attributes
     profiles[entity_id] = profile
     ports.state.set(documents.ENTITY_PROFILES, profiles)
-    return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail)
+    return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail,
+                   before=before, after={"value": value or None})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,12 +353,13 @@ def edit_memory(ports, memory_id, text, *, by):
     """Rewrite a long-term memory (re-embedded; its id and links stay). Deferred[audit record]."""
     text = _clean_text(ports, text, "The new text")
     store = _require_store(ports)
-    yield _existing_memory(store, memory_id)
+    old = yield _existing_memory(store, memory_id)
     updated = yield store.update(str(memory_id), text, metadata={
         "corrected_by": str(by), "corrected_at": iso(ports.clock.now())})
     recall_mirror.record(ports, [updated])  # recall reads the corrected text at once
     return _record(ports, by, "edit_memory", memory_id,
-                   f"rewrote long-term memory {memory_id} as: {text[:200]}")
+                   f"rewrote long-term memory {memory_id} as: {text[:200]}",
+                   before={"memory": old.get("memory")}, after={"memory": text})
 
 
 @defer.inlineCallbacks
@@ -254,7 +370,9 @@ def delete_memory(ports, memory_id, *, by):
     yield store.delete(str(memory_id))
     recall_mirror.forget(ports, memory_id)
     return _record(ports, by, "delete_memory", memory_id,
-                   f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).")
+                   f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).",
+                   before={"memory": memory.get("memory"),
+                           "metadata": dict(memory.get("metadata") or {})})
 
 
 @defer.inlineCallbacks
@@ -263,10 +381,10 @@ def mark_memory_wrong(ports, memory_id, reason="", *, by):
     reason = _clean_reason(reason)
     store = _require_store(ports)
     memory = yield _existing_memory(store, memory_id)
-    mark = {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
-            "wrong_at": iso(ports.clock.now())}
+    mark = _wrong_mark(ports, reason, by)
     updated = yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)
     recall_mirror.record(ports, [updated])  # recall skips it at once
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"memory:{memory_id}",
-                   f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.")
+                   f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.",
+                   before={"wrong": bool(is_wrong(memory))}, after={"wrong": True})

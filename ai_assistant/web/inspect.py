@@ -167,6 +167,19 @@ def entry_views(npc, hits):
     return [entry_view(entry, consolidated, score) for entry, score in hits]
 
 
+def derived_by_entry(npc, views):
+    """Give each entry view `derived`: the long-term memories made from it (`memory_links`)."""
+    wanted = {view["id"] for view in views}
+    made = {}
+    for mem_id, record in get_links(npc.assistant.ports()).items():
+        for entry_id in record.get("journal_ids") or ():
+            if entry_id in wanted:
+                made.setdefault(entry_id, []).append(mem_id)
+    for view in views:
+        view["derived"] = made.get(view["id"], [])
+    return views
+
+
 def journal_entries(npc, query="", day=""):
     """Every `journal_hits` row as an `entry_view` (the API pages them)."""
     return entry_views(npc, journal_hits(npc, query, day))

@@ -131,7 +131,7 @@ def _page_data(npc, view):
     bands, people = _people_rows(npc)
     hits = inspect.journal_hits(npc, view["query"], view["day"])
     journal = page(hits, offset_of(view["params"]), size)
-    journal["rows"] = inspect.entry_views(npc, journal["rows"])
+    journal["rows"] = inspect.derived_by_entry(npc, inspect.entry_views(npc, journal["rows"]))
     return {
         "status": status,
         "journal": journal,
@@ -143,7 +143,8 @@ def _page_data(npc, view):
         "projects": inspect.projects(npc),
         "nodes": _node_rows(npc),
         "sleeps": _sleep_rows(inspect.sleeps(npc)),
-        "audit": inspect.corrections(npc)[:50],
+        "audit": [{**record, "row": f"change-{record.get('id')}"}
+                  for record in inspect.corrections(npc)[:50]],
         "page_size": size,
     }
 
@@ -162,7 +163,8 @@ def _draw(data, view):
                                                      data["nodes"]["dying_threshold"]))
     for person in people["rows"]:
         person["chart"] = mark_safe(charts.relationship_course(person["course"], data["bands"]))
-    shown = [memory_page["rows"], data["journal"]["rows"], nodes["rows"], people["rows"]]
+    shown = [memory_page["rows"], data["journal"]["rows"], nodes["rows"], people["rows"],
+             data["audit"]]
     return {
         "memory_page": memory_page, "node_page": nodes,
         "people_page": people,

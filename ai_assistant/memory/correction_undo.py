@@ -1,0 +1,162 @@
+"""
+Undoing a correction: the values a correction kept (`before` in its audit record,
+`memory.corrections`) are put back, and the undo is itself a correction in the trail.
+
+A correction is undone once: its record gets `undone_by` (the undo's record id), and a second
+undo of it is refused. What undoing each does:
+
+- pin / unpin a node: the pin as it was;
+- edit a journal entry: its old text; the long-term memories made from it are no longer marked
+  wrong, the memory of the corrected text is deleted;
+- delete a journal entry: the entry back in its place (by id), its memories no longer wrong;
+- mark a journal entry or memory wrong: the mark lifted (and from the entry's memories);
+- correct an attribute: its old value (or none);
+- edit a long-term memory: its old text; delete one: added again (under a new id).
+"""
+
+from twisted.internet import defer
+
+from ai_assistant.memory.corrections import (
+    CorrectionError,
+    _record,
+    _replace_entry,
+    audit_trail,
+)
+from ai_assistant.memory.journal import get_journal, save_journal
+from ai_assistant.memory.nodes import load_nodes
+from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.plumbing import documents
+
+UNDO = "undo"
+
+
+def _find(ports, record_id):
+    try:
+        wanted = int(record_id)
+    except (TypeError, ValueError):
+        raise CorrectionError(f"A correction id is a number, not {record_id!r}.") from None
+    for record in audit_trail(ports):
+        if record.get("id") == wanted:
+            if record.get("action") == UNDO:
+                raise CorrectionError(f"Correction #{wanted} is an undo: correct it anew.")
+            if record.get("undone_by"):
+                raise CorrectionError(f"Correction #{wanted} was already undone "
+                                      f"(#{record['undone_by']}).")
+            if record.get("before") is None:
+                raise CorrectionError(f"Correction #{wanted} kept no value to put back.")
+            return record
+    raise CorrectionError(f"There is no correction #{wanted} (or it is too old to undo).")
+
+
+@defer.inlineCallbacks
+def _lift_wrong(ports, memory_ids):
+    for memory_id in memory_ids or ():
+        memory = yield ports.semantic.get(str(memory_id))
+        if memory:
+            updated = yield ports.semantic.update(
+                str(memory_id), memory.get("memory") or "",
+                metadata={"wrong": False, "wrong_reason": "", "undone": True})
+            recall_mirror.record(ports, [updated])
+
+
+@defer.inlineCallbacks
+def _undo_journal(ports, record):
+    action, before = record["action"], record.get("before") or {}
+    if action == "edit_journal":
+        _replace_entry(ports, record["target"], lambda entry: entry.update(
+            content=before.get("content"), corrected=before.get("corrected")))
+        replacement = (record.get("after") or {}).get("memory")
+        if replacement and ports.semantic is not None:
+            yield ports.semantic.delete(str(replacement))
+            recall_mirror.forget(ports, replacement)
+    elif action == "delete_journal":
+        journal = get_journal(ports)
+        entry = dict(before["entry"])
+        if any(existing.get("id") == entry["id"] for existing in journal["entries"]):
+            raise CorrectionError(f"Journal entry #{entry['id']} is there already.")
+        journal["entries"].append(entry)
+        journal["entries"].sort(key=lambda existing: existing.get("id") or 0)
+        if before.get("consolidated"):
+            journal["consolidated_entry_ids"] = [
+                *(journal.get("consolidated_entry_ids") or ()), entry["id"]]
+        save_journal(ports, journal)
+    else:  # mark_wrong of an entry
+        _replace_entry(ports, record["target"].split(":", 1)[1],
+                       lambda entry: entry.pop("wrong", None))
+    if ports.semantic is not None:
+        yield _lift_wrong(ports, record.get("derived"))
+
+
+def _undo_pin(ports, record):
+    nodes = load_nodes(ports)
+    node = nodes.get(str(record["target"]))
+    if node is None:
+        raise CorrectionError(f"There is no memory node {record['target']!r} any more.")
+    node["pinned"] = bool(record["before"]["pinned"])
+    ports.state.set(documents.MEMORY_NODES, nodes)
+
+
+def _undo_attribute(ports, record):
+    entity_id, attribute = record["target"].split(":", 1)
+    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
+    if entity_id not in profiles:
+        raise CorrectionError(f"There is no profile of {entity_id!r} any more.")
+    profile = dict(profiles[entity_id])
+    attributes = dict(profile.get("attributes") or {})
+    old = (record.get("before") or {}).get("value")
+    if old is None:
+        attributes.pop(attribute, None)
+    else:
+        attributes[attribute] = old
+    profile["attributes"] = attributes
+    profiles[entity_id] = profile
+    ports.state.set(documents.ENTITY_PROFILES, profiles)
+
+
+@defer.inlineCallbacks
+def _undo_memory(ports, record):
+    if ports.semantic is None:
+        raise CorrectionError("This assistant has no long-term memory.")
+    action, before = record["action"], record.get("before") or {}
+    memory_id = record["target"].removeprefix("memory:")
+    if action == "delete_memory":
+        yield ports.semantic.add(before.get("memory") or "", metadata=dict(
+            before.get("metadata") or {}), infer=False)
+        return
+    memory = yield ports.semantic.get(memory_id)
+    if not memory:
+        raise CorrectionError(f"There is no long-term memory {memory_id!r} any more.")
+    if action == "edit_memory":
+        updated = yield ports.semantic.update(memory_id, before.get("memory") or "")
+        recall_mirror.record(ports, [updated])
+    else:
+        yield _lift_wrong(ports, [memory_id])
+
+
+@defer.inlineCallbacks
+def undo_correction(ports, record_id, *, by):
+    """
+    Undo correction `record_id` (see the module). Deferred[the undo's audit record]; fails
+    with `CorrectionError` for an unknown, already undone or undo record.
+    """
+    record = _find(ports, record_id)
+    action = record["action"]
+    if action in ("pin_node", "unpin_node"):
+        _undo_pin(ports, record)
+    elif action in ("edit_journal", "delete_journal") or (
+            action == "mark_wrong" and record["target"].startswith("journal:")):
+        yield _undo_journal(ports, record)
+    elif action == "correct_attribute":
+        _undo_attribute(ports, record)
+    else:
+        yield _undo_memory(ports, record)
+    undo = _record(ports, by, UNDO, record["id"],
+                   f"undid correction #{record['id']} ({record.get('detail', '')[:160]})",
+                   before=record.get("after"), after=record.get("before"))
+    trail = audit_trail(ports)
+    for kept in trail:
+        if kept.get("id") == record["id"]:
+            kept["undone_by"] = undo["id"]
+    ports.state.set(documents.CORRECTIONS_AUDIT, trail)
+    return undo
+
