@@ -21,11 +21,12 @@ from ai_assistant.memory.corrections import (
     _record,
     _replace_entry,
     audit_trail,
+    mark_undone,
+    store_attribute,
+    store_pin,
 )
 from ai_assistant.memory.journal import get_journal, save_journal
-from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall import mirror as recall_mirror
-from ai_assistant.plumbing import documents
 
 UNDO = "undo"
 
@@ -88,29 +89,12 @@ def _undo_journal(ports, record):
 
 
 def _undo_pin(ports, record):
-    nodes = load_nodes(ports)
-    node = nodes.get(str(record["target"]))
-    if node is None:
-        raise CorrectionError(f"There is no memory node {record['target']!r} any more.")
-    node["pinned"] = bool(record["before"]["pinned"])
-    ports.state.set(documents.MEMORY_NODES, nodes)
+    store_pin(ports, record["target"], bool(record["before"]["pinned"]))
 
 
 def _undo_attribute(ports, record):
     entity_id, attribute = record["target"].split(":", 1)
-    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
-    if entity_id not in profiles:
-        raise CorrectionError(f"There is no profile of {entity_id!r} any more.")
-    profile = dict(profiles[entity_id])
-    attributes = dict(profile.get("attributes") or {})
-    old = (record.get("before") or {}).get("value")
-    if old is None:
-        attributes.pop(attribute, None)
-    else:
-        attributes[attribute] = old
-    profile["attributes"] = attributes
-    profiles[entity_id] = profile
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
+    store_attribute(ports, entity_id, attribute, (record.get("before") or {}).get("value"))
 
 
 @defer.inlineCallbacks
@@ -153,10 +137,6 @@ def undo_correction(ports, record_id, *, by):
     undo = _record(ports, by, UNDO, record["id"],
                    f"undid correction #{record['id']} ({record.get('detail', '')[:160]})",
                    before=record.get("after"), after=record.get("before"))
-    trail = audit_trail(ports)
-    for kept in trail:
-        if kept.get("id") == record["id"]:
-            kept["undone_by"] = undo["id"]
-    ports.state.set(documents.CORRECTIONS_AUDIT, trail)
+    mark_undone(ports, record["id"], undo["id"])
     return undo
 

@@ -102,6 +102,42 @@ def _record(ports, by, action, target, detail, *, before=None, after=None, deriv
     return record
 
 
+def mark_undone(ports, record_id, undo_id):
+    """Note on correction `record_id` that correction `undo_id` undid it."""
+    trail = audit_trail(ports)
+    for record in trail:
+        if record.get("id") == record_id:
+            record["undone_by"] = undo_id
+    ports.state.set(documents.CORRECTIONS_AUDIT, trail)
+
+
+def store_pin(ports, node_id, pinned):
+    """Pin or unpin a node, unrecorded (`correction_undo` records the undo); the node."""
+    nodes = load_nodes(ports)
+    node = nodes.get(str(node_id))
+    if node is None:
+        raise CorrectionError(f"There is no memory node {node_id!r}.")
+    node["pinned"] = bool(pinned)
+    ports.state.set(documents.MEMORY_NODES, nodes)
+    return node
+
+
+def store_attribute(ports, entity_id, attribute, value):
+    """Set (or, for None, remove) a profile attribute, unrecorded (`correction_undo`)."""
+    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
+    if entity_id not in profiles:
+        raise CorrectionError(f"There is no profile of {entity_id!r}.")
+    profile = dict(profiles[entity_id])
+    attributes = dict(profile.get("attributes") or {})
+    if value is None:
+        attributes.pop(attribute, None)
+    else:
+        attributes[attribute] = value
+    profile["attributes"] = attributes
+    profiles[entity_id] = profile
+    ports.state.set(documents.ENTITY_PROFILES, profiles)
+
+
 def _clean_reason(reason):
     return " ".join(str(reason or "").split())[:MAX_REASON_CHARS]
 
