@@ -73,7 +73,7 @@ def importance_timeline(points, day="", width=720, height=200):
     most = max(len(values) for values in bins.values())
     parts.append(f'<text x="{left - 6}" y="{top + 8}" font-size="10" text-anchor="end">'
                  f"{most}</text>")
-    slot = plot_w / len(bins)
+    slot = min(plot_w / len(bins), 48.0)  # a few days stay bars, not a wall
     for number, (key, values) in enumerate(bins.items()):
         mean = sum(value for value, _ in values) / len(values)
         wrong = sum(1 for _, is_wrong in values if is_wrong)
