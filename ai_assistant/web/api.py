@@ -12,6 +12,8 @@ The inspector's REST API, under Evennia's `/api/` (Django REST framework), staff
     GET  /api/assistants/<id>/projects/        project slots
     GET  /api/assistants/<id>/nodes/           memory nodes and clusters, effective importance,
                                                audience; ?state=
+    GET  /api/assistants/<id>/recall/?q=&speaker=   the recall preview: the "What you remember"
+                                               and people blocks a turn would build now
     GET  /api/assistants/<id>/sleeps/          what the recent sleeps changed
     GET  /api/assistants/<id>/corrections/     the audit trail
     POST /api/assistants/<id>/corrections/     make a correction (`web.actions`)
@@ -38,6 +40,7 @@ from ai_assistant.web.auth import CachedBasicAuthentication
 from ai_assistant.web.listing import MemoryFilters, offset_of
 from ai_assistant.web.actions import apply_correction
 from ai_assistant.web.reactor import on_reactor
+from ai_assistant.web.recall_preview import UnknownSpeaker, recall_preview
 
 # The API's pages: this many rows unless `?limit=` asks for another number, at most the second.
 API_PAGE, API_PAGE_MOST = 100, 1000
@@ -179,6 +182,22 @@ class Nodes(InspectorView):
 class Sleeps(InspectorView):
     def read(self, npc, request):
         return inspect.sleeps(npc)
+
+
+class RecallPreview(InspectorView):
+    """What a turn would recall if `?speaker=` (name or id) said `?q=` now (`recall_preview`)."""
+
+    def get(self, request, assistant_id):
+        npc = _assistant_or_404(assistant_id)
+        text = request.query_params.get("q", "").strip()
+        if not text:
+            return Response({"q": ["What would be said: ?q=<text>."]},
+                            status=http.HTTP_400_BAD_REQUEST)
+        try:
+            return Response(on_reactor(recall_preview, npc, text,
+                                       request.query_params.get("speaker", "")))
+        except UnknownSpeaker as err:
+            return Response({"speaker": [str(err)]}, status=http.HTTP_400_BAD_REQUEST)
 
 
 class Corrections(InspectorView):

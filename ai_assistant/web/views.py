@@ -32,6 +32,7 @@ from ai_assistant.web.actions import ACTIONS, apply_correction
 from ai_assistant.web.api import all_assistants, find_assistant
 from ai_assistant.web.listing import MemoryFilters, offset_of, page
 from ai_assistant.web.reactor import on_reactor
+from ai_assistant.web.recall_preview import UnknownSpeaker, recall_preview
 
 # What the "while it slept" section names, from the counts of `sleep.reports`.
 SLEEP_HIGHLIGHTS = (
@@ -122,6 +123,18 @@ def _people_rows(npc):
 
 
 @defer.inlineCallbacks
+def _preview(npc, params):
+    """The recall preview asked for with `?rq=` (and `?rspeaker=`), or None (reactor)."""
+    text = str(params.get("rq", "")).strip()
+    if not text:
+        return None
+    try:
+        return (yield recall_preview(npc, text, params.get("rspeaker", "")))
+    except UnknownSpeaker as err:
+        return {"error": str(err)}
+
+
+@defer.inlineCallbacks
 def _page_data(npc, view):
     """Everything the page shows (reactor thread; waits for the long-term memory)."""
     size = int(npc.assistant.ports().settings.get("inspector.page_size"))
@@ -129,11 +142,13 @@ def _page_data(npc, view):
                                             offset_of(view["params"], "moffset"), size)
     status = yield inspect.status(npc, long_term=count)
     bands, people = _people_rows(npc)
+    preview = yield _preview(npc, view["params"])
     hits = inspect.journal_hits(npc, view["query"], view["day"])
     journal = page(hits, offset_of(view["params"]), size)
     journal["rows"] = inspect.derived_by_entry(npc, inspect.entry_views(npc, journal["rows"]))
     return {
         "status": status,
+        "preview": preview,
         "journal": journal,
         "points": inspect.importance_points(npc),
         "memories": memories,
