@@ -51,6 +51,11 @@ class TestCorrectionsStick(InspectorTestCase):
         assert "already undone" in str(again)
         trail = self.client.get(self.url("corrections/")).json()
         assert trail[1]["undone_by"] == undo["id"]
+        (memory,) = self.client.get(self.url("memories/?memory=m1")).json()["memories"]
+        events = [event["event"] for event in memory["history"]]
+        assert events == ["added", "edit_journal", "undo"]
+        assert memory["history"][0]["detail"] == "consolidated from journal #1"
+        assert memory["history"][1]["before"]["content"].endswith("east pier.")
 
     def test_deleting_or_marking_an_entry_wrong_marks_its_memories_and_undo_restores(self):
         self.client.force_login(self.builder)

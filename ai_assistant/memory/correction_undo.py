@@ -134,9 +134,13 @@ def undo_correction(ports, record_id, *, by):
         _undo_attribute(ports, record)
     else:
         yield _undo_memory(ports, record)
+    touched = list(record.get("derived") or ())
+    if str(record["target"]).startswith("memory:") or action in ("edit_memory",
+                                                                 "delete_memory"):
+        touched.append(str(record["target"]).removeprefix("memory:"))
     undo = _record(ports, by, UNDO, record["id"],
                    f"undid correction #{record['id']} ({record.get('detail', '')[:160]})",
-                   before=record.get("after"), after=record.get("before"))
+                   before=record.get("after"), after=record.get("before"), derived=touched)
     mark_undone(ports, record["id"], undo["id"])
     return undo
 

@@ -293,6 +293,38 @@ def long_term_memories(npc, query="", filters=None, offset=0, size=None):
             "memories": views, "threshold": threshold, "min_trust": min_trust}
 
 
+def memory_history(npc, view):
+    """
+    What happened to one long-term memory, oldest first: made (from which journal entries),
+    superseded, corrected, marked wrong, each correction of the audit trail that touched it
+    (with its before and after), as mem0 keeps a history per memory.
+
+    Args:
+        view (dict): The memory's view (`long_term_memories`).
+
+    Returns:
+        list[dict]: `{"time", "event", "detail"}` each.
+    """
+    metadata = view.get("metadata") or {}
+    made = "consolidated from journal " + ", ".join(
+        f"#{entry_id}" for entry_id in view.get("journal_ids") or ()) if view.get(
+        "journal_ids") else "added"
+    events = [{"time": view.get("created_at") or metadata.get("timestamp"), "event": "added",
+               "detail": made}]
+    if metadata.get("superseded_by"):
+        events.append({"time": metadata.get("superseded_at"), "event": "superseded",
+                       "detail": f"by {metadata['superseded_by']}"})
+    for record in audit_trail(npc.assistant.ports()):
+        target = str(record.get("target", "")).removeprefix("memory:")
+        if target == view["id"] or view["id"] in (record.get("derived") or ()) or view[
+                "id"] == (record.get("after") or {}).get("memory"):
+            events.append({"time": record.get("time"), "event": record.get("action"),
+                           "detail": f"#{record.get('id')} by {record.get('by')}: "
+                                     f"{record.get('detail')}", "before": record.get("before"),
+                           "after": record.get("after")})
+    return events
+
+
 # ----------------------------------------------------------------------------------------------
 # People, goals, projects
 

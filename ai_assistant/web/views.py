@@ -104,6 +104,7 @@ def _memory_section(npc, query, filters, offset, size):
         return {"available": False, "memories": [], "error": str(err)}, None
     for row in memories["memories"]:
         row["row"] = f"memory-{row['id']}"
+        row["history"] = inspect.memory_history(npc, row)
     return memories, (None if query else memories["total"])
 
 
