@@ -43,11 +43,16 @@ class TestInspectorFixes(InspectorTestCase):
         assert not journal.get_journal(self.ports)["entries"][0].get("wrong")
 
     def test_basic_auth_is_checked_once_then_fast_and_a_new_password_is_needed(self):
+        started = time.perf_counter()
         assert self.client.get("/api/assistants/", **basic("Bo")).status_code == 200
+        checked = time.perf_counter() - started
         started = time.perf_counter()
         for _ in range(5):
             assert self.client.get("/api/assistants/", **basic("Bo")).status_code == 200
-        assert (time.perf_counter() - started) / 5 < 0.2
+        remembered = (time.perf_counter() - started) / 5
+        print(f"\nBasic auth: first request {checked * 1000:.0f} ms, then "
+              f"{remembered * 1000:.0f} ms each")
+        assert remembered < 0.2
         assert self.client.get("/api/assistants/", **basic("Bo", "wrong")).status_code == 401
         self.builder.set_password("another-pass-2")
         self.builder.save()
