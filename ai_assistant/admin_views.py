@@ -9,7 +9,6 @@ uses the command's `caller`, `rhs` and `_npc()`.
 import json
 import textwrap
 
-from ai_assistant.plumbing import documents
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import SCOPED, ToolCategory, execute_tool
 
@@ -111,11 +110,11 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.memory.journal import format_entry, get_journal
+        from ai_assistant.memory.journal import format_entry
         from ai_assistant.memory.search.journal_search import search_journal
 
         ports = npc.assistant.ports()
-        entries = get_journal(ports)["entries"]
+        entries = npc.assistant.journal.entries()
         if not self.rhs:
             recent = entries[-15:]
             lines = [f"|wJournal of {npc.key}|n ({len(entries)} entries, newest last)"]
@@ -141,11 +140,11 @@ class AdminViews:
             self.caller.msg("Usage: @assistant/memory <npc> = <query>")
             return
         ports = npc.assistant.ports()
-        if ports.semantic is None:
+        if not npc.assistant.memories.available:
             self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
                             "off). Try @assistant/journal instead.")
             return
-        from ai_assistant.memory.semantic_recall import (
+        from ai_assistant.memory.recall.long_term import (
             format_memory_results,
             retrieve_relevant_memories,
         )
@@ -163,7 +162,7 @@ class AdminViews:
             return
         from ai_assistant.workspace.goals import format_goal_tree
 
-        goals = npc.assistant.ports().state.get(documents.CURRENT_GOALS) or []
+        goals = npc.assistant.goals.all()
         self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
 
     def do_projects(self):
@@ -172,7 +171,7 @@ class AdminViews:
             return
         from ai_assistant.workspace.projects import format_projects
 
-        doc = npc.assistant.ports().state.get(documents.PROJECTS)
+        doc = npc.assistant.projects.document()
         self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
 
     def do_reflect(self):
@@ -203,13 +202,13 @@ class AdminViews:
         if not self.rhs or not self.rhs.strip():
             self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
             return
-        from ai_assistant.memory.entities import find_profile, format_profile, get_profiles
+        from ai_assistant.memory.entities import format_profile
 
-        ports = npc.assistant.ports()
-        profile = find_profile(ports, self.rhs.strip())
+        people = npc.assistant.people
+        profile = people.find(self.rhs.strip())
         if profile is None:
             known = ", ".join(sorted(p.get("name") or key for key, p in
-                                     get_profiles(ports).items())) or "nobody yet"
+                                     people.profiles().items())) or "nobody yet"
             self.caller.msg(f"{npc.key} has no profile of '{self.rhs.strip()}'. Known: {known}.")
             return
         self.caller.msg(f"|wProfile kept by {npc.key}|n\n{format_profile(profile)}")
@@ -218,7 +217,8 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+        from ai_assistant.sleep.patrol import run_patrol
+        from ai_assistant.workspace.status import format_patrol_report
 
         caller = self.caller
         caller.msg(f"{npc.key} patrols its memories...")
@@ -231,7 +231,7 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol.report import format_nodes_overview
+        from ai_assistant.workspace.status import format_nodes_overview
 
         self.caller.msg(format_nodes_overview(npc.assistant.ports()))
 

@@ -10,15 +10,16 @@ from support import result_of
 from test_corrections import FakeSemantic
 from test_privacy import clock, hear, make, recall_here, tick, whole_request  # noqa: F401
 
-from ai_assistant.memory import corrections, journal
+from ai_assistant.memory import corrections
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 
 
 def test_the_next_request_shows_the_corrected_fact(llm_server, make, clock):  # noqa: F811
     ports = make()
     ports.semantic = FakeSemantic()
-    entry = journal.add_entry(ports, "Captain Mira said the crew of the Gull is eleven sailors.",
-                              source_type="direct", source_entity="Mira")
+    entry = Journal(ports).add("Captain Mira said the crew of the Gull is eleven sailors.",
+                               source_type="direct", source_entity="Mira")
     ports.semantic.add("The crew of the Gull is eleven sailors", metadata={
         "source": "journal", "entry_id": entry["id"], "source_type": "direct",
         "source_entity": "Mira", "timestamp": entry["timestamp"]})

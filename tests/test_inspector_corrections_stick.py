@@ -9,9 +9,9 @@ import re
 from django.test import Client
 from inspector_fixtures import InspectorTestCase
 
-from ai_assistant.memory import journal
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.corrections import NOTE_IMPORTANCE, is_wrong
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 
 
@@ -39,12 +39,12 @@ class TestCorrectionsStick(InspectorTestCase):
         assert replacement["metadata"]["entry_id"] == 1
         assert replacement["metadata"]["replaces"] == ["m1"]
         # the note: in the journal for the assistant, lowest importance, never in a player's view
-        note = journal.get_entry(self.ports, record["journal_entry_id"])
+        note = Journal(self.ports).entry(record["journal_entry_id"])
         assert note["importance"] == NOTE_IMPORTANCE and not visible_to(note, "#90")
 
         undo = self.post({"action": "undo", "change_id": record["id"]})
         assert undo["action"] == "undo" and undo["target"] == str(record["id"])
-        assert journal.get_entry(self.ports, 1)["content"].endswith("by the east pier.")
+        assert Journal(self.ports).entry(1)["content"].endswith("by the east pier.")
         assert not is_wrong(store.memories["m1"])
         assert record["after"]["memory"] not in store.memories
         again = self.post({"action": "undo", "change_id": record["id"]}, expect=400)
@@ -62,14 +62,14 @@ class TestCorrectionsStick(InspectorTestCase):
         store = self.ports.semantic
         deleted = self.post({"action": "delete_journal", "entry_id": 1})
         assert deleted["derived"] == ["m1"] and is_wrong(store.memories["m1"])
-        assert journal.get_entry(self.ports, 1) is None
+        assert Journal(self.ports).entry(1) is None
         self.post({"action": "undo", "change_id": deleted["id"]})
-        assert journal.get_entry(self.ports, 1)["content"].startswith("Alice said")
+        assert Journal(self.ports).entry(1)["content"].startswith("Alice said")
         assert not is_wrong(store.memories["m1"])
         marked = self.post({"action": "mark_wrong", "entry_id": 1, "reason": "moved"})
         assert marked["derived"] == ["m1"] and is_wrong(store.memories["m1"])
         self.post({"action": "undo", "change_id": marked["id"]})
-        assert not journal.get_entry(self.ports, 1).get("wrong")
+        assert not Journal(self.ports).entry(1).get("wrong")
         assert not is_wrong(store.memories["m1"])
 
     def test_every_other_correction_keeps_before_and_after_and_undoes(self):
@@ -117,4 +117,4 @@ class TestCorrectionsStick(InspectorTestCase):
         html = client.get(page).content.decode()
         assert re.search(rf'id="change-{change}"[\s\S]*?id="flash">Corrected: undid', html)
         assert f"undone by #{int(change) + 1}" in html
-        assert journal.get_entry(self.ports, 1)["content"].endswith("by the east pier.")
+        assert Journal(self.ports).entry(1)["content"].endswith("by the east pier.")

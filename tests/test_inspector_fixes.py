@@ -11,7 +11,8 @@ import time
 from django.test import Client
 from inspector_fixtures import PASSWORD, InspectorTestCase
 
-from ai_assistant.memory import entities, journal
+from ai_assistant.memory import entities
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 
 
@@ -40,7 +41,7 @@ class TestInspectorFixes(InspectorTestCase):
             "action": "mark_wrong", "entry_id": 1, "memory_id": "bogus"},
             content_type="application/json")
         assert response.status_code == 400, response.content
-        assert not journal.get_journal(self.ports)["entries"][0].get("wrong")
+        assert not Journal(self.ports).entries()[0].get("wrong")
 
     def test_basic_auth_is_checked_once_then_fast_and_a_new_password_is_needed(self):
         started = time.perf_counter()
@@ -101,8 +102,8 @@ class TestInspectorFixes(InspectorTestCase):
         return response.json()["profiles"] if tail == "profiles/" else response.json()
 
     def test_private_items_are_badged_on_the_page_and_in_the_api(self):
-        journal.add_entry(self.ports, "Alice whispered the vault code is 42.",
-                          source_type="direct", source_entity="Alice", audience="#90")
+        Journal(self.ports).add("Alice whispered the vault code is 42.",
+                                source_type="direct", source_entity="Alice", audience="#90")
         self.ports.semantic.add("The vault code is 42", metadata={
             "source_type": "direct", "source_entity": "Alice", "audience": "#90"})
         nodes = self.ports.state.get(documents.MEMORY_NODES)
@@ -146,7 +147,7 @@ class TestInspectorFixes(InspectorTestCase):
 
     def test_a_correction_comes_back_to_its_row_once(self):
         for number in range(30):
-            journal.add_entry(self.ports, f"Filler entry {number}.")
+            Journal(self.ports).add(f"Filler entry {number}.")
         client = Client(enforce_csrf_checks=True)
         client.force_login(self.builder)
         here = self.detail("?offset=25")

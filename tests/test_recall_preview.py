@@ -10,7 +10,8 @@ from inspector_fixtures import InspectorTestCase
 from support import result_of
 from test_privacy import BOB, clock, hear, make, recall_here, tick, whole_request  # noqa: F401
 
-from ai_assistant.memory import entities, journal
+from ai_assistant.memory import entities
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.web.recall_preview import UnknownSpeaker, preview
@@ -20,11 +21,11 @@ QUESTION = "Ada, where does the harbour master live?"
 
 def test_the_preview_is_the_block_the_next_turn_sends(llm_server, make, clock):  # noqa: F811
     ports = make()
-    journal.add_entry(ports, "Alice said the harbour master lives by the east pier.",
-                      source_type="direct", source_entity="Alice")
-    journal.add_entry(ports, "Bob whispered that the harbour master owes him money.",
-                      source_type="direct", source_entity="Bob", audience=BOB["id"])
-    journal.add_entry(ports, "A gull stole a fish at the market.")
+    Journal(ports).add("Alice said the harbour master lives by the east pier.",
+                       source_type="direct", source_entity="Alice")
+    Journal(ports).add("Bob whispered that the harbour master owes him money.",
+                       source_type="direct", source_entity="Bob", audience=BOB["id"])
+    Journal(ports).add("A gull stole a fish at the market.")
     llm_server.script(Reply_say("Hello, Bob."), Reply_say("By the east pier."))
     hear(ports, "talk", "Hello Ada, I am Bob the sailor.")
     tick(ports, clock)

@@ -25,8 +25,8 @@ from ai_assistant.memory.corrections import (
     store_attribute,
     store_pin,
 )
-from ai_assistant.memory.journal import get_journal, save_journal
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.memories import Memories
 
 UNDO = "undo"
 
@@ -51,13 +51,12 @@ def _find(ports, record_id):
 
 @defer.inlineCallbacks
 def _lift_wrong(ports, memory_ids):
+    memories = Memories(ports)  # written through to the recall mirror: recalled again at once
     for memory_id in memory_ids or ():
-        memory = yield ports.semantic.get(str(memory_id))
+        memory = yield memories.get(str(memory_id))
         if memory:
-            updated = yield ports.semantic.update(
-                str(memory_id), memory.get("memory") or "",
-                metadata={"wrong": False, "wrong_reason": "", "undone": True})
-            recall_mirror.record(ports, [updated])
+            yield memories.update(str(memory_id), memory.get("memory") or "",
+                                  metadata={"wrong": False, "wrong_reason": "", "undone": True})
 
 
 @defer.inlineCallbacks
@@ -67,24 +66,18 @@ def _undo_journal(ports, record):
         _replace_entry(ports, record["target"], lambda entry: entry.update(
             content=before.get("content"), corrected=before.get("corrected")))
         replacement = (record.get("after") or {}).get("memory")
-        if replacement and ports.semantic is not None:
-            yield ports.semantic.delete(str(replacement))
-            recall_mirror.forget(ports, replacement)
+        if replacement and Memories(ports).available:
+            yield Memories(ports).delete(str(replacement))
     elif action == "delete_journal":
-        journal = get_journal(ports)
-        entry = dict(before["entry"])
-        if any(existing.get("id") == entry["id"] for existing in journal["entries"]):
-            raise CorrectionError(f"Journal entry #{entry['id']} is there already.")
-        journal["entries"].append(entry)
-        journal["entries"].sort(key=lambda existing: existing.get("id") or 0)
-        if before.get("consolidated"):
-            journal["consolidated_entry_ids"] = [
-                *(journal.get("consolidated_entry_ids") or ()), entry["id"]]
-        save_journal(ports, journal)
+        entry = before["entry"]
+        try:
+            Journal(ports).restore(entry, consolidated=bool(before.get("consolidated")))
+        except JournalError:
+            raise CorrectionError(f"Journal entry #{entry['id']} is there already.") from None
     else:  # mark_wrong of an entry
         _replace_entry(ports, record["target"].split(":", 1)[1],
                        lambda entry: entry.pop("wrong", None))
-    if ports.semantic is not None:
+    if Memories(ports).available:
         yield _lift_wrong(ports, record.get("derived"))
 
 
@@ -99,20 +92,19 @@ def _undo_attribute(ports, record):
 
 @defer.inlineCallbacks
 def _undo_memory(ports, record):
-    if ports.semantic is None:
+    memories = Memories(ports)
+    if not memories.available:
         raise CorrectionError("This assistant has no long-term memory.")
     action, before = record["action"], record.get("before") or {}
     memory_id = record["target"].removeprefix("memory:")
     if action == "delete_memory":
-        yield ports.semantic.add(before.get("memory") or "", metadata=dict(
-            before.get("metadata") or {}), infer=False)
+        yield memories.add(before.get("memory") or "", metadata=before.get("metadata"))
         return
-    memory = yield ports.semantic.get(memory_id)
+    memory = yield memories.get(memory_id)
     if not memory:
         raise CorrectionError(f"There is no long-term memory {memory_id!r} any more.")
     if action == "edit_memory":
-        updated = yield ports.semantic.update(memory_id, before.get("memory") or "")
-        recall_mirror.record(ports, [updated])
+        yield memories.update(memory_id, before.get("memory") or "")
     else:
         yield _lift_wrong(ports, [memory_id])
 

@@ -28,10 +28,11 @@ message meant for the staff member who asked.
 
 from twisted.internet import defer
 
-from ai_assistant.memory.journal import add_entry, get_journal, save_journal
-from ai_assistant.memory.links import memory_ids_for_entry
-from ai_assistant.memory.nodes import load_nodes
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
@@ -78,8 +79,8 @@ def _record(ports, by, action, target, detail, *, before=None, after=None, deriv
     back); `derived` the long-term memories it changed with a journal entry.
     """
     who = str(by or "staff")[:80]
-    entry = add_entry(
-        ports, f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
+    entry = Journal(ports).add(
+        f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
         importance=NOTE_IMPORTANCE, audience=STAFF_AUDIENCE,
     )
@@ -113,29 +114,18 @@ def mark_undone(ports, record_id, undo_id):
 
 def store_pin(ports, node_id, pinned):
     """Pin or unpin a node, unrecorded (`correction_undo` records the undo); the node."""
-    nodes = load_nodes(ports)
-    node = nodes.get(str(node_id))
-    if node is None:
-        raise CorrectionError(f"There is no memory node {node_id!r}.")
-    node["pinned"] = bool(pinned)
-    ports.state.set(documents.MEMORY_NODES, nodes)
-    return node
+    try:
+        return Nodes(ports).pin(node_id, pinned)
+    except KeyError:
+        raise CorrectionError(f"There is no memory node {node_id!r}.") from None
 
 
 def store_attribute(ports, entity_id, attribute, value):
     """Set (or, for None, remove) a profile attribute, unrecorded (`correction_undo`)."""
-    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
-    if entity_id not in profiles:
-        raise CorrectionError(f"There is no profile of {entity_id!r}.")
-    profile = dict(profiles[entity_id])
-    attributes = dict(profile.get("attributes") or {})
-    if value is None:
-        attributes.pop(attribute, None)
-    else:
-        attributes[attribute] = value
-    profile["attributes"] = attributes
-    profiles[entity_id] = profile
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
+    try:
+        People(ports).set_attribute(entity_id, attribute, value)
+    except KeyError:
+        raise CorrectionError(f"There is no profile of {entity_id!r}.") from None
 
 
 def _clean_reason(reason):
@@ -163,13 +153,8 @@ def set_node_pinned(ports, node_id, pinned, *, by):
     Returns:
         dict: The audit record.
     """
-    nodes = load_nodes(ports)
-    node = nodes.get(str(node_id))
-    if node is None:
-        raise CorrectionError(f"There is no memory node {node_id!r}.")
-    was = bool(node.get("pinned"))
-    node["pinned"] = bool(pinned)
-    ports.state.set(documents.MEMORY_NODES, nodes)
+    was = bool((Nodes(ports).stored().get(str(node_id)) or {}).get("pinned"))
+    node = store_pin(ports, node_id, pinned)
     verb = "pinned" if pinned else "unpinned"
     title = str((node.get("scene") or {}).get("action") or node_id)[:80]
     return _record(ports, by, "pin_node" if pinned else "unpin_node", node_id,
@@ -181,26 +166,29 @@ def set_node_pinned(ports, node_id, pinned, *, by):
 # Journal entries
 
 
-def _entry_position(journal, entry_id):
+def _entry_id(entry_id):
     try:
-        wanted = int(entry_id)
+        return int(entry_id)
     except (TypeError, ValueError):
         raise CorrectionError(f"A journal entry id is a number, not {entry_id!r}.") from None
-    for position, entry in enumerate(journal["entries"]):
-        if entry.get("id") == wanted:
-            return position
-    raise CorrectionError(f"There is no journal entry #{wanted}.")
+
+
+def _existing_entry(ports, entry_id):
+    """The journal entry `entry_id` (a copy), or `CorrectionError`."""
+    wanted = _entry_id(entry_id)
+    entry = Journal(ports).entry(wanted)
+    if entry is None:
+        raise CorrectionError(f"There is no journal entry #{wanted}.")
+    return dict(entry)
 
 
 def _replace_entry(ports, entry_id, change):
     """Replace an entry by a changed copy (`change(copy)`); returns the new entry."""
-    journal = get_journal(ports)
-    position = _entry_position(journal, entry_id)
-    entry = dict(journal["entries"][position])
-    change(entry)
-    journal["entries"][position] = entry
-    save_journal(ports, journal)
-    return entry
+    wanted = _entry_id(entry_id)
+    try:
+        return Journal(ports).replace(wanted, change)
+    except JournalError:
+        raise CorrectionError(f"There is no journal entry #{wanted}.") from None
 
 
 @defer.inlineCallbacks
@@ -213,14 +201,15 @@ def derived_memories(ports, entry_id):
         Deferred[list[dict]]: The memories (`{"id", "memory", "metadata"}`), none if the
         assistant has no long-term memory.
     """
-    if ports.semantic is None:
+    memories = Memories(ports)
+    if not memories.available:
         return []
-    wanted = {str(mem_id) for mem_id in memory_ids_for_entry(ports, entry_id)}
-    listed = yield ports.semantic.list(limit=DERIVED_SCAN, filters={"entry_id": entry_id})
+    wanted = {str(mem_id) for mem_id in MemoryLinks(ports).memory_ids_for_entry(entry_id)}
+    listed = yield memories.list(limit=DERIVED_SCAN, filters={"entry_id": entry_id})
     found = {str(hit.get("id")): hit for hit in listed or ()
              if (hit.get("metadata") or {}).get("entry_id") == entry_id}
     for mem_id in wanted - set(found):
-        hit = yield ports.semantic.get(mem_id)
+        hit = yield memories.get(mem_id)
         if hit:
             found[mem_id] = hit
     return sorted(found.values(), key=lambda hit: str(hit.get("id")))
@@ -233,9 +222,9 @@ def _mark_derived_wrong(ports, entry_id, reason, by):
     for memory in (yield derived_memories(ports, entry_id)):
         if is_wrong(memory):
             continue
-        updated = yield ports.semantic.update(str(memory["id"]), memory.get("memory") or "",
-                                              metadata=_wrong_mark(ports, reason, by))
-        recall_mirror.record(ports, [updated])
+        # through the owner: recall skips it at once (its mirror is written through)
+        yield Memories(ports).update(str(memory["id"]), memory.get("memory") or "",
+                                     metadata=_wrong_mark(ports, reason, by))
         marked.append(str(memory["id"]))
     return marked
 
@@ -256,8 +245,7 @@ def edit_journal_entry(ports, entry_id, content, *, by):
     """
     content = _clean_text(ports, content, "The new text")
     stamp = {"by": str(by), "time": iso(ports.clock.now())}
-    journal = get_journal(ports)
-    old = dict(journal["entries"][_entry_position(journal, entry_id)])
+    old = _existing_entry(ports, entry_id)
     entry = _replace_entry(ports, entry_id,
                            lambda entry: entry.update(content=content, corrected=stamp))
     derived = yield _mark_derived_wrong(
@@ -269,10 +257,8 @@ def edit_journal_entry(ports, entry_id, content, *, by):
             "audience")}
         metadata.update(source="journal", entry_id=entry["id"], corrected_by=str(by),
                         corrected_at=stamp["time"], replaces=derived)
-        added = yield ports.semantic.add(content, metadata=metadata, infer=False)
+        added = yield Memories(ports).add(content, metadata=metadata)
         replacement = next((str(hit.get("id")) for hit in added or () if hit.get("id")), None)
-        if replacement:
-            recall_mirror.record(ports, [(yield ports.semantic.get(replacement))])
     return _record(ports, by, "edit_journal", entry["id"],
                    f"rewrote journal entry #{entry['id']} as: {content[:200]}"
                    + (f" ({len(derived)} long-term memories made from it replaced)"
@@ -289,14 +275,13 @@ def delete_journal_entry(ports, entry_id, *, by):
     Returns:
         Deferred[dict]: The audit record (`before`: the entry, to put back).
     """
-    journal = get_journal(ports)
-    position = _entry_position(journal, entry_id)
-    removed = journal["entries"].pop(position)
-    was_consolidated = removed["id"] in (journal.get("consolidated_entry_ids") or ())
-    journal["consolidated_entry_ids"] = [
-        i for i in journal.get("consolidated_entry_ids") or () if i != removed["id"]
-    ]
-    save_journal(ports, journal)
+    wanted = _entry_id(entry_id)
+    journal = Journal(ports)
+    was_consolidated = wanted in journal.consolidated_ids()
+    try:
+        removed = journal.remove(wanted)
+    except JournalError:
+        raise CorrectionError(f"There is no journal entry #{wanted}.") from None
     derived = yield _mark_derived_wrong(
         ports, removed["id"], f"journal entry #{removed['id']} was deleted", by)
     return _record(ports, by, "delete_journal", removed["id"],
@@ -345,23 +330,18 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     if len(value) > MAX_ATTRIBUTE_VALUE_CHARS:
         raise CorrectionError(f"An attribute value is at most {MAX_ATTRIBUTE_VALUE_CHARS} "
                               "characters.")
-    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
-    if entity_id not in profiles:
+    people = People(ports)
+    profile = people.profiles().get(entity_id)
+    if profile is None:
         raise CorrectionError(f"There is no profile of {entity_id!r}.")
-    profile = dict(profiles[entity_id])
-    attributes = dict(profile.get("attributes") or {})
-    before = {"value": attributes.get(attribute)}
+    before = {"value": (profile.get("attributes") or {}).get(attribute)}
     if value:
-        attributes[attribute] = value
         detail = f"set {profile.get('name')}'s {attribute} to: {value}"
-    elif attribute in attributes:
-        del attributes[attribute]
+    elif attribute in (profile.get("attributes") or {}):
         detail = f"removed {profile.get('name')}'s {attribute}."
     else:
         raise CorrectionError(f"{profile.get('name')} has no attribute {attribute!r} to remove.")
-    profile["attributes"] = attributes
-    profiles[entity_id] = profile
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
+    people.set_attribute(entity_id, attribute, value)
     return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail,
                    before=before, after={"value": value or None})
 
@@ -371,9 +351,10 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
 
 
 def _require_store(ports):
-    if ports.semantic is None:
+    memories = Memories(ports)
+    if not memories.available:
         raise CorrectionError("This assistant has no long-term memory.")
-    return ports.semantic
+    return memories
 
 
 @defer.inlineCallbacks
@@ -390,9 +371,9 @@ def edit_memory(ports, memory_id, text, *, by):
     text = _clean_text(ports, text, "The new text")
     store = _require_store(ports)
     old = yield _existing_memory(store, memory_id)
-    updated = yield store.update(str(memory_id), text, metadata={
+    # recall reads the corrected text at once (the owner writes through to its mirror)
+    yield store.update(str(memory_id), text, metadata={
         "corrected_by": str(by), "corrected_at": iso(ports.clock.now())})
-    recall_mirror.record(ports, [updated])  # recall reads the corrected text at once
     return _record(ports, by, "edit_memory", memory_id,
                    f"rewrote long-term memory {memory_id} as: {text[:200]}",
                    before={"memory": old.get("memory")}, after={"memory": text})
@@ -404,7 +385,6 @@ def delete_memory(ports, memory_id, *, by):
     store = _require_store(ports)
     memory = yield _existing_memory(store, memory_id)
     yield store.delete(str(memory_id))
-    recall_mirror.forget(ports, memory_id)
     return _record(ports, by, "delete_memory", memory_id,
                    f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).",
                    before={"memory": memory.get("memory"),
@@ -418,8 +398,7 @@ def mark_memory_wrong(ports, memory_id, reason="", *, by):
     store = _require_store(ports)
     memory = yield _existing_memory(store, memory_id)
     mark = _wrong_mark(ports, reason, by)
-    updated = yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)
-    recall_mirror.record(ports, [updated])  # recall skips it at once
+    yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)  # unrecalled now
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"memory:{memory_id}",
                    f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.",

@@ -12,22 +12,21 @@ from twisted.internet import defer
 from ai_assistant.memory import entities
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.corrections import audit_trail, is_wrong
-from ai_assistant.memory.journal import get_journal
-from ai_assistant.memory.links import get_links
-from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.supersede import is_superseded
+from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
+from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
-from ai_assistant.memory.supersede import is_superseded
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
-from ai_assistant.reports import provider_line
 from ai_assistant.sleep.reports import recent_sleeps
-from ai_assistant.workspace.goals import load_goals
-from ai_assistant.workspace.projects import list_projects
+from ai_assistant.workspace.status import inspector_status
 
 # The most results one journal search returns (the pages of a search come from these).
 SEARCH_LIMIT = 200
-# The most long-term memories read for the page and its counts: all of them, in practice.
+# The first listing's size when reading every long-term memory for the page and its counts:
+# one listing holds them all in practice (`Memories.list_all` grows it if not).
 MEMORY_SCAN_LIMIT = 100_000
 # How importance was set, in words (`journal.importance_method`).
 IMPORTANCE_METHODS = {"l": "scored by the LLM", "h": "heuristic", "m": "set by hand"}
@@ -37,46 +36,21 @@ INTERACTIONS = ("direct_message", "direct_addressing", "talk")
 
 def assistant_summary(npc):
     """One line of the list: `{"id", "key", "mode", "phase", "location"}`."""
-    state = npc.assistant.ports().state
-    mode = state.get(documents.OPERATING_MODE) or "awake"
+    mode = npc.assistant.mode
+    asleep = mode.asleep()
     return {
         "id": npc.id,
         "key": npc.key,
-        "mode": mode,
-        "phase": state.get(documents.SLEEP_PHASE) if mode == "sleep" else None,
+        "mode": mode.current(),
+        "phase": mode.phase() if asleep else None,
         "location": npc.location.key if npc.location else None,
-    }
-
-
-def _tier_counts(ports):
-    journal = get_journal(ports)
-    nodes = load_nodes(ports)
-    by_status = {}
-    for node in nodes.values():
-        by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
-                                                                0) + 1
-    links = get_links(ports)
-    return {
-        "journal_entries": len(journal["entries"]),
-        "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
-        "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
-        # memories with at least one A-MEM link (not the link records, one per memory)
-        "memories_with_links": sum(1 for record in links.values() if record.get("linked_to")),
-        "entity_profiles": len(entities.get_profiles(ports)),
-        "goals": len(load_goals(ports)),
-        "projects": len(list_projects(ports)),
-        "memory_nodes": len(nodes),
-        "memory_nodes_by_status": by_status,
-        "memory_clusters": len(load_clusters(ports)),
-        "corrections": len(audit_trail(ports)),
     }
 
 
 @defer.inlineCallbacks
 def status(npc, long_term=None):
     """
-    The status header: mode and phase, ticks, provider and model, LLM use, errors, the
-    emergency stop and the counts per tier (long-term memories counted in the store).
+    The status header (`workspace.status.inspector_status`) with who and where it is.
 
     Args:
         long_term (int, optional): The number of long-term memories, when the caller has
@@ -85,36 +59,8 @@ def status(npc, long_term=None):
     Returns:
         Deferred[dict]
     """
-    ports = npc.assistant.ports()
-    note = None
-    if ports.semantic is not None and long_term is None:
-        try:
-            long_term = len((yield ports.semantic.list(limit=MEMORY_SCAN_LIMIT)) or ())
-        except Exception as err:  # noqa: BLE001 - the rest of the status still shows
-            note = f"long-term memory unavailable: {err}"
-    state = ports.state
-    stats = state.get(documents.LLM_STATS) or {}
-    llm = ports.settings.get("llm")
-    summary = assistant_summary(npc)
-    counts = _tier_counts(ports)
-    counts["long_term_memories"] = long_term
-    return {
-        **summary,
-        "dbref": npc.dbref,
-        "ticks": state.get(documents.TICK_COUNT) or 0,
-        "skipped_ticks": state.get(documents.SKIPPED_TICKS) or 0,
-        "mechanical": ports.mechanical,
-        "provider": provider_line(ports.settings, ports.llm),
-        "model": None if ports.mechanical else llm.get("model"),
-        "llm": {key: stats.get(key, 0) for key in
-                ("calls", "prompt_tokens", "completion_tokens", "failures",
-                 "consecutive_errors")},
-        "last_error": stats.get("last_error"),
-        "emergency_stop": bool(stats.get("emergency_stop")),
-        "pending_events": len(state.get(documents.PENDING_EVENTS) or ()),
-        "counts": counts,
-        "note": note,
-    }
+    view = yield inspector_status(npc.assistant.ports(), long_term)
+    return {**assistant_summary(npc), "dbref": npc.dbref, **view}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,12 +96,12 @@ def journal_hits(npc, query="", day=""):
         list[tuple]: `(entry, score or None)` each (views of a page: `entry_views`).
     """
     ports = npc.assistant.ports()
-    journal = get_journal(ports)
+    journal = npc.assistant.journal
     if query and query.strip():
         found = [(entry, score) for score, entry in
                  search_journal(ports, query.strip(), limit=SEARCH_LIMIT)]
     else:
-        found = [(entry, None) for entry in reversed(journal["entries"])]
+        found = [(entry, None) for entry in reversed(journal.entries())]
     if day:
         found = [(entry, score) for entry, score in found if _day_of(entry) == day]
     return found
@@ -163,7 +109,7 @@ def journal_hits(npc, query="", day=""):
 
 def entry_views(npc, hits):
     """`entry_view`s of `journal_hits` rows."""
-    consolidated = set(get_journal(npc.assistant.ports()).get("consolidated_entry_ids") or ())
+    consolidated = set(npc.assistant.journal.consolidated_ids())
     return [entry_view(entry, consolidated, score) for entry, score in hits]
 
 
@@ -171,7 +117,7 @@ def derived_by_entry(npc, views):
     """Give each entry view `derived`: the long-term memories made from it (`memory_links`)."""
     wanted = {view["id"] for view in views}
     made = {}
-    for mem_id, record in get_links(npc.assistant.ports()).items():
+    for mem_id, record in MemoryLinks(npc.assistant.ports()).records().items():
         for entry_id in record.get("journal_ids") or ():
             if entry_id in wanted:
                 made.setdefault(entry_id, []).append(mem_id)
@@ -193,7 +139,7 @@ def _day_of(entry):
 def importance_points(npc):
     """Every entry as a point of the importance-over-time plot: `(time, importance, entry)`."""
     points = []
-    for entry in get_journal(npc.assistant.ports())["entries"]:
+    for entry in npc.assistant.journal.entries():
         moment = parse_iso(entry.get("timestamp"))
         if moment is not None and entry.get("importance") is not None:
             points.append((moment, float(entry["importance"]), entry))
@@ -230,7 +176,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     }
     if hit.get("score") is not None:
         view["score"] = round(float(hit["score"]), 4)
-        # whether the assistant's own recall would return it (semantic_recall's two stages)
+        # whether the assistant's own recall would return it (`recall.long_term`'s two stages)
         view["recalled"] = bool(view["score"] > threshold and trust >= min_trust
                                 and not view["wrong"])
     return view
@@ -266,22 +212,23 @@ def long_term_memories(npc, query="", filters=None, offset=0, size=None):
         "min_trust"}`; each link names the memory it leads to (`memory`).
     """
     ports = npc.assistant.ports()
-    if ports.semantic is None:
+    memories = npc.assistant.memories
+    if not memories.available:
         return {"available": False, "memories": [], "threshold": None, "min_trust": None,
                 "total": 0, "count": 0, "with_links": 0}
     if query and query.strip():
-        hits = yield ports.semantic.search(query.strip(), limit=SEARCH_LIMIT)
+        hits = yield memories.search(query.strip(), limit=SEARCH_LIMIT)
     else:
-        hits = yield ports.semantic.list(limit=MEMORY_SCAN_LIMIT)
+        hits = yield memories.list_all(MEMORY_SCAN_LIMIT)
     hits = list(hits or ())
     total = len(hits)
     words = {str(hit.get("id")): hit.get("memory", "") for hit in hits}
-    links = get_links(ports)  # read after the yield: the links as they are now
+    links = MemoryLinks(ports).records()  # read after the yield: the links as they are now
     if not query:
         hits.sort(key=lambda hit: hit.get("created_at") or "", reverse=True)
     if filters is not None and filters.active():
         hits = [hit for hit in hits if filters.matches(_memory_summary(hit))]
-    threshold = calibrated_threshold(ports, "relevance_threshold")
+    threshold = memories.threshold("relevance_threshold")
     min_trust = float(ports.settings.get("memory.min_source_trust"))
     shown = hits[offset:] if size is None else hits[offset:offset + size]
     views = [_memory_view(ports, hit, links, threshold, min_trust) for hit in shown]
@@ -355,9 +302,10 @@ def _relationship_course(ports, profile):
 def profiles(npc):
     """Entity profiles: attributes, observations, the relationship now and its recent course."""
     ports = npc.assistant.ports()
+    people = People(ports)
     rows = []
-    for entity_id, stored in entities.get_profiles(ports).items():
-        profile = entities.get_profile(ports, entity_id)
+    for entity_id, stored in people.profiles().items():
+        profile = people.profile(entity_id)
         rows.append({
             **{key: profile.get(key) for key in (
                 "entity_id", "name", "entity_type", "first_seen", "last_seen",
@@ -382,7 +330,7 @@ def relationship_bands(npc):
 
 def goal_tree(npc):
     """The goals as a tree: root goals, each with its `children`, in creation order."""
-    goals = load_goals(npc.assistant.ports())
+    goals = npc.assistant.goals.all()
     nodes = {goal["id"]: {**goal, "children": []} for goal in goals}
     roots = []
     for goal in goals:
@@ -393,8 +341,8 @@ def goal_tree(npc):
 
 
 def projects(npc):
-    """Project slots, the active one first (`workspace.projects.list_projects`)."""
-    return list_projects(npc.assistant.ports())
+    """Project slots, the active one first (`workspace.projects.Projects.all`)."""
+    return npc.assistant.projects.all()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -418,8 +366,8 @@ def memory_nodes(npc):
     """
     ports = npc.assistant.ports()
     decay = float(ports.settings.get("nodes.decay_sessions"))
-    nodes = load_nodes(ports)
-    clusters = load_clusters(ports)
+    graph = Nodes(ports)
+    nodes, clusters = graph.nodes(), graph.clusters()
     rows = []
     for node in nodes.values():
         scene = node.get("scene") or {}
@@ -453,9 +401,7 @@ def memory_nodes(npc):
 
 def sleeps(npc):
     """The reports of the recent sleeps, newest first (`sleep.reports`)."""
-    ports = npc.assistant.ports()
-    asleep = (ports.state.get(documents.OPERATING_MODE) or "awake") == "sleep"
-    return recent_sleeps(ports, asleep)
+    return recent_sleeps(npc.assistant.ports(), npc.assistant.mode.asleep())
 
 
 def corrections(npc):

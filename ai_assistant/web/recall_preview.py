@@ -2,7 +2,7 @@
 The recall preview: what an assistant would remember if someone said something to it now.
 
 "Why did Ada say that?" The preview builds the two prompt blocks a conversation turn builds
-from memory - "What you remember" (`agent.blocks.recall`) and the notes about the people here
+from memory - "What you remember" (`agent.blocks.remembered`) and the notes about the people here
 (`agent.blocks.people`) - by calling the very functions the awake turn calls, with a situation
 shaped as `agent.awake` shapes it: the speaker's words as a direct message, the conversation
 history with them, the people present. The recall pipeline runs off the reactor as in a turn
@@ -13,13 +13,14 @@ and whether its line made it into the block (the token budget cuts the rest).
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks.people import entity_context_block
-from ai_assistant.agent.blocks.recall import recall_block, recall_query
-from ai_assistant.memory import entities, working
+from ai_assistant.agent.blocks.remembered import recall_query, remembered_block
 from ai_assistant.memory.audience import PUBLIC, audience_of
+from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.corrections import is_wrong
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.recall.lines import recall_line
 from ai_assistant.memory.recall.pipeline import MAX_LINE_CHARS, recall
-from ai_assistant.memory.supersede import is_superseded
 
 # The longest text a preview asks about (a turn's events are cut at 2,000 characters too).
 MAX_PREVIEW_CHARS = 2000
@@ -32,7 +33,7 @@ class UnknownSpeaker(ValueError):
 def _speaker(ports, speaker):
     if not str(speaker or "").strip():
         return None
-    person = entities.find_profile(ports, speaker)
+    person = People(ports).find(speaker)
     if person is None:
         raise UnknownSpeaker(f"The assistant knows nobody called {speaker!r} (a name or an id "
                              "like #12 of someone it has met).")
@@ -54,7 +55,8 @@ def preview_situation(ports, text, speaker=""):
              "sender_id": interlocutor["id"] if interlocutor else None}
     return {
         "events": [event],
-        "history": working.history(ports, interlocutor["id"]) if interlocutor else [],
+        "history": (Conversation(ports).for_speaker(interlocutor["id"]) if interlocutor
+                    else []),
         "interlocutor": interlocutor,
         "mode": "awake",
         "purpose": "conversation",
@@ -106,6 +108,6 @@ def preview(ports, text, speaker=""):
     situation["recall"] = lines
     in_block = set(lines)
     return {"query": situation["events"][0]["text"], "speaker": situation["interlocutor"],
-            "recall_block": recall_block(ports, situation),
+            "recall_block": remembered_block(ports, situation),
             "people_block": entity_context_block(ports, situation),
             "lines": [_row(found, in_block) for found in recalled]}
