@@ -202,7 +202,7 @@ class AdminViews:
         if not self.rhs or not self.rhs.strip():
             self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
             return
-        from ai_assistant.memory.entities import format_profile
+        from ai_assistant.workspace.status import format_profile
 
         people = npc.assistant.people
         profile = people.find(self.rhs.strip())
