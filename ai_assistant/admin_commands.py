@@ -11,7 +11,7 @@ from evennia.commands.default.muxcommand import MuxCommand
 from evennia.utils import create, logger
 from evennia.utils.utils import at_search_result
 
-from ai_assistant.adapters import game_settings
+from ai_assistant.adapters import game_settings, npc_overrides, store_overrides
 from ai_assistant.admin_views import AdminViews, format_json, run_tool_as  # noqa: F401
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing import documents
@@ -73,16 +73,24 @@ def persona_limit(npc):
     return int(npc.assistant.ports().settings.get("workspace.system_prompt.max_chars"))
 
 
-def set_persona(npc, text):
+def set_persona(npc, text, by, reason="set by an admin"):
     """
-    Set (or, with None, remove) the admin's persona of `npc`: `documents.USER_SYSTEM_PROMPT`.
+    Set (or, with None, remove) the admin's persona of `npc`: `documents.USER_SYSTEM_PROMPT`,
+    as a numbered version beside the assistant's own (`memory.persona`), so an overwritten
+    persona can be put back with `/persona/revert`.
 
     The assistant's own `update_system_prompt` writes another document; the prompt places this
     one last and says it takes precedence, so the assistant may extend it but never override it.
     """
-    state = npc.assistant.ports().state
-    state.set(documents.USER_SYSTEM_PROMPT, text)
-    state.flush()
+    from ai_assistant.memory import persona
+
+    ports = npc.assistant.ports()
+    current = ports.state.get(documents.USER_SYSTEM_PROMPT)
+    if current == text:
+        return
+    persona.record_version(ports, previous=current, prompt=text, reason=reason, by=by,
+                           which="persona")
+    ports.state.flush()
 
 
 class CmdAssistant(AdminViews, MuxCommand):
@@ -93,12 +101,13 @@ class CmdAssistant(AdminViews, MuxCommand):
       @assistant [<npc>]                     - status (all assistants, or one)
       @assistant/create <name> [= <persona>] - create an assistant here, awake and ticking
       @assistant/persona <npc> [= <text>]    - show or set the admins' persona of it
-      @assistant/persona/history <npc>       - the versions of its own guidelines
-      @assistant/persona/revert <npc> = <n>  - put back version <n> of its own guidelines
+      @assistant/persona/history <npc>       - the versions of its persona and own guidelines
+      @assistant/persona/revert <npc> = <n>  - put back version <n> (persona or guidelines)
       @assistant/sleep <npc>                 - put it to sleep (memory consolidation)
       @assistant/wake <npc>                  - wake it (deferred while it is compacting)
       @assistant/wake/force <npc>            - wake it now, even while compacting
       @assistant/config <npc> [= key value]  - show or set a per-NPC setting
+      @assistant/config/keys <npc> [= prefix]- every setting: value, default, range, doc
       @assistant/journal <npc> [= <query>]   - recent journal entries, or a scored search
       @assistant/memory <npc> = <query>      - semantic recall (mem0), with scores and trust
       @assistant/goals <npc>                 - the goal tree with progress
@@ -112,9 +121,10 @@ class CmdAssistant(AdminViews, MuxCommand):
 
     The persona is who the assistant is, in the admins' words ("You are Ada, the archivist of
     the harbour library..."); the assistant may add guidelines of its own but never override
-    it. `= default` removes it. Its description is the ordinary `@desc`. Every change the
-    assistant makes to its own guidelines is a numbered version: /history lists them (who,
-    when, why, the text), /revert puts one back (itself a new version, so it can be undone).
+    it. `= default` removes it. Its description is the ordinary `@desc`. Every change of the
+    persona by an admin and of its own guidelines by the assistant is a numbered version:
+    /history lists them (which, who, when, why, the text), /revert puts one back (itself a new
+    version, so it can be undone).
 
     Per-NPC settings use the dotted keys of AI_ASSISTANT, e.g.
       @assistant/config Ada = llm.model gpt-4o-mini
@@ -132,20 +142,20 @@ class CmdAssistant(AdminViews, MuxCommand):
                       "goals", "projects", "reflect", "profile", "patrol", "nodes", "tools",
                       "tool")
     # switches that only modify another: /wake/force
-    modifiers = {"force": "wake", "history": "persona", "revert": "persona"}
+    modifiers = {"force": "wake", "history": "persona", "revert": "persona", "keys": "config"}
 
     def func(self):
         switches = [name for name in self.switches if name not in self.modifiers]
         modifiers = [name for name in self.switches if name in self.modifiers]
         switch = switches[0] if switches else "status"
+        combined = ", ".join(f"/{base}/{name}" for name, base in self.modifiers.items())
         if len(switches) > 1 or any(self.modifiers[name] != switch for name in modifiers):
-            self.caller.msg("Use one switch at a time (and /force only with /wake).")
+            self.caller.msg(f"Use one switch at a time (or one of {combined}).")
             return
         handler = getattr(self, f"do_{switch}", None)
         if handler is None or (switch != "status" and switch not in self.valid_switches):
             valid = ", ".join(f"/{name}" for name in self.valid_switches)
-            self.caller.msg(f"Unknown switch '/{switch}'. Valid switches: {valid}, "
-                            "/wake/force.")
+            self.caller.msg(f"Unknown switch '/{switch}'. Valid switches: {valid}, {combined}.")
             return
         try:
             handler()
@@ -211,7 +221,7 @@ class CmdAssistant(AdminViews, MuxCommand):
                        "ai_assistant.handler.AssistantMixin).")
             return
         if persona:
-            set_persona(npc, persona)
+            set_persona(npc, persona, f"admin {caller.key}", "given at creation")
         interval = npc.assistant.script.attributes.get(documents.TICKER_INTERVAL)
         with_persona = " with your persona" if persona else ""
         caller.msg(f"Created assistant {npc.key} ({npc.dbref}){with_persona}: awake, ticking "
@@ -233,21 +243,21 @@ class CmdAssistant(AdminViews, MuxCommand):
                      f"  {persona}" if persona else "  (none: the default persona is used)"]
             if own:
                 lines += ["|wIts own guidelines|n (update_system_prompt; they extend the "
-                          "persona)", f"  {own}",
-                          f"  (every version: @assistant/persona/history {npc.key})"]
+                          "persona)", f"  {own}"]
+            lines.append(f"  (every version of both: @assistant/persona/history {npc.key})")
             lines.append(f"|wDescription|n (@desc): {npc.db.desc or '(none)'}")
             self.caller.msg("\n".join(lines))
             return
         text = self.rhs.strip()
         if text.lower() == RESET_WORD:
-            set_persona(npc, None)
+            set_persona(npc, None, f"admin {self.caller.key}", "removed by an admin")
             self.caller.msg(f"{npc.key}: persona removed (the default persona is used).")
             return
         limit = persona_limit(npc)
         if len(text) > limit:
             self.caller.msg(f"That persona is too long ({len(text)} > {limit} characters).")
             return
-        set_persona(npc, text)
+        set_persona(npc, text, f"admin {self.caller.key}")
         self.caller.msg(f"{npc.key}: persona set ({len(text)} characters).")
 
     def _persona_versions(self, npc):
@@ -267,20 +277,23 @@ class CmdAssistant(AdminViews, MuxCommand):
                 self.caller.msg(f"{npc.key}: not reverted: {err}.")
                 return
             ports.state.flush()
-            self.caller.msg(f"{npc.key}: its own guidelines are back to version {number} "
+            what = "its persona is" if version["which"] == "persona" else "its own guidelines are"
+            self.caller.msg(f"{npc.key}: {what} back to version {number} "
                             f"(recorded as version {version['version']}).")
             return
         listed = persona.versions(ports)
         if not listed:
-            self.caller.msg(f"{npc.key} has not changed its own guidelines.")
+            self.caller.msg(f"Neither {npc.key} nor an admin has changed its persona or "
+                            "guidelines yet.")
             return
-        lines = [f"|wVersions of {npc.key}'s own guidelines|n (oldest first; "
+        lines = [f"|wVersions of {npc.key}'s persona and own guidelines|n (oldest first; "
                  f"@assistant/persona/revert {npc.key} = <n>)"]
         for item in listed:
             when = f" {item['time']}" if item["time"] else ""
             who = f" by {item['by']}" if item["by"] else ""
             text = item["prompt"] if item["kept"] else "(text not kept)"
-            lines.append(f"  |w{item['version']}|n{when}{who}: {item['reason'] or ''}")
+            lines.append(f"  |w{item['version']}|n {item['which']}{when}{who}: "
+                         f"{item['reason'] or ''}")
             lines.append(f"      {text if text else '(none: no guidelines of its own)'}")
         self.caller.msg("\n".join(lines))
 
@@ -319,6 +332,11 @@ class CmdAssistant(AdminViews, MuxCommand):
         npc = self._npc()
         if not npc:
             return
+        if "keys" in self.switches:
+            from ai_assistant.reports import format_setting_keys
+
+            self.caller.msg(format_setting_keys(npc, self.rhs or ""))
+            return
         if not self.rhs:
             from ai_assistant.reports import format_config
 
@@ -330,9 +348,10 @@ class CmdAssistant(AdminViews, MuxCommand):
                             "removes the override)")
             return
         if not Settings.known_key(key):
-            self.caller.msg(f"Unknown setting '{key}'. See @assistant/config {npc.key} for keys.")
+            self.caller.msg(f"Unknown setting '{key}'. Every key, with its range and doc: "
+                            f"@assistant/config/keys {npc.key}")
             return
-        overrides = dict(npc.attributes.get(documents.CONFIG_OVERRIDES) or {})
+        overrides = npc_overrides(npc)
         if raw_value.strip().lower() == RESET_WORD:
             overrides.pop(key, None)
             message = f"{npc.key}: {key} reset to the game default."
@@ -345,7 +364,7 @@ class CmdAssistant(AdminViews, MuxCommand):
             overrides[key] = value
             shown = "(hidden)" if key == "llm.api_key" else format_json(value)
             message = f"{npc.key}: {key} = {shown}"
-        npc.attributes.add(documents.CONFIG_OVERRIDES, overrides)
+        store_overrides(npc, overrides)
         npc.assistant.reset()
         from ai_assistant.sleep.modes import clear_emergency_stop
 

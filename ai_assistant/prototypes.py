@@ -50,8 +50,10 @@ def assistant_prototype(key, *, persona=None, desc=None, config=None, typeclass=
     Raises:
         SettingError: For a setting in `config` outside its type or range.
     """
+    from ai_assistant.adapters import overrides_attribute  # the shell's owner of overrides
+
     overrides = {name: validate(name, value) for name, value in (config or {}).items()}
-    attrs = [(str(documents.CONFIG_OVERRIDES), overrides)]
+    attrs = [overrides_attribute(overrides)]
     if persona:
         attrs.append((str(documents.USER_SYSTEM_PROMPT), str(persona).strip()))
     prototype = {

@@ -99,6 +99,9 @@ class AssistantScript(DefaultScript):
             self.obj.assistant.ports().state.durability()
             # persistent tickers come back by themselves; this repairs a missing or stale one
             self.subscribe()
+            # what the first reply needs (model client, store, embedder, recall index) is made
+            # ready now, off the reactor, once the start is over (agent/warmup.py)
+            reactor.callLater(0, self.obj.assistant.warm_up)
 
     def at_script_delete(self):
         self.unsubscribe()

@@ -64,6 +64,8 @@ RELATIONSHIP_STATES = ("stranger", "acquaintance", "friend", "ally")
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 INTERACTIONS = ("direct_message", "direct_addressing")
+# A profile view lists this many of the newest observations.
+SHOWN_OBSERVATIONS = 10
 
 # Deliberately small and literal: the rule must be predictable, not clever.
 POSITIVE_CUES = re.compile(
@@ -447,9 +449,13 @@ def format_profile(profile):
     lines.append(f"Attributes ({len(attributes)}):")
     lines += [f"  {key}: {value}" for key, value in attributes.items()] or ["  (none yet)"]
     observations = profile.get("observations") or []
-    lines.append(f"Recent observations ({len(observations)}):")
+    shown = observations[-SHOWN_OBSERVATIONS:]
+    # the header counts what it lists, and says how many more there are
+    older = len(observations) - len(shown)
+    lines.append(f"Recent observations ({len(shown)}"
+                 f"{f' of {len(observations)}' if older else ''}):")
     lines += [
-        f"  [{o.get('time')}] ({o.get('source')}) {o.get('text')}" for o in observations[-10:]
+        f"  [{o.get('time')}] ({o.get('source')}) {o.get('text')}" for o in shown
     ] or ["  (none)"]
     return "\n".join(lines)
 

@@ -83,11 +83,14 @@ def filter_insights(insights):
 # ----------------------------------------------------------------------------------------------
 # Versions of the assistant's own guidelines (`documents.SYSTEM_PROMPT_HISTORY`)
 #
-# Every change the assistant makes to its guidelines (`update_system_prompt`) and every revert an
-# admin orders (`@assistant/persona/revert`) is one numbered version: `{"version", "time", "by",
-# "reason", "prompt", "previous", "old_len", "new_len"}`, where `prompt` is the text it set and
-# `previous` the text it replaced (None: no guidelines of its own). Numbers only grow, so they
-# stay the same when the oldest versions are dropped (`workspace.system_prompt.history_max`).
+# Every change the assistant makes to its guidelines (`update_system_prompt`), every change an
+# admin makes to its persona (`@assistant/persona`) and every revert an admin orders
+# (`@assistant/persona/revert`) is one numbered version: `{"version", "time", "by", "reason",
+# "prompt", "previous", "old_len", "new_len", "which"}`, where `which` is the text changed
+# ("guidelines", the assistant's own; "persona", the admins'), `prompt` the text set and
+# `previous` the text it replaced (None: none). Numbers only grow, so they stay the same when
+# the oldest versions are dropped (`workspace.system_prompt.history_max`).
+WHICH = {"guidelines": documents.ASSISTANT_SYSTEM_PROMPT, "persona": documents.USER_SYSTEM_PROMPT}
 
 
 class PersonaVersionError(ValueError):
@@ -100,9 +103,10 @@ def _history(ports):
         history, list) else []
 
 
-def record_version(ports, *, previous, prompt, reason, by):
+def record_version(ports, *, previous, prompt, reason, by, which="guidelines"):
     """
-    Set the assistant's guidelines to `prompt` and record it as a new version.
+    Set the assistant's guidelines (or the admins' persona) to `prompt` and record it as a new
+    version.
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -110,28 +114,35 @@ def record_version(ports, *, previous, prompt, reason, by):
         prompt (str or None): The new text (None: no guidelines of its own).
         reason (str): Why (kept with the version).
         by (str): Who made the change: "assistant", or "admin <name>".
+        which (str): "guidelines" (the assistant's own) or "persona" (the admins'). The first
+            persona version is preceded by one that keeps the persona as it was, so that the
+            first change can be undone too.
 
     Returns:
         dict: The version recorded.
     """
     history = _history(ports)
+    first_persona = which == "persona" and not any(
+        entry.get("which") == "persona" for entry in history)
     number = max([int(entry.get("version") or 0) for entry in history] or [0]) + 1
     if not any("version" in entry for entry in history):
         number = len(history) + 1  # continue an unnumbered history where it stands
-    version = {
-        "version": number,
-        "time": iso(ports.clock.now()),
-        "by": by,
-        "reason": reason,
-        "prompt": prompt,
-        "previous": previous,
-        "old_len": len(previous or ""),
-        "new_len": len(prompt or ""),
-    }
+    added = []
+    if first_persona:
+        added.append(_version(ports, number, previous, previous, by, which,
+                              "the persona as it was before its first versioned change"))
+        number += 1
+    version = _version(ports, number, previous, prompt, by, which, reason)
     keep = max(int(ports.settings.get("workspace.system_prompt.history_max")), 1)
-    ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, prompt)
-    ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, version][-keep:])
+    ports.state.set(WHICH[which], prompt)
+    ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, *added, version][-keep:])
     return version
+
+
+def _version(ports, number, previous, prompt, by, which, reason):
+    return {"version": number, "time": iso(ports.clock.now()), "by": by, "reason": reason,
+            "prompt": prompt, "previous": previous, "old_len": len(previous or ""),
+            "new_len": len(prompt or ""), "which": which}
 
 
 def versions(ports):
@@ -139,9 +150,9 @@ def versions(ports):
     The versions an admin may see and revert to, oldest first.
 
     Returns:
-        list[dict]: `{"version", "time", "by", "reason", "prompt", "kept"}`; the first is the
-        text before the oldest kept change (its `version` one less), `kept` is False for an
-        old-format change whose text was not kept.
+        list[dict]: `{"version", "time", "by", "reason", "prompt", "kept", "which"}`; the
+        first is the text before the oldest kept change (its `version` one less), `kept` is
+        False for an old-format change whose text was not kept.
     """
     history = _history(ports)
     listed = []
@@ -150,11 +161,13 @@ def versions(ports):
         if not listed:
             listed.append({"version": number - 1, "time": None, "by": None,
                            "reason": "before the oldest change kept",
-                           "prompt": entry.get("previous"), "kept": "previous" in entry})
+                           "prompt": entry.get("previous"), "kept": "previous" in entry,
+                           "which": entry.get("which") or "guidelines"})
         listed.append({"version": number, "time": entry.get("time") or entry.get("timestamp"),
                        "by": entry.get("by") or "assistant",
                        "reason": entry.get("reason") or entry.get("reasoning"),
-                       "prompt": entry.get("prompt"), "kept": "prompt" in entry})
+                       "prompt": entry.get("prompt"), "kept": "prompt" in entry,
+                       "which": entry.get("which") or "guidelines"})
     return listed
 
 
@@ -179,6 +192,7 @@ def revert(ports, number, by):
         raise PersonaVersionError(f"no version {number}; versions: {choices}")
     if not known[number]["kept"]:
         raise PersonaVersionError(f"the text of version {number} was not kept")
-    current = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, None)
+    which = known[number]["which"]
+    current = ports.state.get(WHICH[which], None)
     return record_version(ports, previous=current, prompt=known[number]["prompt"],
-                          reason=f"reverted to version {number}", by=by)
+                          reason=f"reverted to version {number}", by=by, which=which)
