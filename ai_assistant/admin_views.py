@@ -112,7 +112,7 @@ class AdminViews:
         if not npc:
             return
         from ai_assistant.memory.journal import format_entry, get_journal
-        from ai_assistant.memory.search.journal_search import search_journal
+        from ai_assistant.memory.search.journal_search import search_journal, split_matches
 
         ports = npc.assistant.ports()
         entries = get_journal(ports)["entries"]
@@ -125,12 +125,18 @@ class AdminViews:
         query = self.rhs.strip()
         # best first, whatever order the search hands them back in
         hits = sorted(search_journal(ports, query), key=lambda hit: -hit[0])
-        if not hits:
-            self.caller.msg(f"No journal entries of {npc.key} match '{query}'.")
-            return
-        lines = [f"|wJournal of {npc.key}|n: '{query}' ({len(hits)} best, hybrid score, "
-                 "best first)"]
-        lines += [f"  {score:.3f}  {format_entry(entry)}" for score, entry in hits]
+        matches, related = split_matches(ports, query, hits)
+        if not matches:
+            lines = [f"No journal entries of {npc.key} match '{query}'."]
+        else:
+            lines = [f"|wJournal of {npc.key}|n: {len(matches)} "
+                     f"match{'es' if len(matches) != 1 else ''} for '{query}' (hybrid score, "
+                     "best first)"]
+            lines += [f"  {score:.3f}  {format_entry(entry)}" for score, entry in matches]
+        if related:
+            lines.append(f"|wRelated|n ({len(related)}; ranked near the matches, but sharing "
+                         "no word, speaker or time with the query)")
+            lines += [f"  {score:.3f}  {format_entry(entry)}" for score, entry in related]
         self.caller.msg("\n".join(lines))
 
     def do_memory(self):

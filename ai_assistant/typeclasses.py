@@ -17,8 +17,15 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from ai_assistant import durability
+from ai_assistant.adapters import game_settings
+from ai_assistant.agent.warmup import warm_up_process
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.settings import Settings
+
+# Evennia imports this module early in a server start, when it loads the assistants' scripts:
+# what every reply needs (libraries, models) starts loading now, in the worker pools
+warm_up_process(Settings(game_settings()))
 
 
 class AssistantScript(DefaultScript):

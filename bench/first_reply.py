@@ -11,7 +11,8 @@ start:
 1. the server starts (the first: the fresh Server process of `evennia start`, which restarts
    once after the initial setup that builds the world; the others: `reload`, as a game maker
    does after every code change);
-2. the superuser waits until the server is up and says `talk Ada = ...`;
+2. the superuser waits until the server is up (and `--pause` seconds more: 0, at once, by
+   default) and says `talk Ada = ...`;
 3. the time until "Ada says" reaches the player is the first reply; the time until the
    request reaches the model server is the part spent before the model is asked.
 
@@ -82,7 +83,7 @@ def reload_server(client):
     client.drain(0.3)
 
 
-def run(starts=4, warm=4, log=print, keep_log=None):
+def run(starts=4, warm=4, log=print, keep_log=None, pause=0.0):
     """
     Run the benchmark (see the module doc).
 
@@ -103,6 +104,7 @@ def run(starts=4, warm=4, log=print, keep_log=None):
         for number in range(starts):
             if number:
                 reload_server(client)
+            time.sleep(pause)  # a player who reconnects and types (0: at once)
             replied, requested = timed_line(client, arrivals, f"good day, start {number}")
             first.append(replied)
             before_model.append(requested)
@@ -127,7 +129,7 @@ def run(starts=4, warm=4, log=print, keep_log=None):
     return {
         "benchmark": "first_reply",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "setup": {"starts": starts, "warm": warm, "llm_delay_s": 0.0,
+        "setup": {"starts": starts, "warm": warm, "llm_delay_s": 0.0, "pause_s": pause,
                   "first_start": "evennia start (fresh Server process)", "later_starts": "reload"},
         "first_reply_s": first,
         "model_asked_after_s": before_model,
@@ -149,8 +151,10 @@ def main(argv=None):
     parser.add_argument("--warm", type=int, default=4)
     parser.add_argument("--out", default=str(RESULTS / "first_reply.json"))
     parser.add_argument("--keep-log", help="copy the server's log here (to see where time goes)")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds between the server being up and the first line")
     args = parser.parse_args(argv)
-    document = run(args.starts, args.warm, keep_log=args.keep_log)
+    document = run(args.starts, args.warm, keep_log=args.keep_log, pause=args.pause)
     print(json.dumps({k: document[k] for k in ("first_reply_s", "model_asked_after_s",
                                                 "warm_median_s", "ratio", "target_met")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -150,7 +150,10 @@ def test_a_reply_does_not_wait_for_a_store_still_opening_but_the_warm_up_does():
     lines = support.result_of(recall_lines(ports, situation))
     assert any("lighthouse lamp is out" in line for line in lines)  # from the journal, now
     ports.llm = object()
-    warming = warmup.warm_up(ports, cpu_runner=sync_runner, io_runner=sync_runner)
-    assert not warming.called  # the warm-up waits for the store's first read
+    warmed = []
+    warmup.warm_up(ports, cpu_runner=sync_runner, io_runner=sync_runner).addCallback(
+        warmed.append)
+    assert warmed == []  # the warm-up waits for the store's first read
     store.pending.callback([])
-    assert warming.called and mirror_of(ports).loaded
+    assert warmed == [{"models": True, "client": False, "recall": True}]
+    assert mirror_of(ports).loaded

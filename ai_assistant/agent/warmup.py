@@ -34,6 +34,7 @@ from ai_assistant.plumbing import threads
 WARM_QUERY = "hello, how are you today?"
 _queue = []  # process-wide: (ports, Deferred) of assistants waiting for their turn
 _busy = []
+_started = []  # the process-wide warm-up was started
 
 
 def _load_models(settings):
@@ -63,6 +64,31 @@ def _recall(ports):
     return recall(ports, query).addCallback(lambda result: True)
 
 
+def warm_up_process(settings):
+    """
+    Start the process-wide part of the warm-up at once (the code a turn runs, the model client's
+    library, the tokenizer and the embedder), before any assistant is loaded: the shell calls it
+    when its typeclasses are imported, early in a server start. Only the first call does work.
+
+    Args:
+        settings (Settings): The game-wide settings.
+
+    Returns:
+        Deferred or None: Fires when the models are loaded (None after the first call).
+    """
+    if _started:
+        return None
+    _started.append(True)
+    threads.run_blocking(_import_client_library)
+    return threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
+
+
+def _import_client_library():
+    import openai  # noqa: F401  (what the first request imports, imported ahead)
+
+    _open_client(None)
+
+
 def warm_up(ports, *, cpu_runner=None, io_runner=None):
     """
     Make what a reply of this assistant needs ready, off the reactor.
@@ -81,26 +107,30 @@ def warm_up(ports, *, cpu_runner=None, io_runner=None):
     """
     if ports.mechanical:
         return defer.succeed({"models": False, "client": False, "recall": False})
-    parts = {
-        "models": (cpu_runner or threads.run_cpu_bound)(_load_models, ports.settings),
-        "client": (io_runner or threads.run_blocking)(_open_client, ports.llm),
-        "recall": defer.maybeDeferred(_recall, ports),
-    }
+    started, results = time.monotonic(), {}
 
     def _failed(failure, name):
         ports.log(f"{ports.name}: warm-up of {name} failed: {failure.getErrorMessage()}")
         return False
 
-    started = time.monotonic()
-    for name, deferred in parts.items():
-        deferred.addErrback(_failed, name)
+    def _noted(value, name):
+        results[name] = value
 
-    def _warmed(results):
+    # what a reply cannot do without comes first; the long-term store (a reply does not wait
+    # for it) only then, so that its opening never competes with them for the interpreter
+    first = [(cpu_runner or threads.run_cpu_bound)(_load_models, ports.settings),
+             (io_runner or threads.run_blocking)(_open_client, ports.llm)]
+    for name, deferred in zip(("models", "client"), first, strict=True):
+        deferred.addErrback(_failed, name).addCallback(_noted, name)
+    done = defer.gatherResults(first, consumeErrors=True)
+    done.addCallback(lambda _: defer.maybeDeferred(_recall, ports))
+    done.addErrback(_failed, "recall").addCallback(_noted, "recall")
+
+    def _warmed(_):
         ports.log(f"{ports.name}: ready to reply (warmed up in "
                   f"{time.monotonic() - started:.1f} s)")
-        return dict(zip(parts, results, strict=True))
+        return {name: results.get(name, False) for name in ("models", "client", "recall")}
 
-    done = defer.gatherResults(list(parts.values()), consumeErrors=True)
     return done.addCallback(_warmed)
 
 

@@ -14,7 +14,7 @@ from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.links import SCAN_LIMIT, get_links
 from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
-from ai_assistant.memory.search.journal_search import search_journal
+from ai_assistant.memory.search.journal_search import search_journal, split_matches
 from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
@@ -122,9 +122,14 @@ def entry_view(entry, consolidated, score=None):
     return view
 
 
-def journal_entries(npc, query=""):
+def journal_entries(npc, query="", related=False):
     """
-    The journal, newest first; with a query, the assistant's own journal search, best first.
+    The journal, newest first; with a query, the entries of the assistant's own journal search
+    that match it, best first (`split_matches`).
+
+    Args:
+        related (bool): With a query, the search's other results instead: entries it ranks
+            near the matches that share no word, speaker or time with the query.
 
     Returns:
         list[dict]: `entry_view`s (with `score` for a search).
@@ -134,7 +139,11 @@ def journal_entries(npc, query=""):
     consolidated = set(journal.get("consolidated_entry_ids") or ())
     if query and query.strip():
         hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
-        return [entry_view(entry, consolidated, score) for score, entry in hits]
+        matches, others = split_matches(ports, query.strip(), hits)
+        return [entry_view(entry, consolidated, score)
+                for score, entry in (others if related else matches)]
+    if related:
+        return []
     return [entry_view(entry, consolidated) for entry in reversed(journal["entries"])]
 
 
