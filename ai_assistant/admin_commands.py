@@ -1,6 +1,8 @@
 """
-`@assistant`, the admins' command: status, create, persona, sleep and wake, config; the view
-switches (journal, memory, tools...) are in `ai_assistant.admin_views`.
+`@assistant`, the admins' command: one command, its switches dispatched to `do_<switch>`:
+status, create, persona, sleep and wake, config, the views (journal, memory, goals, projects,
+profile, nodes, tools) and running a tool or a step (reflect, patrol, tool) as the NPC. The
+text the views show is made in `ai_assistant.admin_texts`.
 
 `ai_assistant.commands` re-exports everything here, so `from ai_assistant.commands import
 CmdAssistant` keeps working.
@@ -12,10 +14,18 @@ from evennia.utils import create, logger
 from evennia.utils.utils import at_search_result
 
 from ai_assistant.adapters import game_settings, npc_overrides, store_overrides
-from ai_assistant.admin_views import AdminViews, format_json, run_tool_as  # noqa: F401
+from ai_assistant.admin_texts import (
+    format_json,
+    format_tools,
+    journal_text,
+    persona_text,
+    persona_versions_text,
+)
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError, Settings, validate
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import execute_tool
 
 MAX_NAME_LENGTH = 40
 RESET_WORD = "default"  # `/config <npc> = <key> default` and `/persona <npc> = default`
@@ -73,6 +83,45 @@ def persona_limit(npc):
     return int(npc.assistant.ports().settings.get("workspace.system_prompt.max_chars"))
 
 
+def run_tool_as(npc, caller, tool_name, raw_args):
+    """
+    Run a tool as `npc` and show `caller` its JSON result (when it is ready).
+
+    Args:
+        npc (AssistantMixin): Who acts.
+        caller (Object or Account): Who sees the result.
+        tool_name (str): The tool.
+        raw_args (str): JSON object text; for a tool with one required text parameter,
+            plain text is accepted as that parameter.
+    """
+    registry = load_all_tools()
+    tool = registry.get(tool_name)
+    arguments = _arguments_for(tool, raw_args)
+    ports = npc.assistant.ports()
+    deferred = execute_tool(
+        tool if tool is not None else tool_name,
+        ports,
+        arguments,
+        cache=npc.assistant.tool_cache(),
+        allow_dangerous=bool(ports.settings.get("react.dangerous_tools_enabled")),
+    )
+    deferred.addCallback(lambda result: caller.msg(
+        f"|w{npc.key} {tool_name}|n ->\n{format_json(result)}"))
+    deferred.addErrback(lambda failure: caller.msg(f"|r{tool_name} failed: "
+                                                   f"{failure.getErrorMessage()}|n"))
+
+
+def _arguments_for(tool, raw_args):
+    raw_args = (raw_args or "").strip()
+    if not raw_args or raw_args.startswith("{") or tool is None:
+        return raw_args
+    required = tool.parameters.get("required", [])
+    props = tool.parameters.get("properties", {})
+    if len(required) == 1 and props.get(required[0], {}).get("type") == "string":
+        return {required[0]: raw_args}
+    return raw_args
+
+
 def set_persona(npc, text, by, reason="set by an admin"):
     """
     Set (or, with None, remove) the admin's persona of `npc`: `documents.USER_SYSTEM_PROMPT`,
@@ -93,7 +142,7 @@ def set_persona(npc, text, by, reason="set by an admin"):
     ports.state.flush()
 
 
-class CmdAssistant(AdminViews, MuxCommand):
+class CmdAssistant(MuxCommand):
     """
     Manage AI assistant NPCs.
 
@@ -235,18 +284,8 @@ class CmdAssistant(AdminViews, MuxCommand):
         if "history" in self.switches or "revert" in self.switches:
             self._persona_versions(npc)
             return
-        state = npc.assistant.ports().state
         if not self.rhs or not self.rhs.strip():
-            own = state.get(documents.ASSISTANT_SYSTEM_PROMPT)
-            persona = state.get(documents.USER_SYSTEM_PROMPT)
-            lines = [f"|wPersona of {npc.key}|n (set by admins; the assistant cannot change it)",
-                     f"  {persona}" if persona else "  (none: the default persona is used)"]
-            if own:
-                lines += ["|wIts own guidelines|n (update_system_prompt; they extend the "
-                          "persona)", f"  {own}"]
-            lines.append(f"  (every version of both: @assistant/persona/history {npc.key})")
-            lines.append(f"|wDescription|n (@desc): {npc.db.desc or '(none)'}")
-            self.caller.msg("\n".join(lines))
+            self.caller.msg(persona_text(npc))
             return
         text = self.rhs.strip()
         if text.lower() == RESET_WORD:
@@ -281,21 +320,7 @@ class CmdAssistant(AdminViews, MuxCommand):
             self.caller.msg(f"{npc.key}: {what} back to version {number} "
                             f"(recorded as version {version['version']}).")
             return
-        listed = persona.versions(ports)
-        if not listed:
-            self.caller.msg(f"Neither {npc.key} nor an admin has changed its persona or "
-                            "guidelines yet.")
-            return
-        lines = [f"|wVersions of {npc.key}'s persona and own guidelines|n (oldest first; "
-                 f"@assistant/persona/revert {npc.key} = <n>)"]
-        for item in listed:
-            when = f" {item['time']}" if item["time"] else ""
-            who = f" by {item['by']}" if item["by"] else ""
-            text = item["prompt"] if item["kept"] else "(text not kept)"
-            lines.append(f"  |w{item['version']}|n {item['which']}{when}{who}: "
-                         f"{item['reason'] or ''}")
-            lines.append(f"      {text if text else '(none: no guidelines of its own)'}")
-        self.caller.msg("\n".join(lines))
+        self.caller.msg(persona_versions_text(npc, persona.versions(ports)))
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -373,3 +398,127 @@ class CmdAssistant(AdminViews, MuxCommand):
         if npc.assistant.script:
             npc.assistant.script.subscribe()
         self.caller.msg(message)
+
+    # --- views and tools ------------------------------------------------------------------
+
+    def do_journal(self):
+        npc = self._npc()
+        if npc:
+            self.caller.msg(journal_text(npc, (self.rhs or "").strip()))
+
+    def do_memory(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs or not self.rhs.strip():
+            self.caller.msg("Usage: @assistant/memory <npc> = <query>")
+            return
+        ports = npc.assistant.ports()
+        if ports.semantic is None:
+            self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
+                            "off). Try @assistant/journal instead.")
+            return
+        from ai_assistant.memory.semantic_recall import (
+            format_memory_results,
+            retrieve_relevant_memories,
+        )
+
+        query = self.rhs.strip()
+        caller = self.caller
+        deferred = retrieve_relevant_memories(ports, query)
+        deferred.addCallback(lambda hits: caller.msg(format_memory_results(query, hits)))
+        deferred.addErrback(lambda failure: caller.msg(
+            f"|rMemory search failed: {failure.getErrorMessage()}|n"))
+
+    def do_goals(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.goals import format_goal_tree
+
+        goals = npc.assistant.ports().state.get(documents.CURRENT_GOALS) or []
+        self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
+
+    def do_projects(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.projects import format_projects
+
+        doc = npc.assistant.ports().state.get(documents.PROJECTS)
+        self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
+
+    def do_reflect(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.sleep.reflection import run_reflection
+
+        caller = self.caller
+        caller.msg(f"{npc.key} reflects...")
+
+        def _done(report):
+            if not report.get("ran"):
+                caller.msg(f"{npc.key} did not reflect: {report.get('reason')}")
+                return
+            insights = "\n".join(
+                f"  - {item.get('insight') if isinstance(item, dict) else item}"
+                for item in report.get("insights", []))
+            caller.msg(f"{npc.key} reflected on {len(report.get('questions', []))} questions; "
+                       f"synthesis entry #{report.get('entry_id')}:\n{insights}")
+
+        run_reflection(npc.assistant.ports()).addCallback(_done)
+
+    def do_profile(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs or not self.rhs.strip():
+            self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
+            return
+        from ai_assistant.memory.entities import find_profile, format_profile, get_profiles
+
+        ports = npc.assistant.ports()
+        profile = find_profile(ports, self.rhs.strip())
+        if profile is None:
+            known = ", ".join(sorted(p.get("name") or key for key, p in
+                                     get_profiles(ports).items())) or "nobody yet"
+            self.caller.msg(f"{npc.key} has no profile of '{self.rhs.strip()}'. Known: {known}.")
+            return
+        self.caller.msg(f"|wProfile kept by {npc.key}|n\n{format_profile(profile)}")
+
+    def do_patrol(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+
+        caller = self.caller
+        caller.msg(f"{npc.key} patrols its memories...")
+        deferred = run_patrol(npc.assistant.ports())
+        deferred.addCallback(lambda report: caller.msg(format_patrol_report(report)))
+        deferred.addErrback(lambda failure: caller.msg(
+            f"|rPatrol failed: {failure.getErrorMessage()}|n"))
+
+    def do_nodes(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.sleep.patrol.report import format_nodes_overview
+
+        self.caller.msg(format_nodes_overview(npc.assistant.ports()))
+
+    def do_tools(self):
+        npc = self._npc()
+        if npc:
+            self.caller.msg(format_tools(npc, load_all_tools()))
+
+    def do_tool(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs:
+            self.caller.msg("Usage: @assistant/tool <npc> = <tool> [json arguments]")
+            return
+        tool_name, _, raw_args = self.rhs.strip().partition(" ")
+        run_tool_as(npc, self.caller, tool_name, raw_args)

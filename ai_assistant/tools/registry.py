@@ -369,6 +369,18 @@ def parse_arguments(arguments):
     return decode_arguments(arguments)
 
 
+def _strict_refusal(tool, params):
+    """For a tool that takes no unknown argument (`strict_arguments`), why a call is refused."""
+    if not tool.strict_arguments or takes_unknown(tool):
+        return None
+    takes = tool.parameters.get("properties") or {}
+    stray = sorted(set(params) - set(takes) - {"reasoning"})
+    if not stray:
+        return None
+    return (f"{tool.name}: refused, it does not take {', '.join(map(repr, stray))} (it takes "
+            f"{', '.join(takes) or 'nothing'}, and guesses at nothing).")
+
+
 def _former_tool(tool, params):
     """The tool and arguments a call with a former tool's arguments means (else as called)."""
     former = former_call(tool, params)
@@ -408,14 +420,9 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
     if error:
         return defer.succeed(error_result(error))
     tool, params, notes = _former_tool(tool, params)
-    if tool.strict_arguments and not takes_unknown(tool):
-        takes = tool.parameters.get("properties") or {}
-        stray = sorted(set(params) - set(takes) - {"reasoning"})
-        if stray:
-            return defer.succeed(error_result(
-                f"{tool.name}: refused, it does not take {', '.join(map(repr, stray))} (it "
-                f"takes {', '.join(takes) or 'nothing'}, "
-                "and guesses at nothing)."))
+    error = _strict_refusal(tool, params)
+    if error:
+        return defer.succeed(error_result(error))
     params, fitted = fit_arguments(tool, params)
     notes += fitted
     reasoning = params.pop("reasoning", None)
