@@ -157,3 +157,19 @@ def test_a_reply_does_not_wait_for_a_store_still_opening_but_the_warm_up_does():
     store.pending.callback([])
     assert warmed == [{"models": True, "client": False, "recall": True}]
     assert mirror_of(ports).loaded
+
+
+def test_the_process_warm_up_sizes_the_pools_first_and_runs_once(monkeypatch):
+    from ai_assistant.plumbing import threads
+    from ai_assistant.plumbing.settings import Settings
+
+    calls = []
+    monkeypatch.setattr(warmup, "_started", [])
+    monkeypatch.setattr(threads, "configure", lambda settings: calls.append("configure"))
+    monkeypatch.setattr(threads, "run_blocking",
+                        lambda func, *args: calls.append(func.__name__) or defer.succeed(None))
+    monkeypatch.setattr(threads, "run_cpu_bound",
+                        lambda func, *args: calls.append(func.__name__) or defer.succeed(True))
+    assert support.result_of(warmup.warm_up_process(Settings())) is True
+    assert calls == ["configure", "_import_client_library", "_load_models"]
+    assert warmup.warm_up_process(Settings()) is None and len(calls) == 3

@@ -79,6 +79,7 @@ def warm_up_process(settings):
     if _started:
         return None
     _started.append(True)
+    threads.configure(settings)  # the pools start now: at the game's sizes
     threads.run_blocking(_import_client_library)
     return threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
 
