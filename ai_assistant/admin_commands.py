@@ -2,10 +2,8 @@
 `@assistant`, the admins' command: one command, its switches dispatched to `do_<switch>`:
 status, create, persona, sleep and wake, config, the views (journal, memory, goals, projects,
 profile, nodes, tools) and running a tool or a step (reflect, patrol, tool) as the NPC. The
-text the views show is made in `ai_assistant.admin_texts`.
-
-`ai_assistant.commands` re-exports everything here, so `from ai_assistant.commands import
-CmdAssistant` keeps working.
+text the views show is made in `ai_assistant.admin_texts`. `AssistantCmdSet`
+(`ai_assistant.commands`) carries it.
 """
 
 from evennia import search_tag
@@ -124,22 +122,16 @@ def _arguments_for(tool, raw_args):
 
 def set_persona(npc, text, by, reason="set by an admin"):
     """
-    Set (or, with None, remove) the admin's persona of `npc`: `documents.USER_SYSTEM_PROMPT`,
-    as a numbered version beside the assistant's own (`memory.persona`), so an overwritten
-    persona can be put back with `/persona/revert`.
+    Set (or, with None, remove) the admin's persona of `npc`: its admins' instructions
+    (`memory.persona.Persona.instruct`), as a numbered version beside the assistant's own
+    guidelines, so an overwritten persona can be put back with `/persona/revert`.
 
-    The assistant's own `update_system_prompt` writes another document; the prompt places this
-    one last and says it takes precedence, so the assistant may extend it but never override it.
+    The assistant's own `update_system_prompt` changes its own guidelines, never these; the
+    prompt places these last and says they take precedence, so the assistant may extend them but
+    never override them.
     """
-    from ai_assistant.memory import persona
-
-    ports = npc.assistant.ports()
-    current = ports.state.get(documents.USER_SYSTEM_PROMPT)
-    if current == text:
-        return
-    persona.record_version(ports, previous=current, prompt=text, reason=reason, by=by,
-                           which="persona")
-    ports.state.flush()
+    npc.assistant.persona.instruct(text, reason=reason, by=by)
+    npc.assistant.flush()
 
 
 class CmdAssistant(MuxCommand):
@@ -301,9 +293,9 @@ class CmdAssistant(MuxCommand):
 
     def _persona_versions(self, npc):
         """`/persona/history`: list the versions; `/persona/revert <npc> = <n>`: put one back."""
-        from ai_assistant.memory import persona
+        from ai_assistant.memory.persona import PersonaVersionError
 
-        ports = npc.assistant.ports()
+        persona = npc.assistant.persona
         if "revert" in self.switches:
             number = (self.rhs or "").strip().lstrip("v")
             if not number.lstrip("-").isdigit():
@@ -311,16 +303,16 @@ class CmdAssistant(MuxCommand):
                                 f"(see @assistant/persona/history {npc.key})")
                 return
             try:
-                version = persona.revert(ports, int(number), f"admin {self.caller.key}")
-            except persona.PersonaVersionError as err:
+                version = persona.revert(int(number), f"admin {self.caller.key}")
+            except PersonaVersionError as err:
                 self.caller.msg(f"{npc.key}: not reverted: {err}.")
                 return
-            ports.state.flush()
+            npc.assistant.flush()
             what = "its persona is" if version["which"] == "persona" else "its own guidelines are"
             self.caller.msg(f"{npc.key}: {what} back to version {number} "
                             f"(recorded as version {version['version']}).")
             return
-        self.caller.msg(persona_versions_text(npc, persona.versions(ports)))
+        self.caller.msg(persona_versions_text(npc, persona.versions()))
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -414,11 +406,11 @@ class CmdAssistant(MuxCommand):
             self.caller.msg("Usage: @assistant/memory <npc> = <query>")
             return
         ports = npc.assistant.ports()
-        if ports.semantic is None:
+        if not npc.assistant.memories.available:
             self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
                             "off). Try @assistant/journal instead.")
             return
-        from ai_assistant.memory.semantic_recall import (
+        from ai_assistant.memory.recall.long_term import (
             format_memory_results,
             retrieve_relevant_memories,
         )
@@ -436,7 +428,7 @@ class CmdAssistant(MuxCommand):
             return
         from ai_assistant.workspace.goals import format_goal_tree
 
-        goals = npc.assistant.ports().state.get(documents.CURRENT_GOALS) or []
+        goals = npc.assistant.goals.all()
         self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
 
     def do_projects(self):
@@ -445,7 +437,7 @@ class CmdAssistant(MuxCommand):
             return
         from ai_assistant.workspace.projects import format_projects
 
-        doc = npc.assistant.ports().state.get(documents.PROJECTS)
+        doc = npc.assistant.projects.document()
         self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
 
     def do_reflect(self):
@@ -476,13 +468,13 @@ class CmdAssistant(MuxCommand):
         if not self.rhs or not self.rhs.strip():
             self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
             return
-        from ai_assistant.memory.entities import find_profile, format_profile, get_profiles
+        from ai_assistant.memory.entities import format_profile
 
-        ports = npc.assistant.ports()
-        profile = find_profile(ports, self.rhs.strip())
+        people = npc.assistant.people
+        profile = people.find(self.rhs.strip())
         if profile is None:
             known = ", ".join(sorted(p.get("name") or key for key, p in
-                                     get_profiles(ports).items())) or "nobody yet"
+                                     people.profiles().items())) or "nobody yet"
             self.caller.msg(f"{npc.key} has no profile of '{self.rhs.strip()}'. Known: {known}.")
             return
         self.caller.msg(f"|wProfile kept by {npc.key}|n\n{format_profile(profile)}")
@@ -491,7 +483,8 @@ class CmdAssistant(MuxCommand):
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+        from ai_assistant.sleep.patrol import run_patrol
+        from ai_assistant.workspace.status import format_patrol_report
 
         caller = self.caller
         caller.msg(f"{npc.key} patrols its memories...")
@@ -504,7 +497,7 @@ class CmdAssistant(MuxCommand):
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol.report import format_nodes_overview
+        from ai_assistant.workspace.status import format_nodes_overview
 
         self.caller.msg(format_nodes_overview(npc.assistant.ports()))
 

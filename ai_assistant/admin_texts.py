@@ -7,7 +7,6 @@ to send. Nothing here reads the command line or answers anyone.
 import json
 import textwrap
 
-from ai_assistant.plumbing import documents
 from ai_assistant.tools.registry import SCOPED, ToolCategory
 
 TOOL_TEXT_WIDTH = 78
@@ -22,11 +21,11 @@ def journal_text(npc, query=""):
     `@assistant/journal`: the newest entries, or a search's matches best first and, apart, the
     related entries the ranking brought along.
     """
-    from ai_assistant.memory.journal import format_entry, get_journal
+    from ai_assistant.memory.journal import format_entry
     from ai_assistant.memory.search.journal_search import search_journal, split_matches
 
     ports = npc.assistant.ports()
-    entries = get_journal(ports)["entries"]
+    entries = npc.assistant.journal.entries()
     if not query:
         recent = entries[-15:]
         lines = [f"|wJournal of {npc.key}|n ({len(entries)} entries, newest last)"]
@@ -51,9 +50,8 @@ def journal_text(npc, query=""):
 
 def persona_text(npc):
     """`@assistant/persona <npc>`: the admins' persona, its own guidelines, its description."""
-    state = npc.assistant.ports().state
-    own = state.get(documents.ASSISTANT_SYSTEM_PROMPT)
-    persona = state.get(documents.USER_SYSTEM_PROMPT)
+    own = npc.assistant.persona.own_guidelines()
+    persona = npc.assistant.persona.admin_instructions()
     lines = [f"|wPersona of {npc.key}|n (set by admins; the assistant cannot change it)",
              f"  {persona}" if persona else "  (none: the default persona is used)"]
     if own:

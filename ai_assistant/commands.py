@@ -11,16 +11,7 @@ from evennia import CmdSet
 from evennia.commands.command import Command
 from evennia.commands.default.general import CmdPose as EvenniaCmdPose
 
-# `@assistant` lives in admin_commands (the text of its views in admin_texts); its names are
-# re-exported here, where games and tests have always imported them from
-from ai_assistant.admin_commands import (  # noqa: F401
-    CmdAssistant,
-    all_assistants,
-    find_assistant,
-    parse_config_value,
-    run_tool_as,
-)
-from ai_assistant.admin_texts import format_json  # noqa: F401
+from ai_assistant.admin_commands import CmdAssistant, run_tool_as
 from ai_assistant.handler import is_assistant
 from ai_assistant.tools.catalogue import load_all_tools
 

@@ -29,14 +29,26 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.nodes import Nodes
+from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.memory.persona import Persona
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
+from ai_assistant.workspace.goals import Goals
+from ai_assistant.workspace.loop_state import LoopState
+from ai_assistant.workspace.mode import Mode
+from ai_assistant.workspace.projects import Projects
+from ai_assistant.workspace.session_memory import SessionMemory
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
-MODES = ("awake", "sleep")
-MODE_HISTORY_LENGTH = 20
 
 
 def is_assistant(obj):
@@ -101,8 +113,8 @@ class AssistantHandler:
         Returns:
             Deferred or None: Fires with the count deleted; None when memory is off.
         """
-        store = self.ports().semantic
-        if store is None:
+        memories = self.memories
+        if not memories.available:
             return None
         name, scope = self.obj.key, self.memory_scope
 
@@ -114,7 +126,7 @@ class AssistantHandler:
             logger.log_err(f"[ai_assistant] {name}: could not delete the memories of {scope}: "
                            f"{failure.getErrorMessage()}")
 
-        return store.delete_all().addCallbacks(_done, _failed)
+        return memories.forget_all().addCallbacks(_done, _failed)
 
     def ports(self):
         """The core's ports for this NPC, cached until its config changes (`reset`)."""
@@ -197,10 +209,82 @@ class AssistantHandler:
         """Write every changed state document to its Attribute."""
         self.ports().state.flush()
 
+    # --- stores (each the only code that reads or writes its documents) ---------------------
+
+    @property
+    def journal(self):
+        """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
+        return Journal(self.ports())
+
+    @property
+    def people(self):
+        """The people it knows (`memory.entities.People`): profiles and relationships."""
+        return People(self.ports())
+
+    @property
+    def nodes(self):
+        """Its memory nodes (`memory.nodes.Nodes`): scene notes, nodes, clusters, vectors."""
+        return Nodes(self.ports())
+
+    @property
+    def conversation(self):
+        """What was said (`memory.conversation.Conversation`): history, working memory."""
+        return Conversation(self.ports())
+
+    @property
+    def perception(self):
+        """What it perceived and has not handled yet (`memory.perception_queue`)."""
+        return PerceptionQueue(self.ports())
+
+    @property
+    def loop(self):
+        """The ReAct loop's record of itself (`workspace.loop_state.LoopState`)."""
+        return LoopState(self.ports())
+
+    @property
+    def llm_stats(self):
+        """Its LLM calls, tokens, errors and emergency stop (`plumbing.llm.LLMStats`)."""
+        return LLMStats(self.ports().state)
+
+    @property
+    def persona(self):
+        """Who it is told to be (`memory.persona.Persona`): guidelines, the admins' words."""
+        return Persona(self.ports())
+
+    @property
+    def memories(self):
+        """Its long-term memories (`memory.longterm.memories.Memories`): add, search, correct."""
+        return Memories(self.ports())
+
+    @property
+    def memory_links(self):
+        """The links of its long-term memories (`memory.longterm.links.MemoryLinks`)."""
+        return MemoryLinks(self.ports())
+
+    @property
+    def mode(self):
+        """Its mode and sleep state (`workspace.mode.Mode`)."""
+        return Mode(self.ports())
+
+    @property
+    def goals(self):
+        """Its goals (`workspace.goals.Goals`)."""
+        return Goals(self.ports())
+
+    @property
+    def projects(self):
+        """Its projects (`workspace.projects.Projects`)."""
+        return Projects(self.ports())
+
+    @property
+    def session(self):
+        """Its session memory (`workspace.session_memory.SessionMemory`)."""
+        return SessionMemory(self.ports())
+
     @property
     def operating_mode(self):
         """The operating mode: "awake" or "sleep"."""
-        return self.ports().state.get(documents.OPERATING_MODE) or "awake"
+        return self.mode.current()
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -217,19 +301,11 @@ class AssistantHandler:
         Returns:
             bool: False if already in `target`.
         """
-        if target not in MODES:
-            raise ValueError(f"unknown mode {target!r}")
         ports = self.ports()
-        state = ports.state
-        current = state.get(documents.OPERATING_MODE) or "awake"
-        if current == target:
+        current = Mode(ports).switch(target, reason)
+        if current is None:
             return False
-        state.set(documents.OPERATING_MODE, target)
-        history = list(state.get(documents.MODE_HISTORY) or [])
-        history.append({"from": current, "to": target, "reason": reason,
-                        "time": iso(ports.clock.now())})
-        state.set(documents.MODE_HISTORY, history[-MODE_HISTORY_LENGTH:])
-        state.flush()  # a mode change (and all before it) reaches the database at once
+        ports.state.flush()  # a mode change (and all before it) reaches the database at once
         if self.script:
             self.script.subscribe()
         logger.log_info(f"[ai_assistant] {self.obj.key}: {current} -> {target} ({reason})")
@@ -275,7 +351,7 @@ class AssistantHandler:
         event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
         # when it was heard, to the fraction of a second: the "thinking" emote counts from it
         event["heard_at"] = ports.clock.now().timestamp()
-        perception.enqueue(ports, event)
+        PerceptionQueue(ports).add(event)
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
         if event["urgent"] and self.operating_mode == "awake" and self.script:
@@ -349,24 +425,24 @@ class AssistantHandler:
         """An awake tick: a sleep request or the schedule first, then what was heard."""
         from ai_assistant.sleep import modes
 
-        awake = dict(ports.state.get(documents.AWAKE_STATE) or {})
-        awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
-        ports.state.set(documents.AWAKE_STATE, awake)
+        Mode(ports).count_awake_tick()
         if modes.take_sleep_request(ports, self.set_mode):
             return None
         should_sleep, target, reason = modes.check_sleep_schedule(ports)
         if should_sleep and target == "sleep":
             modes.enter_sleep(ports, reason, self.set_mode)
             return None
-        if not ports.state.get(documents.PENDING_EVENTS):
+        if not PerceptionQueue(ports).waiting():
             return None
         from ai_assistant.agent.awake import run_awake_tick
+        from ai_assistant.sleep.compaction import compact_if_emergency
 
         return run_awake_tick(
             ports,
             run_cycle=run_cycle,
             call_later=reactor.callLater,
             cache=self.tool_cache(),
+            compact=compact_if_emergency,
         )
 
 

@@ -12,7 +12,7 @@ from evennia.utils import create
 from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.commands import CmdAssistant, all_assistants
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.setting_table import SETTINGS
 from ai_assistant.typeclasses import AssistantCharacter

@@ -9,7 +9,8 @@ from scripted_llm import FakeWorld, sync_runner
 from twisted.internet import defer, task
 
 from ai_assistant.agent import awake, perception, warmup
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import tokens
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import iso
@@ -42,7 +43,7 @@ def test_the_warm_up_opens_the_client_the_store_and_the_models(llm_config):
     store = ListingStore()
     llm = LLMClient(llm_config, runner=sync_runner, clock=task.Clock())
     ports = support.make_ports(llm=llm, semantic=store)
-    journal.add_entry(ports, "Bob said the lighthouse lamp is out.", source_type="direct",
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
                       source_entity="Bob")
     assert llm._sdk is None
     done = support.result_of(warmup.warm_up(ports, cpu_runner=sync_runner,
@@ -97,7 +98,7 @@ def test_the_thinking_emote_counts_from_when_the_line_was_heard(seconds_ago, del
     original = awake._relevant_memories
     awake._relevant_memories = slow_recall
     try:
-        perception.enqueue(ports, heard(ports, "Ada, where is the lamp?", seconds_ago))
+        PerceptionQueue(ports).add(heard(ports, "Ada, where is the lamp?", seconds_ago))
         tick = awake.run_awake_tick(
             ports, call_later=clock.callLater,
             run_cycle=lambda p, s, cache=None: defer.succeed({"tools": [], "terminal": True}))
@@ -118,7 +119,7 @@ def test_a_quick_turn_shows_no_thinking_emote():
     world = FakeWorld()
     ports = support.make_ports(world=world, clock=None)
     ports.llm = object()
-    perception.enqueue(ports, heard(ports, "Ada, hello"))
+    PerceptionQueue(ports).add(heard(ports, "Ada, hello"))
     support.result_of(awake.run_awake_tick(
         ports, call_later=clock.callLater,
         run_cycle=lambda p, s, cache=None: defer.succeed({"tools": [], "terminal": True})))
@@ -138,12 +139,12 @@ class OpeningStore:
 
 
 def test_a_reply_does_not_wait_for_a_store_still_opening_but_the_warm_up_does():
-    from ai_assistant.agent.blocks.recall import recall_lines
-    from ai_assistant.memory.recall.mirror import mirror_of
+    from ai_assistant.agent.blocks.remembered import recall_lines
+    from ai_assistant.memory.longterm.mirror import mirror_of
 
     store = OpeningStore()
     ports = support.make_ports(semantic=store)
-    journal.add_entry(ports, "Bob said the lighthouse lamp is out.", source_type="direct",
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
                       source_entity="Bob")
     situation = {"events": [{"text": "what about the lighthouse lamp?"}],
                  "interlocutor": {"id": "#2"}, "history": []}

@@ -7,7 +7,8 @@ The game's and the API's side: tests/test_true_counts.py.
 import pytest
 import support
 
-from ai_assistant.memory import entities, journal
+from ai_assistant.memory import entities
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.search.journal_search import search_journal, split_matches
 
 pytestmark = pytest.mark.core
@@ -20,7 +21,7 @@ LINES = ("Bob said the lighthouse lamp went out last night.",
 def write_journal(ports):
     for line in LINES:
         speaker = "Bob" if line.startswith("Bob") else "Cleo"
-        journal.add_entry(ports, line, source_type="direct", source_entity=speaker)
+        Journal(ports).add(line, source_type="direct", source_entity=speaker)
 
 
 def test_the_search_brings_a_neighbour_but_only_the_match_matches():

@@ -11,8 +11,8 @@ from evennia.utils.test_resources import EvenniaCommandTest
 from inspector_fixtures import InspectorTestCase
 from test_journal_matches import write_journal
 
-from ai_assistant.commands import CmdAssistant, all_assistants
-from ai_assistant.memory import journal
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.memory.journal import Journal
 from ai_assistant.typeclasses import AssistantCharacter
 
 
@@ -42,7 +42,7 @@ class TestJournalSearchInTheGame(EvenniaCommandTest):
 
 class TestJournalSearchInTheAPI(InspectorTestCase):
     def test_the_api_counts_only_matches_and_lists_the_related_apart(self):
-        journal.add_entry(self.ports, "The harbour master's dog barked at the gulls.",
+        Journal(self.ports).add("The harbour master's dog barked at the gulls.",
                           source_type="direct", source_entity="Alice")
         self.client.force_login(self.builder)
         url = f"/api/assistants/{self.npc.id}/journal/?q=master"

@@ -26,7 +26,7 @@ import time
 
 from twisted.internet import defer
 
-from ai_assistant.agent.blocks.recall import recall_query
+from ai_assistant.agent.blocks.remembered import recall_query
 from ai_assistant.memory.recall.pipeline import recall
 from ai_assistant.plumbing import threads
 

@@ -13,9 +13,9 @@ Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
 from datetime import timedelta
 
 from ai_assistant.memory.audience import visible_to
-from ai_assistant.memory.entities import relationship_summary, relevant_profiles
-from ai_assistant.memory.nodes import scene_to_text, setting
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.entities import People, relationship_summary
+from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
+from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.quoting import defuse, safe_name
 
@@ -39,8 +39,8 @@ def relationships_text(ports, situation=None):
     A line per relevant person - those present first, then the most recently met - with the
     relationship as `memory.entities` keeps it (at most `nodes.relationships_max`).
     """
-    chosen = relevant_profiles(ports, people_in(situation),
-                               limit=int(setting(ports, "relationships_max")))  # fmt: skip
+    chosen = People(ports).relevant(people_in(situation),
+                                    limit=int(setting(ports, "relationships_max")))
     now = ports.clock.now()
     lines = []
     for profile, present in chosen:
@@ -54,7 +54,7 @@ def relationships_text(ports, situation=None):
 def system_memory_block(ports, situation):
     """The think notes of the last patrol and the relationships (system message)."""
     parts = []
-    think = ports.state.get(documents.THINK_NOTES, None) or {}
+    think = PatrolRecord(ports).think_notes()
     if think.get("text"):
         parts.append("Notes you wrote for yourself after your last memory patrol:\n"
                      + defuse(think["text"], 2000))
@@ -68,7 +68,7 @@ def snapshot_block(ports, situation):
     """Unread notes (todos, reminders) and the diary of the last days."""
     parts = []
     unread = [
-        n for n in ports.state.get(documents.SCENE_NOTES, None) or []
+        n for n in Nodes(ports).scene_notes()
         if n.get("type", "scene") != "scene" and not n.get("read")
     ]
     if unread:
@@ -77,7 +77,7 @@ def snapshot_block(ports, situation):
         ))
     days = int(setting(ports, "diary_days"))
     cutoff = (ports.clock.now() - timedelta(days=days)).strftime("%Y-%m-%d")
-    diary = ports.state.get(documents.DIARY, None) or {}
+    diary = PatrolRecord(ports).diary()
     recent = sorted((d for d in diary if d > cutoff), reverse=True)
     if recent:
         parts.append("Your diary:\n" + "\n".join(
@@ -89,7 +89,7 @@ def snapshot_block(ports, situation):
 def recent_nodes_block(ports, situation):
     """The most recently activated nodes that have an action."""
     limit = int(setting(ports, "recent_nodes"))
-    nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
+    nodes = Nodes(ports).stored()
     viewer = ((situation or {}).get("interlocutor") or {}).get("id")
     activated = [
         n for n in nodes.values()
