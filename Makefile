@@ -25,7 +25,7 @@ find_python312 = $(shell \
 	  done; \
 	fi)
 
-.PHONY: venv test test-fast test-postgres postgres browser lint demo stop build-world reload clean-venv
+.PHONY: venv test test-fast test-postgres postgres browser lint demo stop build-world reload clean-venv ports
 
 $(VPY):
 	@PY="$(call find_python312)"; \
@@ -83,8 +83,16 @@ demo: venv
 	$(EVENNIA) migrate
 	$(EVENNIA) start
 	@echo
-	@echo "Ada is in Limbo. Connect: telnet 127.0.0.1 4000 (web: http://127.0.0.1:4001)"
+	@echo "Ada is in Limbo. Connect: $$($(MAKE) -s --no-print-directory ports)"
 	@echo "Superuser: $(EVENNIA_SUPERUSER_USERNAME) / $(EVENNIA_SUPERUSER_PASSWORD)"
+
+# Where the game listens, as its settings say (settings.py and secret_settings.py).
+ports:
+	@$(VPY) -c 'import os, sys; sys.path.insert(0, "."); \
+	os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.conf.settings"); \
+	from django.conf import settings as s; \
+	web = f" (web: http://127.0.0.1:{s.WEBSERVER_PORTS[0][0]})" if s.WEBSERVER_ENABLED else ""; \
+	print(f"telnet 127.0.0.1 {s.TELNET_PORTS[0]}{web}")'
 
 reload: venv
 	$(EVENNIA) reload

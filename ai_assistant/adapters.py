@@ -307,7 +307,7 @@ class LazySemanticStore:
         from twisted.internet import reactor
 
         from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
-        from ai_assistant.plumbing.threads import run_cpu_bound
+        from ai_assistant.plumbing.threads import run_blocking
 
         if not _shutdown_hooked:
             reactor.addSystemEventTrigger("before", "shutdown", close_all_stores)
@@ -325,7 +325,9 @@ class LazySemanticStore:
             for waiter in waiting:
                 waiter.errback(failure)
 
-        run_cpu_bound(make_semantic_store, self._settings, semantic_data_dir(), self._key,
+        # opening is mostly importing mem0 and reading files: the waiting pool, so that a
+        # reply's recall (computing pool) never queues behind it just after a start
+        run_blocking(make_semantic_store, self._settings, semantic_data_dir(), self._key,
                      log=self._log).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):
@@ -380,6 +382,22 @@ def semantic_store(settings, key, log, runtime):
 def npc_overrides(character):
     """The NPC's `@assistant/config` overrides, as plain data."""
     return deserialize(character.attributes.get(documents.CONFIG_OVERRIDES) or {})
+
+
+def store_overrides(character, overrides):
+    """
+    Replace the NPC's `@assistant/config` overrides (written straight to the Attribute).
+
+    Args:
+        character (AssistantMixin): The NPC.
+        overrides (dict): `{dotted key: value}`, each checked by the caller (`validate`).
+    """
+    character.attributes.add(documents.CONFIG_OVERRIDES, dict(overrides))
+
+
+def overrides_attribute(overrides):
+    """The `(name, value)` of a prototype's `attrs` that gives its NPC these overrides."""
+    return (str(documents.CONFIG_OVERRIDES), dict(overrides))
 
 
 def npc_settings(character, overrides=None):

@@ -11,8 +11,7 @@ from evennia import CmdSet
 from evennia.commands.command import Command
 from evennia.commands.default.general import CmdPose as EvenniaCmdPose
 
-from ai_assistant.admin_commands import CmdAssistant
-from ai_assistant.admin_views import run_tool_as
+from ai_assistant.admin_commands import CmdAssistant, run_tool_as
 from ai_assistant.handler import is_assistant
 from ai_assistant.tools.catalogue import load_all_tools
 

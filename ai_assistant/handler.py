@@ -183,6 +183,20 @@ class AssistantHandler:
             self.obj.ndb.llm_client_signature = signature
         return self.obj.ndb.llm_client
 
+    def warm_up(self):
+        """
+        Make ready, in the background, what this assistant's next reply needs (see
+        `agent.warmup`): called at every server start and reload.
+
+        Returns:
+            Deferred[dict]: What was warmed; never errbacks.
+        """
+        from ai_assistant.agent.warmup import warm_up_in_turn
+
+        if self.obj.pk is None:  # deleted before its turn came
+            return None
+        return warm_up_in_turn(self.ports())
+
     def tool_cache(self):
         """The NPC's `ToolCache` (tool results reused within a tick)."""
         from ai_assistant.tools.registry import ToolCache
@@ -335,6 +349,8 @@ class AssistantHandler:
         # an admin's words may order what a player's may not (`tools.agency`): the same
         # lock as the @assistant command decides who is an admin
         event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
+        # when it was heard, to the fraction of a second: the "thinking" emote counts from it
+        event["heard_at"] = ports.clock.now().timestamp()
         PerceptionQueue(ports).add(event)
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
@@ -454,7 +470,9 @@ class AssistantMixin:
         super().at_object_creation()
         self.tags.add(*ASSISTANT_TAG)
         self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
-        self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
+        from ai_assistant.adapters import store_overrides
+
+        store_overrides(self, {})
         self.attributes.add(documents.MEMORY_SCOPE, f"assistant_{uuid.uuid4().hex}")
         self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
         self.assistant.script.subscribe()

@@ -7,6 +7,7 @@ NPC's name, room and ticker).
 
 import json
 
+from ai_assistant.adapters import npc_overrides
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import mask_secret
 from ai_assistant.workspace.status import settings_problem_lines, status_text
@@ -29,7 +30,7 @@ def format_status(npc):
 
 def format_config(npc):
     """The NPC's overrides and its effective LLM settings (keys masked)."""
-    overrides = dict(npc.attributes.get(documents.CONFIG_OVERRIDES) or {})
+    overrides = npc_overrides(npc)
     settings = npc.assistant.ports().settings
     llm = dict(settings.get("llm"))
     llm["api_key"] = mask_secret(llm.get("api_key"))
@@ -42,5 +43,34 @@ def format_config(npc):
         f"  ticks: awake {settings.get('ticks.awake')}s, sleep {settings.get('ticks.sleep')}s",
         *settings_problem_lines(settings),
         "  set one with: @assistant/config <npc> = <dotted.key> <value>",
+        f"  every key, its value, default, range and doc: @assistant/config/keys {npc.key} "
+        "[= <prefix>]",
     ]
+    return "\n".join(lines)
+
+
+def format_setting_keys(npc, prefix=""):
+    """
+    Every setting of the NPC (or those under `prefix`): its value, default, what it accepts
+    and what it does, from the settings table; its own overrides marked.
+    """
+    from ai_assistant.plumbing.settings_reference import setting_rows, shown
+
+    overrides = npc_overrides(npc)
+    prefix = (prefix or "").strip().rstrip(".")
+    rows = [row for row in setting_rows(npc.assistant.ports().settings, overrides)
+            if not prefix or row["key"] == prefix or row["key"].startswith(prefix + ".")]
+    if not rows:
+        return (f"No setting starts with '{prefix}'. Sections: "
+                f"{', '.join(sorted({row['key'].split('.')[0] for row in setting_rows()}))}.")
+    lines = [f"|wSettings of {npc.key}|n{f' under {prefix}' if prefix else ''} ({len(rows)}; "
+             "|y*|n set for this NPC; change one with @assistant/config <npc> = <key> <value>)"]
+    for row in rows:
+        value = row["value"]
+        if row["key"] == "llm.api_key":
+            value = mask_secret(value)
+        mark = "|y*|n" if row["overridden"] else " "
+        lines.append(f" {mark}|w{row['key']}|n = {shown(value)}  (default {shown(row['default'])};"
+                     f" {row['accepts']})")
+        lines.append(f"     {row['doc']}")
     return "\n".join(lines)

@@ -17,9 +17,16 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from ai_assistant import durability
+from ai_assistant.adapters import game_settings
+from ai_assistant.agent.warmup import warm_up_process
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.settings import Settings
 from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
+
+# Evennia imports this module early in a server start, when it loads the assistants' scripts:
+# what every reply needs (libraries, models) starts loading now, in the worker pools
+warm_up_process(Settings(game_settings()))
 
 
 class AssistantScript(DefaultScript):
@@ -98,6 +105,9 @@ class AssistantScript(DefaultScript):
             self.obj.assistant.ports().state.durability()
             # persistent tickers come back by themselves; this repairs a missing or stale one
             self.subscribe()
+            # what the first reply needs (model client, store, embedder, recall index) is made
+            # ready now, off the reactor, once the start is over (agent/warmup.py)
+            reactor.callLater(0, self.obj.assistant.warm_up)
 
     def at_script_delete(self):
         self.unsubscribe()

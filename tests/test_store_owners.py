@@ -27,7 +27,6 @@ NOT_YET_OWNED = {
 
     # the shell's own documents
     "TICKER_INTERVAL",
-    "CONFIG_OVERRIDES",
     "MEMORY_SCOPE",
 }
 

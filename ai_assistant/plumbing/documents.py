@@ -108,7 +108,7 @@ TICKER_INTERVAL = Document(
     shape="seconds between the ticks the script is subscribed to, None when unsubscribed; "
           "written straight to the Attribute, never through ports.state", straight=True)
 CONFIG_OVERRIDES = Document(
-    "config_overrides", on=CHARACTER, default={}, owner="commands", writers=("handler",),
+    "config_overrides", on=CHARACTER, default={}, owner="adapters",
     shape="the NPC's @assistant/config settings over the game's, {dotted key: value}; read "
           "when the ports are built, written straight to the Attribute", straight=True)
 MEMORY_SCOPE = Document(

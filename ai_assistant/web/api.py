@@ -3,8 +3,10 @@ The inspector's REST API, under Evennia's `/api/` (Django REST framework), staff
 
     GET  /api/assistants/                      id, key, mode, sleep phase, location of each
     GET  /api/assistants/<id>/                 status: mode, ticks, provider, LLM use, counts
-    GET  /api/assistants/<id>/journal/         entries, newest first; ?q= searches (scores);
-                                               paginated: ?limit=&offset=
+    GET  /api/assistants/<id>/journal/         entries, newest first; ?q= searches: the entries
+                                               that match, best first (scores), and "related"
+                                               (ranked near, matching no word); paginated:
+                                               ?limit=&offset=
     GET  /api/assistants/<id>/memories/        long-term memories, trust, source, links; ?q=;
                                                filters (`web.listing`), ?limit=&offset=
     GET  /api/assistants/<id>/profiles/        entity profiles and relationships; ?person=
@@ -117,6 +119,9 @@ class Journal(InspectorView):
         page = paginator.paginate_queryset(entries, request, view=self)
         response = paginator.get_paginated_response(page)
         response.data["query"] = query or None
+        # what the search ranked near the matches without matching the query itself
+        response.data["related"] = (on_reactor(inspect.journal_entries, npc, query, related=True)
+                                    if query else [])
         return response
 
 

@@ -17,8 +17,7 @@ from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
 from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
-from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.search.journal_search import search_journal, split_matches
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.sleep.reports import recent_sleeps
 from ai_assistant.workspace.status import inspector_status
@@ -85,12 +84,15 @@ def entry_view(entry, consolidated, score=None):
     return view
 
 
-def journal_hits(npc, query="", day=""):
+def journal_hits(npc, query="", day="", related=False):
     """
-    The journal, newest first; with a query, the assistant's own journal search, best first.
+    The journal, newest first; with a query, the entries of the assistant's own journal search
+    that match it, best first (`split_matches`).
 
     Args:
         day (str, optional): `YYYY-MM-DD`: only the entries of that day (UTC).
+        related (bool): With a query, the search's other results instead: entries it ranks
+            near the matches that share no word, speaker or time with the query.
 
     Returns:
         list[tuple]: `(entry, score or None)` each (views of a page: `entry_views`).
@@ -98,8 +100,11 @@ def journal_hits(npc, query="", day=""):
     ports = npc.assistant.ports()
     journal = npc.assistant.journal
     if query and query.strip():
-        found = [(entry, score) for score, entry in
-                 search_journal(ports, query.strip(), limit=SEARCH_LIMIT)]
+        hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
+        matches, others = split_matches(ports, query.strip(), hits)
+        found = [(entry, score) for score, entry in (others if related else matches)]
+    elif related:
+        return []
     else:
         found = [(entry, None) for entry in reversed(journal.entries())]
     if day:
@@ -126,9 +131,9 @@ def derived_by_entry(npc, views):
     return views
 
 
-def journal_entries(npc, query="", day=""):
+def journal_entries(npc, query="", day="", related=False):
     """Every `journal_hits` row as an `entry_view` (the API pages them)."""
-    return entry_views(npc, journal_hits(npc, query, day))
+    return entry_views(npc, journal_hits(npc, query, day, related))
 
 
 def _day_of(entry):

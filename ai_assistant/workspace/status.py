@@ -335,6 +335,9 @@ def _step_summary(result):
 # What the memory inspector's status header shows
 
 
+SHOWN_OBSERVATIONS = 10  # observations `format_profile` lists, the newest
+
+
 def format_profile(profile):
     """
     An entity profile as text for `@assistant/profile` (pass a `People.profile`/`People.find`
@@ -359,9 +362,13 @@ def format_profile(profile):
     lines.append(f"Attributes ({len(attributes)}):")
     lines += [f"  {key}: {value}" for key, value in attributes.items()] or ["  (none yet)"]
     observations = profile.get("observations") or []
-    lines.append(f"Recent observations ({len(observations)}):")
+    shown = observations[-SHOWN_OBSERVATIONS:]
+    # the header counts what it lists, and says how many more there are
+    older = len(observations) - len(shown)
+    lines.append(f"Recent observations ({len(shown)}"
+                 f"{f' of {len(observations)}' if older else ''}):")
     lines += [
-        f"  [{o.get('time')}] ({o.get('source')}) {o.get('text')}" for o in observations[-10:]
+        f"  [{o.get('time')}] ({o.get('source')}) {o.get('text')}" for o in shown
     ] or ["  (none)"]
     return "\n".join(lines)
 
