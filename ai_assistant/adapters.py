@@ -10,6 +10,7 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 
 import copy
 import pickle
+import uuid
 from base64 import b64decode
 
 from evennia.utils import logger
@@ -377,6 +378,26 @@ def semantic_store(settings, key, log, runtime):
     return runtime.cache("semantic_store", lambda: LazySemanticStore(settings, key, log))
 
 
+def memory_scope(character):
+    """
+    The id that scopes the NPC's long-term memories (mem0's user_id), drawn if it has none.
+
+    Random, so that a database that reuses object ids never hands a new assistant an old one's
+    memories; kept as long as the NPC has it (a typeclass swapped away and back included).
+
+    Args:
+        character (AssistantMixin): The NPC.
+
+    Returns:
+        str: `assistant_<random hex>`.
+    """
+    scope = character.attributes.get(documents.MEMORY_SCOPE)
+    if not scope:
+        scope = f"assistant_{uuid.uuid4().hex}"
+        character.attributes.add(documents.MEMORY_SCOPE, scope)
+    return scope
+
+
 def npc_overrides(character):
     """The NPC's `@assistant/config` overrides, as plain data."""
     return deserialize(character.attributes.get(documents.CONFIG_OVERRIDES) or {})
@@ -446,8 +467,7 @@ def build_ports(character, *, runtime):
         log_to_server(f"{character.key}: ignored setting {problem['key']} = "
                       f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
-    # an assistant made before scopes were stored gets its own from the handler
-    key = straight[documents.MEMORY_SCOPE] or character.assistant.memory_scope
+    key = straight[documents.MEMORY_SCOPE] or memory_scope(character)
     return AssistantPorts(
         key=key,
         name=character.key,

@@ -212,7 +212,7 @@ class CmdAssistant(AdminViews, MuxCommand):
             return
         if persona:
             set_persona(npc, persona)
-        interval = npc.assistant.script.attributes.get(documents.TICKER_INTERVAL)
+        interval = npc.assistant.script.ticker_interval
         with_persona = " with your persona" if persona else ""
         caller.msg(f"Created assistant {npc.key} ({npc.dbref}){with_persona}: awake, ticking "
                    f"every {interval}s. Describe it with @desc {npc.key} = <description>.")
@@ -298,7 +298,7 @@ class CmdAssistant(AdminViews, MuxCommand):
 
         enter_sleep(assistant.ports(), f"admin {self.caller.key}", assistant.set_mode)
         assistant.script.poke()
-        interval = assistant.script.attributes.get(documents.TICKER_INTERVAL)
+        interval = assistant.script.ticker_interval
         self.caller.msg(f"{npc.key} is now asleep (phase: compacting; ticker {interval}s).")
 
     def do_wake(self):

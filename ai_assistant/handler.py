@@ -20,7 +20,6 @@ before a reload or shutdown. The thinking itself happens in the core (`ai_assist
 """
 
 import json
-import uuid
 
 from evennia.utils import logger
 from evennia.utils.ansi import strip_ansi
@@ -42,6 +41,40 @@ MODE_HISTORY_LENGTH = 20
 def is_assistant(obj):
     """True when `obj` is an AI assistant (its typeclass has `AssistantMixin`)."""
     return isinstance(obj, AssistantMixin)
+
+
+# what an assistant keeps in its object's ndb (its handler's caches)
+_NDB_CACHES = ("ai_ports", "ai_runtime", "assistant_script", "llm_client",
+               "llm_client_signature", "tool_cache", "ai_state_cache", "ai_state_dirty")
+
+
+def retire(obj):
+    """
+    Take off an object what being an assistant gave it, once it is one no more (`@typeclass`
+    swapped it to a class without `AssistantMixin`; its script calls this as it is deleted).
+
+    As deleting the NPC would: its tool commands, its tag and its write-ahead log go, after
+    what it still held in memory reached the database. Unlike deleting it, its Attributes stay
+    - its memory scope, overrides, journal - so that swapping it back brings the same assistant
+    back, with the same long-term memories.
+
+    Args:
+        obj (Object): The object that was an assistant.
+    """
+    from ai_assistant import durability
+
+    ports = obj.ndb.ai_ports
+    if ports is not None:  # swapped in this process: its write-behind cache is still here
+        ports.state.flush()
+    durability.remove_log(obj)
+    from ai_assistant.commands import AssistantToolCmdSet
+
+    # by path, and by key for a game's own tool cmdset made from it
+    obj.cmdset.remove(AssistantMixin.assistant_tool_cmdset)
+    obj.cmdset.remove(AssistantToolCmdSet.key)
+    obj.tags.remove(*ASSISTANT_TAG)
+    for name in _NDB_CACHES:
+        obj.nattributes.remove(name)
 
 
 class AssistantHandler:
@@ -81,16 +114,13 @@ class AssistantHandler:
     @property
     def memory_scope(self):
         """
-        The id that scopes the NPC's long-term memories (`documents.MEMORY_SCOPE`): random,
-        given at creation, so a database that reuses object ids never hands a new assistant
-        an old one's memories. An assistant made before scopes were random keeps its old,
-        id-based scope, so what it stored stays readable.
+        The id that scopes the NPC's long-term memories: random, given at creation, so a
+        database that reuses object ids never hands a new assistant an old one's memories (one
+        found without a scope draws one the same way; see `adapters.memory_scope`).
         """
-        scope = self.obj.attributes.get(documents.MEMORY_SCOPE)
-        if not scope:
-            scope = f"assistant_{self.obj.id}"
-            self.obj.attributes.add(documents.MEMORY_SCOPE, scope)
-        return scope
+        from ai_assistant.adapters import memory_scope
+
+        return memory_scope(self.obj)
 
     def forget_memories(self):
         """
@@ -374,13 +404,24 @@ class AssistantMixin:
         return AssistantHandler(self)
 
     def at_object_creation(self):
-        """Tag the NPC, give it its tools as commands and start its script."""
+        """
+        Tag the NPC, give it its tools as commands and start its script.
+
+        Also run when an object becomes an assistant again (`@typeclass` back to an assistant
+        class runs this hook): what it still has - its memory scope, its overrides, its script
+        and tool cmdset - is kept, never drawn or added twice.
+        """
+        from ai_assistant.adapters import memory_scope
+
         super().at_object_creation()
         self.tags.add(*ASSISTANT_TAG)
-        self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
-        self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
-        self.attributes.add(documents.MEMORY_SCOPE, f"assistant_{uuid.uuid4().hex}")
-        self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
+        if not self.cmdset.has(self.assistant_tool_cmdset):
+            self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
+        if not self.attributes.has(documents.CONFIG_OVERRIDES):
+            self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
+        memory_scope(self)
+        if self.assistant.script is None:
+            self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
         self.assistant.script.subscribe()
 
     def at_object_post_creation(self):
@@ -403,6 +444,14 @@ class AssistantMixin:
             return False
         self.assistant.forget_memories()
         return True
+
+    def at_post_unpuppet(self, account=None, session=None, **kwargs):
+        """
+        An admin stopped puppeting the NPC: it stays where it is and goes on living there.
+
+        `DefaultCharacter` stows a player's character away (location None, "has left the
+        game") when its account logs off; an NPC is no player's character, so that is skipped.
+        """
 
     def at_msg_receive(self, text=None, from_obj=None, **kwargs):
         """Hear the room: what is said, posed, whispered, and who comes and goes."""

@@ -39,7 +39,7 @@ def format_status(npc):
     script = npc.assistant.script
     mode = state.get(documents.OPERATING_MODE) or "awake"
     phase = state.get(documents.SLEEP_PHASE)
-    interval = script.attributes.get(documents.TICKER_INTERVAL) if script else None
+    interval = script.ticker_interval if script else None
     stats = state.get(documents.LLM_STATS) or {}
     journal = state.get(documents.JOURNAL) or {}
     lines = [

@@ -10,6 +10,8 @@ The Evennia typeclasses: the assistant NPC and the script that gives it a heartb
   that finds the previous one still running is skipped and counted.
 """
 
+import functools
+
 from evennia import TICKER_HANDLER
 from evennia.objects.objects import DefaultCharacter
 from evennia.scripts.scripts import DefaultScript
@@ -17,8 +19,27 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from ai_assistant import durability
-from ai_assistant.handler import SCRIPT_KEY, AssistantMixin
+from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, retire
 from ai_assistant.plumbing import documents
+
+
+def never_raises(hook):
+    """
+    A hook Evennia calls while it starts (or on a timer) must not raise: in
+    `update_scripts_after_server_start` one exception skips every later script's start, the task
+    and on-demand handlers and the "Server restarted" message. A failure is logged, with its
+    traceback, once per call, and the hook returns None.
+    """
+
+    @functools.wraps(hook)
+    def guarded(self, *args, **kwargs):
+        try:
+            return hook(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - see above: nothing may escape into Evennia's loop
+            logger.log_trace(f"[ai_assistant] {hook.__name__} of {self.key} (#{self.id}) failed")
+            return None
+
+    return guarded
 
 
 class AssistantScript(DefaultScript):
@@ -88,10 +109,34 @@ class AssistantScript(DefaultScript):
     def unsubscribe(self):
         for interval in self._live_intervals():
             self._remove_ticker(interval)
-        if self.attributes.get(documents.TICKER_INTERVAL) is not None:
+        if self.ticker_interval is not None:
             self.attributes.add(documents.TICKER_INTERVAL, None)
 
+    @property
+    def ticker_interval(self):
+        """Seconds between the ticks it is subscribed to, None when unsubscribed."""
+        return self.attributes.get(documents.TICKER_INTERVAL)
+
+    def retire_if_orphaned(self):
+        """
+        Delete this script when its object is no longer an assistant (`@typeclass` swapped it
+        to a class without `AssistantMixin`; the old class's hooks do not run on a swap).
+
+        Returns:
+            bool: True when it was retired (the caller must do nothing more with it).
+        """
+        if self.obj is not None and is_assistant(self.obj):
+            return False
+        where = f"{self.obj.key} ({self.obj.typeclass_path})" if self.obj else "no object"
+        logger.log_info(f"[ai_assistant] {where} is no longer an assistant: its script, ticker, "
+                        "tool commands and tag are removed")
+        self.delete()
+        return True
+
+    @never_raises
     def at_server_start(self):
+        if self.retire_if_orphaned():
+            return
         if self.obj:
             self.obj.ndb.assistant_script = self  # its handler need not look it up again
             # what an unclean stop left in the write-ahead log reaches the Attributes before
@@ -102,7 +147,9 @@ class AssistantScript(DefaultScript):
 
     def at_script_delete(self):
         self.unsubscribe()
-        if self.obj:
+        if self.obj is not None and not is_assistant(self.obj):
+            retire(self.obj)  # what the assistant left on an object that is one no more
+        elif self.obj:
             # the documents reach the database (its NPC may live on without this script), and
             # the write-ahead log - which may hold whispers - does not outlive them
             self.obj.assistant.flush()
@@ -115,10 +162,13 @@ class AssistantScript(DefaultScript):
 
     # --- ticks ----------------------------------------------------------------------------
 
+    @never_raises
     def at_assistant_tick(self, *args, **kwargs):
         """
         Called by TICKER_HANDLER. Starts the tick's work and returns None at once.
         """
+        if self.retire_if_orphaned():
+            return None
         assistant = self.obj.assistant
         ports = assistant.ports()
         state = ports.state
@@ -141,12 +191,14 @@ class AssistantScript(DefaultScript):
         reactor.callLater(0, self._start_work_if_idle)
         return None
 
+    @never_raises
     def at_server_reload(self):
-        if self.obj:
+        if self.obj and is_assistant(self.obj):
             self.obj.assistant.flush()
 
+    @never_raises
     def at_server_shutdown(self):
-        if self.obj:
+        if self.obj and is_assistant(self.obj):
             self.obj.assistant.flush()
 
     def poke(self):
