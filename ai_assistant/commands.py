@@ -20,7 +20,7 @@ from ai_assistant.admin_commands import (  # noqa: F401
     parse_config_value,
 )
 from ai_assistant.admin_views import format_json, run_tool_as  # noqa: F401
-from ai_assistant.handler import is_assistant
+from ai_assistant.handler import TOOL_CMDSET_KEY, is_assistant
 from ai_assistant.tools.catalogue import load_all_tools
 
 MAX_TALK_LENGTH = 2000
@@ -178,7 +178,7 @@ class AssistantToolCmdSet(CmdSet):
     in the room never get this cmdset: a character's `call` lock is false.
     """
 
-    key = "AssistantToolCmdSet"
+    key = TOOL_CMDSET_KEY
     priority = -50
     mergetype = "Union"
 

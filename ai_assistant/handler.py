@@ -34,6 +34,7 @@ from ai_assistant.plumbing.runtime import AssistantRuntime
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
+TOOL_CMDSET_KEY = "AssistantToolCmdSet"
 MODES = ("awake", "sleep")
 MODE_HISTORY_LENGTH = 20
 
@@ -67,11 +68,9 @@ def retire(obj):
     if ports is not None:  # swapped in this process: its write-behind cache is still here
         ports.state.flush()
     durability.remove_log(obj)
-    from ai_assistant.commands import AssistantToolCmdSet
-
-    # by path, and by key for a game's own tool cmdset made from it
+    # by path, and by key for a game's own tool cmdset made from the contrib's
     obj.cmdset.remove(AssistantMixin.assistant_tool_cmdset)
-    obj.cmdset.remove(AssistantToolCmdSet.key)
+    obj.cmdset.remove(TOOL_CMDSET_KEY)
     obj.tags.remove(*ASSISTANT_TAG)
     for name in _NDB_CACHES:
         obj.nattributes.remove(name)
