@@ -355,15 +355,10 @@ class LazySemanticStore:
 
 
 def semantic_data_dir():
-    """The game's folder for the semantic tier: `<game>/server/ai_assistant_data`."""
-    import os
+    """The semantic tier's folder: the data folder of this database (`game_data`)."""
+    from ai_assistant.game_data import data_folder
 
-    from django.conf import settings as django_settings
-
-    from ai_assistant.memory.semantic import DATA_FOLDER
-
-    return os.path.join(getattr(django_settings, "GAME_DIR", None) or os.getcwd(), "server",
-                        DATA_FOLDER)
+    return data_folder()
 
 
 def semantic_store(settings, key, log, runtime):
