@@ -25,7 +25,7 @@ find_python312 = $(shell \
 	  done; \
 	fi)
 
-.PHONY: venv test test-fast test-postgres postgres browser lint demo stop build-world reload clean-venv
+.PHONY: venv test test-fast test-postgres test-evennia postgres browser lint demo stop build-world reload clean-venv
 
 $(VPY):
 	@PY="$(call find_python312)"; \
@@ -43,8 +43,16 @@ $(STAMP): $(VPY) pyproject.toml
 
 venv: $(STAMP)
 
+# `make test` runs Evennia's server tests with the demo's settings too:
+# tests/test_evennia_suite.py runs the same as `make test-evennia`.
 test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# Evennia's own server tests with the demo's settings, in a throwaway copy of the game (never
+# this folder's database or ai_assistant_data): the initial setup, which spawns Ada, must leave
+# no pending reactor call (test_amp_connection fails with DirtyReactorAggregateError if it does).
+test-evennia: venv
+	$(VPY) tests/evennia_suite.py $(EVENNIA_TESTS)
 
 # The suite again with Evennia's database on a real PostgreSQL: a throwaway cluster in a temp
 # folder on a free loopback port (tests/postgres.py). Installs Debian's postgresql if missing.

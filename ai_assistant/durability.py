@@ -123,6 +123,11 @@ class Durability:
             return
         from twisted.internet import reactor
 
+        if not reactor.running:
+            # no reactor (Evennia's test runner running the initial setup, a script): a timer
+            # would be left pending. The kernel has the write; the next change made while the
+            # reactor runs schedules the fsync
+            return
         self._sync_scheduled = True
         reactor.callLater(self.fsync_interval, self._sync)
 

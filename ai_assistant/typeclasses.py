@@ -42,6 +42,20 @@ def never_raises(hook):
     return guarded
 
 
+def _no_timer_without_a_reactor(interval):
+    """
+    With no reactor running (Evennia's test runner running the demo's initial setup, a
+    script), a new ticker's timer would be left pending - a `DirtyReactorAggregateError` in
+    Evennia's own tests - and could never fire: stop it. The subscription stays in the ticker
+    store, and Evennia's server restores every persistent ticker when it starts.
+    """
+    if reactor.running:
+        return
+    ticker = TICKER_HANDLER.ticker_pool.tickers.get(interval)
+    if ticker is not None and ticker.task.running:
+        ticker.task.stop()
+
+
 class AssistantScript(DefaultScript):
     """
     Drives one assistant's ticks. Lives on the assistant NPC (`obj`).
@@ -87,6 +101,7 @@ class AssistantScript(DefaultScript):
         if interval not in live:
             TICKER_HANDLER.add(interval, self.at_assistant_tick, idstring=self.ticker_idstring,
                                persistent=True)
+            _no_timer_without_a_reactor(interval)
         self.attributes.add(documents.TICKER_INTERVAL, interval)
 
     def _live_intervals(self):

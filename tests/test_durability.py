@@ -176,6 +176,7 @@ class TestWriteAheadLog(EvenniaTest):
 
         crash(self.npc)
         with patch.object(reactor, "callLater") as call_later, \
+                patch.object(reactor, "running", True), \
                 patch("ai_assistant.durability.threads.run_blocking") as run_blocking:
             self.state().set(documents.CURRENT_GOALS, ["a"])
             self.state().set(documents.CURRENT_GOALS, ["b"])
