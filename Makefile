@@ -87,9 +87,28 @@ test-fast: venv
 lint: venv
 	$(VENV)/bin/ruff check ai_assistant tests bench
 
+# `evennia start` may return while the Server never came up (on a busy machine the launcher
+# times out reaching it): wait for `evennia status` to report it, start once more if it does
+# not, and fail loudly if it still does not.
+DEMO_WAIT ?= 90
+DEMO_LOG ?= server/logs/server.log
+server_up = for i in $$(seq $(DEMO_WAIT)); do \
+	  $(EVENNIA) status 2>/dev/null | grep -q "^Server: RUNNING" && exit 0; sleep 1; \
+	done; exit 1
+
 demo: venv
 	$(EVENNIA) migrate
-	$(EVENNIA) start
+	@$(EVENNIA) start; \
+	if ! ( $(server_up) ); then \
+	  echo "The Evennia Server did not come up within $(DEMO_WAIT)s: starting it once more."; \
+	  $(EVENNIA) start; \
+	  if ! ( $(server_up) ); then \
+	    echo "ERROR: the Evennia Server did not start (the game is NOT running). Last lines of $(DEMO_LOG):" >&2; \
+	    tail -n 20 $(DEMO_LOG) >&2 2>/dev/null; \
+	    echo "Try 'make stop' then 'make demo' again, or 'evennia start -l' to watch it start." >&2; \
+	    exit 1; \
+	  fi; \
+	fi
 	@echo
 	@echo "Ada is in Limbo. Connect: telnet 127.0.0.1 4000 (web: http://127.0.0.1:4001)"
 	@echo "Superuser: $(EVENNIA_SUPERUSER_USERNAME) / $(EVENNIA_SUPERUSER_PASSWORD)"
