@@ -19,6 +19,7 @@ before a reload or shutdown. The thinking itself happens in the core (`ai_assist
 `ai_assistant.sleep`, ...); the handler only hands it the NPC's ports.
 """
 
+import functools
 import json
 
 from evennia.utils import logger
@@ -42,6 +43,25 @@ MODE_HISTORY_LENGTH = 20
 def is_assistant(obj):
     """True when `obj` is an AI assistant (its typeclass has `AssistantMixin`)."""
     return isinstance(obj, AssistantMixin)
+
+
+def never_raises(hook):
+    """
+    A hook Evennia calls while it starts, reloads or stops (or on a timer) must not raise: in
+    `update_scripts_after_server_start` one exception skips every later script's start, the task
+    and on-demand handlers and the "Server restarted" message. A failure is logged, with its
+    traceback, once per call, and the hook returns None.
+    """
+
+    @functools.wraps(hook)
+    def guarded(self, *args, **kwargs):
+        try:
+            return hook(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - see above: nothing may escape into Evennia's loop
+            logger.log_trace(f"[ai_assistant] {hook.__name__} of {self.key} (#{self.id}) failed")
+            return None
+
+    return guarded
 
 
 # what an assistant keeps in its object's ndb (its handler's caches)
@@ -457,10 +477,12 @@ class AssistantMixin:
         self.assistant.receive(text=text, from_obj=from_obj, **kwargs)
         return super().at_msg_receive(text=text, from_obj=from_obj, **kwargs)
 
+    @never_raises
     def at_server_reload(self):
         super().at_server_reload()
         self.assistant.flush()
 
+    @never_raises
     def at_server_shutdown(self):
         super().at_server_shutdown()
         self.assistant.flush()

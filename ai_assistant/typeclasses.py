@@ -10,8 +10,6 @@ The Evennia typeclasses: the assistant NPC and the script that gives it a heartb
   that finds the previous one still running is skipped and counted.
 """
 
-import functools
-
 from evennia import TICKER_HANDLER
 from evennia.objects.objects import DefaultCharacter
 from evennia.scripts.scripts import DefaultScript
@@ -19,27 +17,8 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from ai_assistant import durability
-from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, retire
+from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never_raises, retire
 from ai_assistant.plumbing import documents
-
-
-def never_raises(hook):
-    """
-    A hook Evennia calls while it starts (or on a timer) must not raise: in
-    `update_scripts_after_server_start` one exception skips every later script's start, the task
-    and on-demand handlers and the "Server restarted" message. A failure is logged, with its
-    traceback, once per call, and the hook returns None.
-    """
-
-    @functools.wraps(hook)
-    def guarded(self, *args, **kwargs):
-        try:
-            return hook(self, *args, **kwargs)
-        except Exception:  # noqa: BLE001 - see above: nothing may escape into Evennia's loop
-            logger.log_trace(f"[ai_assistant] {hook.__name__} of {self.key} (#{self.id}) failed")
-            return None
-
-    return guarded
 
 
 def _no_timer_without_a_reactor(interval):

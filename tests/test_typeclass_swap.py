@@ -86,9 +86,10 @@ class TestTypeclassSwap(EvenniaCommandTest):
     def test_the_next_tick_after_a_swap_away_removes_script_ticker_tools_and_tag(self):
         self.swap(PLAIN)
         script = ScriptDB.objects.get(id=self.script_id)
-        with patch("ai_assistant.typeclasses.logger") as logger:
+        with patch("ai_assistant.typeclasses.logger") as logger, \
+                patch("ai_assistant.handler.logger") as hook_logger:
             assert script.at_assistant_tick() is None
-        logger.log_trace.assert_not_called()
+        hook_logger.log_trace.assert_not_called()
         logger.log_info.assert_called_once()
         assert "is no longer an assistant" in logger.log_info.call_args[0][0]
         self.assert_retired()
@@ -96,9 +97,9 @@ class TestTypeclassSwap(EvenniaCommandTest):
     def test_evennias_start_up_retires_an_orphaned_script_and_runs_the_rest(self):
         self.swap(PLAIN)
         create.create_script(RecordingScript, key="later_script", persistent=True)
-        with patch("ai_assistant.typeclasses.logger") as logger:
+        with patch("ai_assistant.handler.logger") as hook_logger:
             ScriptDB.objects.update_scripts_after_server_start()
-        logger.log_trace.assert_not_called()
+        hook_logger.log_trace.assert_not_called()
         assert STARTED == ["later_script"]
         self.assert_retired()
 
@@ -106,11 +107,21 @@ class TestTypeclassSwap(EvenniaCommandTest):
         create.create_script(RecordingScript, key="later_script", persistent=True)
         with patch("ai_assistant.typeclasses.AssistantScript.subscribe",
                    side_effect=RuntimeError("ticker store unreadable")), \
-                patch("ai_assistant.typeclasses.logger") as logger:
+                patch("ai_assistant.handler.logger") as logger:
             ScriptDB.objects.update_scripts_after_server_start()
         assert STARTED == ["later_script"]
         logger.log_trace.assert_called_once()
         assert "at_server_start" in logger.log_trace.call_args[0][0]
+
+    def test_a_failing_reload_or_shutdown_hook_is_logged_not_raised(self):
+        script = self.npc.assistant.script
+        with patch("ai_assistant.handler.AssistantHandler.flush",
+                   side_effect=RuntimeError("database gone")), \
+                patch("ai_assistant.handler.logger") as logger:
+            for hook in (self.npc.at_server_reload, self.npc.at_server_shutdown,
+                         script.at_server_reload, script.at_server_shutdown):
+                assert hook() is None
+        assert logger.log_trace.call_count == 4
 
     def test_swapping_back_keeps_scope_overrides_and_memories(self):
         self.swap(PLAIN)
