@@ -69,7 +69,11 @@ _NDB_CACHES = ("ai_ports", "ai_runtime", "assistant_script", "llm_client",
                "llm_client_signature", "tool_cache", "ai_state_cache", "ai_state_dirty")
 
 
-def retire(obj):
+# where `retire` keeps the script's documents while the object is no assistant
+_RETIRED = ("script_documents", "ai_assistant_retired")
+
+
+def retire(obj, script=None):
     """
     Take off an object what being an assistant gave it, once it is one no more (`@typeclass`
     swapped it to a class without `AssistantMixin`; its script calls this as it is deleted).
@@ -79,14 +83,23 @@ def retire(obj):
     - its memory scope, overrides, journal - so that swapping it back brings the same assistant
     back, with the same long-term memories.
 
+    The documents kept on its script (mode, conversation, memory links, goals...) are kept on
+    the object until it is an assistant again (`at_object_creation` hands them to its new
+    script).
+
     Args:
         obj (Object): The object that was an assistant.
+        script (AssistantScript, optional): Its script, being deleted.
     """
     from ai_assistant import durability
 
     ports = obj.ndb.ai_ports
     if ports is not None:  # swapped in this process: its write-behind cache is still here
         ports.state.flush()
+    if script is not None:
+        kept = {name: script.attributes.get(name) for name in documents.kept_in_state(
+            documents.SCRIPT) if script.attributes.has(name)}
+        obj.attributes.add(_RETIRED[0], kept, category=_RETIRED[1])
     durability.remove_log(obj)
     # by path, and by key for a game's own tool cmdset made from the contrib's
     obj.cmdset.remove(AssistantMixin.assistant_tool_cmdset)
@@ -441,6 +454,11 @@ class AssistantMixin:
         memory_scope(self)
         if self.assistant.script is None:
             self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
+            # an assistant again (`@typeclass` back): its script's documents come back
+            kept = self.attributes.get(_RETIRED[0], category=_RETIRED[1])
+            if kept:
+                self.assistant.script.attributes.batch_add(*kept.items())
+                self.attributes.remove(_RETIRED[0], category=_RETIRED[1])
         self.assistant.script.subscribe()
 
     def at_object_post_creation(self):

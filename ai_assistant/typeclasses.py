@@ -142,7 +142,7 @@ class AssistantScript(DefaultScript):
     def at_script_delete(self):
         self.unsubscribe()
         if self.obj is not None and not is_assistant(self.obj):
-            retire(self.obj)  # what the assistant left on an object that is one no more
+            retire(self.obj, self)  # what the assistant left on an object that is one no more
         elif self.obj:
             # the documents reach the database (its NPC may live on without this script), and
             # the write-ahead log - which may hold whispers - does not outlive them

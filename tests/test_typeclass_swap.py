@@ -55,6 +55,8 @@ class TestTypeclassSwap(EvenniaCommandTest):
         self.npc.assistant.script.subscribe()
         state = self.npc.assistant.ports().state
         state.set(documents.JOURNAL, [{"id": "j1", "text": "Bob sells fish."}])
+        state.set(documents.CURRENT_GOALS, [{"id": "g1", "description": "Map the harbour"}])
+        state.set(documents.CONVERSATION_HISTORY, [{"role": "user", "content": "hello"}])
         self.scope = self.npc.assistant.memory_scope
         self.script_id = self.npc.assistant.script.id
         STARTED.clear()
@@ -131,7 +133,12 @@ class TestTypeclassSwap(EvenniaCommandTest):
         assert self.npc.assistant.memory_scope == self.scope
         assert self.npc.assistant.ports().key == self.scope
         assert self.npc.attributes.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 7}
-        assert self.npc.assistant.ports().state.get(documents.JOURNAL)[0]["id"] == "j1"
+        state = self.npc.assistant.ports().state
+        assert state.get(documents.JOURNAL)[0]["id"] == "j1"
+        # what lived on the deleted script comes back on the new one
+        assert state.get(documents.CURRENT_GOALS)[0]["id"] == "g1"
+        assert state.get(documents.CONVERSATION_HISTORY)[0]["content"] == "hello"
+        assert not self.npc.attributes.has("script_documents", category="ai_assistant_retired")
         assert len(self.npc.scripts.get(SCRIPT_KEY)) == 1
         assert len(tool_cmdsets(self.npc)) == 1
         assert self.npc.tags.has("ai_assistant", category="ai_assistant")
