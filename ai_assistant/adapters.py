@@ -307,7 +307,7 @@ class LazySemanticStore:
     def _open(self):
         from twisted.internet import reactor
 
-        from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+        from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
         from ai_assistant.plumbing.threads import run_cpu_bound
 
         if not _shutdown_hooked:

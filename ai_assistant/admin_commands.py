@@ -1,9 +1,7 @@
 """
 `@assistant`, the admins' command: status, create, persona, sleep and wake, config; the view
-switches (journal, memory, tools...) are in `ai_assistant.admin_views`.
-
-`ai_assistant.commands` re-exports everything here, so `from ai_assistant.commands import
-CmdAssistant` keeps working.
+switches (journal, memory, tools...) are in `ai_assistant.admin_views`. `AssistantCmdSet`
+(`ai_assistant.commands`) carries it.
 """
 
 from evennia import search_tag
@@ -12,7 +10,7 @@ from evennia.utils import create, logger
 from evennia.utils.utils import at_search_result
 
 from ai_assistant.adapters import game_settings
-from ai_assistant.admin_views import AdminViews, format_json, run_tool_as  # noqa: F401
+from ai_assistant.admin_views import AdminViews, format_json
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError, Settings, validate
@@ -75,14 +73,15 @@ def persona_limit(npc):
 
 def set_persona(npc, text):
     """
-    Set (or, with None, remove) the admin's persona of `npc`: `documents.USER_SYSTEM_PROMPT`.
+    Set (or, with None, remove) the admin's persona of `npc`: its admins' instructions
+    (`memory.persona.Persona.instruct`).
 
-    The assistant's own `update_system_prompt` writes another document; the prompt places this
-    one last and says it takes precedence, so the assistant may extend it but never override it.
+    The assistant's own `update_system_prompt` changes its own guidelines, never these; the
+    prompt places these last and says they take precedence, so the assistant may extend them but
+    never override them.
     """
-    state = npc.assistant.ports().state
-    state.set(documents.USER_SYSTEM_PROMPT, text)
-    state.flush()
+    npc.assistant.persona.instruct(text)
+    npc.assistant.flush()
 
 
 class CmdAssistant(AdminViews, MuxCommand):
@@ -225,10 +224,9 @@ class CmdAssistant(AdminViews, MuxCommand):
         if "history" in self.switches or "revert" in self.switches:
             self._persona_versions(npc)
             return
-        state = npc.assistant.ports().state
         if not self.rhs or not self.rhs.strip():
-            own = state.get(documents.ASSISTANT_SYSTEM_PROMPT)
-            persona = state.get(documents.USER_SYSTEM_PROMPT)
+            own = npc.assistant.persona.own_guidelines()
+            persona = npc.assistant.persona.admin_instructions()
             lines = [f"|wPersona of {npc.key}|n (set by admins; the assistant cannot change it)",
                      f"  {persona}" if persona else "  (none: the default persona is used)"]
             if own:
@@ -252,9 +250,9 @@ class CmdAssistant(AdminViews, MuxCommand):
 
     def _persona_versions(self, npc):
         """`/persona/history`: list the versions; `/persona/revert <npc> = <n>`: put one back."""
-        from ai_assistant.memory import persona
+        from ai_assistant.memory.persona import PersonaVersionError
 
-        ports = npc.assistant.ports()
+        persona = npc.assistant.persona
         if "revert" in self.switches:
             number = (self.rhs or "").strip().lstrip("v")
             if not number.lstrip("-").isdigit():
@@ -262,15 +260,15 @@ class CmdAssistant(AdminViews, MuxCommand):
                                 f"(see @assistant/persona/history {npc.key})")
                 return
             try:
-                version = persona.revert(ports, int(number), f"admin {self.caller.key}")
-            except persona.PersonaVersionError as err:
+                version = persona.revert(int(number), f"admin {self.caller.key}")
+            except PersonaVersionError as err:
                 self.caller.msg(f"{npc.key}: not reverted: {err}.")
                 return
-            ports.state.flush()
+            npc.assistant.flush()
             self.caller.msg(f"{npc.key}: its own guidelines are back to version {number} "
                             f"(recorded as version {version['version']}).")
             return
-        listed = persona.versions(ports)
+        listed = persona.versions()
         if not listed:
             self.caller.msg(f"{npc.key} has not changed its own guidelines.")
             return

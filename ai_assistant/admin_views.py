@@ -115,11 +115,11 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.memory.journal import format_entry, get_journal
+        from ai_assistant.memory.journal import format_entry
         from ai_assistant.memory.search.journal_search import search_journal
 
         ports = npc.assistant.ports()
-        entries = get_journal(ports)["entries"]
+        entries = npc.assistant.journal.entries()
         if not self.rhs:
             recent = entries[-15:]
             lines = [f"|wJournal of {npc.key}|n ({len(entries)} entries, newest last)"]
@@ -145,11 +145,11 @@ class AdminViews:
             self.caller.msg("Usage: @assistant/memory <npc> = <query>")
             return
         ports = npc.assistant.ports()
-        if ports.semantic is None:
+        if not npc.assistant.memories.available:
             self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
                             "off). Try @assistant/journal instead.")
             return
-        from ai_assistant.memory.semantic_recall import (
+        from ai_assistant.memory.recall.long_term import (
             format_memory_results,
             retrieve_relevant_memories,
         )
@@ -207,13 +207,13 @@ class AdminViews:
         if not self.rhs or not self.rhs.strip():
             self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
             return
-        from ai_assistant.memory.entities import find_profile, format_profile, get_profiles
+        from ai_assistant.memory.entities import format_profile
 
-        ports = npc.assistant.ports()
-        profile = find_profile(ports, self.rhs.strip())
+        people = npc.assistant.people
+        profile = people.find(self.rhs.strip())
         if profile is None:
             known = ", ".join(sorted(p.get("name") or key for key, p in
-                                     get_profiles(ports).items())) or "nobody yet"
+                                     people.profiles().items())) or "nobody yet"
             self.caller.msg(f"{npc.key} has no profile of '{self.rhs.strip()}'. Known: {known}.")
             return
         self.caller.msg(f"|wProfile kept by {npc.key}|n\n{format_profile(profile)}")

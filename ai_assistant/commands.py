@@ -11,15 +11,8 @@ from evennia import CmdSet
 from evennia.commands.command import Command
 from evennia.commands.default.general import CmdPose as EvenniaCmdPose
 
-# `@assistant` lives in admin_commands (and its view switches in admin_views); its names are
-# re-exported here, where games and tests have always imported them from
-from ai_assistant.admin_commands import (  # noqa: F401
-    CmdAssistant,
-    all_assistants,
-    find_assistant,
-    parse_config_value,
-)
-from ai_assistant.admin_views import format_json, run_tool_as  # noqa: F401
+from ai_assistant.admin_commands import CmdAssistant
+from ai_assistant.admin_views import run_tool_as
 from ai_assistant.handler import TOOL_CMDSET_KEY, is_assistant
 from ai_assistant.player_text import clean_player_text
 from ai_assistant.tools.catalogue import load_all_tools

@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 
-from ai_assistant.memory.semantic import DATA_FOLDER
+from ai_assistant.memory.longterm.mem0_store import DATA_FOLDER
 
 # the temporary folder of an in-memory database, one per process
 _in_memory_folder = []

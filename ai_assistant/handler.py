@@ -29,9 +29,19 @@ from twisted.internet import reactor
 
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.nodes import Nodes
+from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.memory.persona import Persona
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
+from ai_assistant.workspace.loop_state import LoopState
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
@@ -163,8 +173,8 @@ class AssistantHandler:
         Returns:
             Deferred or None: Fires with the count deleted; None when memory is off.
         """
-        store = self.ports().semantic
-        if store is None:
+        memories = self.memories
+        if not memories.available:
             return None
         name, scope = self.obj.key, self.memory_scope
 
@@ -176,7 +186,7 @@ class AssistantHandler:
             logger.log_err(f"[ai_assistant] {name}: could not delete the memories of {scope}: "
                            f"{failure.getErrorMessage()}")
 
-        return store.delete_all().addCallbacks(_done, _failed)
+        return memories.forget_all().addCallbacks(_done, _failed)
 
     def ports(self):
         """The core's ports for this NPC, cached until its config changes (`reset`)."""
@@ -244,6 +254,58 @@ class AssistantHandler:
     def flush(self):
         """Write every changed state document to its Attribute."""
         self.ports().state.flush()
+
+    # --- stores (each the only code that reads or writes its documents) ---------------------
+
+    @property
+    def journal(self):
+        """The journal (`memory.journal.Journal`): episodic entries, consolidation marks."""
+        return Journal(self.ports())
+
+    @property
+    def people(self):
+        """The people it knows (`memory.entities.People`): profiles and relationships."""
+        return People(self.ports())
+
+    @property
+    def nodes(self):
+        """Its memory nodes (`memory.nodes.Nodes`): scene notes, nodes, clusters, vectors."""
+        return Nodes(self.ports())
+
+    @property
+    def conversation(self):
+        """What was said (`memory.conversation.Conversation`): history, working memory."""
+        return Conversation(self.ports())
+
+    @property
+    def perception(self):
+        """What it perceived and has not handled yet (`memory.perception_queue`)."""
+        return PerceptionQueue(self.ports())
+
+    @property
+    def loop(self):
+        """The ReAct loop's record of itself (`workspace.loop_state.LoopState`)."""
+        return LoopState(self.ports())
+
+    @property
+    def llm_stats(self):
+        """Its LLM calls, tokens, errors and emergency stop (`plumbing.llm.LLMStats`)."""
+        return LLMStats(self.ports().state)
+
+    @property
+    def persona(self):
+        """Who it is told to be (`memory.persona.Persona`): guidelines, the admins' words."""
+        return Persona(self.ports())
+
+    @property
+    def memories(self):
+        """Its long-term memories (`memory.longterm.memories.Memories`): add, search, correct."""
+        return Memories(self.ports())
+
+    @property
+    def memory_links(self):
+        """The links of its long-term memories (`memory.longterm.links.MemoryLinks`)."""
+        return MemoryLinks(self.ports())
 
     @property
     def operating_mode(self):
@@ -321,7 +383,7 @@ class AssistantHandler:
         # an admin's words may order what a player's may not (`tools.agency`): the same
         # lock as the @assistant command decides who is an admin
         event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
-        perception.enqueue(ports, event)
+        PerceptionQueue(ports).add(event)
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
         if event["urgent"] and self.operating_mode == "awake" and self.script:
@@ -404,15 +466,17 @@ class AssistantHandler:
         if should_sleep and target == "sleep":
             modes.enter_sleep(ports, reason, self.set_mode)
             return None
-        if not ports.state.get(documents.PENDING_EVENTS):
+        if not PerceptionQueue(ports).waiting():
             return None
         from ai_assistant.agent.awake import run_awake_tick
+        from ai_assistant.sleep.compaction import compact_if_emergency
 
         return run_awake_tick(
             ports,
             run_cycle=run_cycle,
             call_later=reactor.callLater,
             cache=self.tool_cache(),
+            compact=compact_if_emergency,
         )
 
 

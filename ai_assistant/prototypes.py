@@ -25,6 +25,7 @@ gives it its script and tool commands, and `at_object_post_creation` (which runs
 prototype's Attributes are written) renews its ticker for the prototype's settings.
 """
 
+from ai_assistant.memory.persona import admin_instructions_attribute
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import DEFAULTS, validate
 
@@ -53,7 +54,7 @@ def assistant_prototype(key, *, persona=None, desc=None, config=None, typeclass=
     overrides = {name: validate(name, value) for name, value in (config or {}).items()}
     attrs = [(str(documents.CONFIG_OVERRIDES), overrides)]
     if persona:
-        attrs.append((str(documents.USER_SYSTEM_PROMPT), str(persona).strip()))
+        attrs.append(admin_instructions_attribute(str(persona).strip()))
     prototype = {
         "prototype_key": prototype_key or key.lower(),
         "prototype_tags": ["ai_assistant"],

@@ -40,8 +40,8 @@ def format_status(npc):
     mode = state.get(documents.OPERATING_MODE) or "awake"
     phase = state.get(documents.SLEEP_PHASE)
     interval = script.ticker_interval if script else None
-    stats = state.get(documents.LLM_STATS) or {}
-    journal = state.get(documents.JOURNAL) or {}
+    stats = npc.assistant.llm_stats.read()
+    journal = npc.assistant.journal
     lines = [
         f"|w{npc.key}|n ({npc.dbref}) in {npc.location.key if npc.location else 'nowhere'}",
         f"  mode: {mode}" + (f" (phase: {phase})" if mode == "sleep" else ""),
@@ -57,22 +57,22 @@ def format_status(npc):
     if stats.get("emergency_stop"):
         lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
                      f"({stats.get('last_error')}); @assistant/wake or /config clears it")
-    dropped = (state.get(documents.PERCEPTION_STATS) or {}).get("dropped", 0)
+    queue = npc.assistant.perception
     lines.append(
-        f"  events queued: {len(state.get(documents.PENDING_EVENTS) or [])} "
-        f"(dropped: {dropped}); conversations: {len(state.get(documents.WORKING_MEMORY) or {})}"
+        f"  events queued: {len(queue.waiting())} (dropped: {queue.dropped()}); "
+        f"conversations: {len(npc.assistant.conversation.interlocutors())}"
     )
-    unanswered = (state.get(documents.LOOP_STATE) or {}).get("last_unanswered")
+    unanswered = npc.assistant.loop.last_unanswered()
     if unanswered:
-        # someone got the fallback line instead of an answer: say why (react.record_unanswered)
+        # someone got the fallback line instead of an answer: say why (awake._never_silent)
         lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
                      f"{unanswered.get('reason')}")
-    entries = journal.get("entries", [])
+    entries = journal.entries()
     lines.append(
         f"  journal: {len(entries)} entries (consolidated "
-        f"{len(journal.get('consolidated_entry_ids', []))}); goals: "
+        f"{len(journal.consolidated_ids())}); goals: "
         f"{len(state.get(documents.CURRENT_GOALS) or [])}; profiles: "
-        f"{len(state.get(documents.ENTITY_PROFILES) or {})}"
+        f"{len(npc.assistant.people.profiles())}"
     )
     last = state.get(documents.LAST_SLEEP_TICK)
     if last:

@@ -219,8 +219,7 @@ class AssistantScript(DefaultScript):
         self.ndb.busy = False
         # woken (or still awake) with people waiting for an answer: answer now, not next tick
         assistant = self.obj.assistant
-        if (assistant.operating_mode == "awake"
-                and assistant.ports().state.get(documents.PENDING_EVENTS)):
+        if assistant.operating_mode == "awake" and assistant.perception.waiting():
             self.poke()
 
 

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy
 
 from ai_assistant.memory import embedder as embedder_module
-from ai_assistant.memory import journal
 from ai_assistant.memory.embedder import EmbedderUnavailable, LocalEmbedder
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.search import dense
 from bench import locomo
 
@@ -230,7 +230,7 @@ def measure_conversation(model, fused, sample, number, limit, tallies):
         mapping = locomo.ingest(ports, turns)
         # The tool embeds the journal through the shared vector cache: seed it with the
         # vectors just made so each answer costs one query embedding, as in the game.
-        seed_vector_cache(model, [e["content"] for e in journal.get_journal(ports)["entries"]],
+        seed_vector_cache(model, [e["content"] for e in Journal(ports).entries()],
                           texts, vectors)  # fmt: skip
         with local_embedder(model):
             for item in asked:

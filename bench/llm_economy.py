@@ -109,11 +109,11 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     from scripted_llm import sync_runner
     from twisted.python.failure import Failure
 
-    from ai_assistant.memory import journal
-    from ai_assistant.memory.links import get_links
+    from ai_assistant.memory.journal import Journal
+    from ai_assistant.memory.longterm.links import MemoryLinks
+    from ai_assistant.memory.longterm.mem0_store import make_semantic_store
     from ai_assistant.memory.persona import is_self_referential
-    from ai_assistant.memory.reflection_state import get_reflection_state
-    from ai_assistant.memory.semantic import make_semantic_store
+    from ai_assistant.memory.reflection_state import ReflectionState
     from ai_assistant.plumbing.llm import LLMClient
     from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
     from ai_assistant.plumbing.settings import DEFAULTS, Settings
@@ -131,12 +131,11 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     )  # fmt: skip
     for number in range(entries):
         ports.clock.advance(minutes=7)
-        journal.add_entry(
-            ports,
+        Journal(ports).add(
             f"{PEOPLE[number % 5]} told me about {TOPICS[number % 10]} (note {number}).",
             source_type="direct", source_entity=PEOPLE[number % 5],
         )  # fmt: skip
-    written = {entry["id"] for entry in journal.get_journal(ports)["entries"]}
+    written = {entry["id"] for entry in Journal(ports).entries()}
     ports.state.set("operating_mode", "sleep")
     ports.state.set("sleep_phase", "compacting")
     server.requests.clear()
@@ -168,8 +167,8 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
         memories = []
         store.list(limit=10000).addBoth(memories.append)
         memories = memories[0]
-        reflections = get_reflection_state(ports)["reflection_count"]
-        linked = {entry_id for record in get_links(ports).values()
+        reflections = ReflectionState(ports).current()["reflection_count"]
+        linked = {entry_id for record in MemoryLinks(ports).records().values()
                   for entry_id in record.get("journal_ids") or ()}  # fmt: skip
     finally:
         store.close()
@@ -216,7 +215,7 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
 def run(entries=100, log=print):
     from scripted_llm import ScriptedLLMServer
 
-    from ai_assistant.memory.semantic import close_all_stores
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
     configurations = {
         "seed: one scoring call per entry": {"journal.scoring_max_per_tick": 1,

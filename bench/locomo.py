@@ -5,7 +5,7 @@ Memory quality on LoCoMo: recall@k of the evidence turns through the assistant's
                                      [--mem0-turns N] [--no-mem0] [--out PATH]
 
 Every turn of a conversation is written to a fresh journal as the assistant would experience
-it: `journal.add_entry(content=<what was said>, source_type="direct",
+it: `Journal(ports).add(content=<what was said>, source_type="direct",
 source_entity=<speaker>)` with the session's date on a `FixedClock`. Each question (category 5,
 "adversarial", is left out: it has no evidence) is then asked through
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.search.dense import embeddings
 from ai_assistant.memory.search.index import JournalIndexCache
 from ai_assistant.memory.search.journal_search import search_entries
@@ -115,7 +115,7 @@ def ingest(ports, turns):
     mapping = {}
     for moment, speaker, text, dia_id in turns:
         ports.clock.current = moment
-        entry = journal.add_entry(ports, text, source_type="direct", source_entity=speaker)
+        entry = Journal(ports).add(text, source_type="direct", source_entity=speaker)
         mapping[entry["id"]] = dia_id
     return mapping
 
@@ -244,7 +244,7 @@ def sync_runner(func, *args, **kwargs):
 
 
 def open_store(folder, key):
-    from ai_assistant.memory.semantic import make_semantic_store
+    from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 
     settings = Settings(overrides={"journal.max_entries": 100_000})
     return make_semantic_store(settings, data_dir=folder, key=key, runner=sync_runner)
@@ -252,7 +252,7 @@ def open_store(folder, key):
 
 def consolidate_all(ports, batch=200):
     """The sleep path: run_sleep_consolidation until every entry is in mem0 (no LLM)."""
-    from ai_assistant.memory.links import get_links
+    from ai_assistant.memory.longterm.links import MemoryLinks
     from ai_assistant.sleep.consolidation import run_sleep_consolidation
 
     while True:
@@ -263,7 +263,8 @@ def consolidate_all(ports, batch=200):
             raise RuntimeError(f"consolidation failed: {report}")
         if report["completed"] or not report["consolidated"]:
             break
-    return {memory_id: record["journal_ids"] for memory_id, record in get_links(ports).items()}
+    records = MemoryLinks(ports).records()
+    return {memory_id: record["journal_ids"] for memory_id, record in records.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -311,7 +312,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
             elapsed = time.perf_counter() - started
             for name in journal_methods:
                 tallies[name].ingest_seconds += elapsed
-            entries = journal.get_journal(ports)["entries"]
+            entries = Journal(ports).entries()
             now = ports.clock.now()
 
             def ask(name, answer, ask_list, mapping=mapping):
@@ -368,7 +369,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
                 store.close()
             log(f"  mem0: {len(subset)} turns consolidated in {elapsed:.1f}s")
     finally:
-        from ai_assistant.memory.semantic import close_all_stores
+        from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
         close_all_stores()
         shutil.rmtree(folder, ignore_errors=True)

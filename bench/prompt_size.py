@@ -22,7 +22,9 @@ from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import entities, journal
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing.ports import LLMReply, ToolCall, iso
 from ai_assistant.plumbing.tokens import count_message_tokens, count_tokens
 
@@ -85,7 +87,7 @@ def _ports(people, make_ports):
 
 def _hear(ports, kind, text, sender, sender_id, names=("Ada",)):
     classification = perception.classify(kind, text, names=list(names))
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=sender, sender_id=sender_id,
         classification=classification, time=iso(ports.clock.now())))
 
@@ -110,8 +112,8 @@ def scenario_greeting(make_ports):
 def scenario_known_friend(make_ports):
     ports, llm = _ports([BOB, CARA], make_ports)
     for number in range(12):
-        entities.record_interaction(ports, "#2", "Bob", f"thanks for the help with task {number}")
-        journal.add_entry(ports, f"Bob asked me about the old mill, part {number}.",
+        People(ports).observe("#2", "Bob", f"thanks for the help with task {number}")
+        Journal(ports).add(f"Bob asked me about the old mill, part {number}.",
                           source_type="direct", source_entity="Bob")
     for line in ("Ada, any news from the mill?", "Ada, and the miller, is he well?"):
         _hear(ports, "say", line, "Bob", "#2")

@@ -146,12 +146,12 @@ class Talker(threading.Thread):
 def seed_journal_code(name, count):
     """`py` code that writes `count` journal entries for assistant `name` (as the superuser)."""
     return (
-        "py from ai_assistant.memory import journal as _j; "
+        "py from ai_assistant.memory.journal import Journal; "
         f"_n = self.search('{name}', global_search=True); _p = _n.assistant.ports(); "
-        f"_ = [_j.add_entry(_p, 'Entry %d: a sailor at the harbour told me about the storm, "
+        f"_ = [Journal(_p).add('Entry %d: a sailor at the harbour told me about the storm, "
         f"the wolves and the lost ring number %d.' % (_i, _i), source_type='direct', "
         f"source_entity='Sailor%d' % (_i % 7)) for _i in range({count})]; "
-        "self.msg('seeded %d entries' % len(_j.get_journal(_p)['entries']))"
+        "self.msg('seeded %d entries' % len(Journal(_p).entries()))"
     )
 
 

@@ -19,7 +19,7 @@ that the bench moves day by day. Each day, for each assistant:
   notes one scene of its day (`note_scene`, what a thinking assistant files: mechanical mode
   files none) so the memory patrol has nodes to file;
 - every 7th day and the last, admin queries: a journal search, a semantic recall
-  (`search_facts`) and a profile lookup (`@assistant/profile`'s `find_profile`);
+  (`search_facts`) and a profile lookup (`@assistant/profile`'s `People.find`);
 - night: `enter_sleep` as `@assistant/sleep` does, sleep ticks (`run_tick("sleep")`) until the
   dreaming phase has run its steps (patrol included), then `request_wake` as `@assistant/wake`;
 - the state is flushed to the Attributes (timed), and every stored Attribute is measured.
@@ -202,7 +202,6 @@ def awake_day(world, index, lines, timings):
 
 def admin_queries(world, index, timings):
     """What staff look up now and then: a journal search, a recall, a profile."""
-    from ai_assistant.memory import entities
     from ai_assistant.tools.registry import execute_tool
 
     npc = world.npcs[index]
@@ -217,7 +216,7 @@ def admin_queries(world, index, timings):
         if not result.get("success"):
             raise RuntimeError(f"{name} failed: {result}")
     started = time.perf_counter()
-    entities.find_profile(ports, world.regulars[index][0].key)
+    npc.assistant.people.find(world.regulars[index][0].key)
     timings["profile_lookup_ms"].append((time.perf_counter() - started) * 1000)
 
 
@@ -510,7 +509,7 @@ def run(args, log=print):
             document["rss_mb"] = round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         finally:
-            from ai_assistant.memory.semantic import close_all_stores
+            from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
             close_all_stores()
             if settings.GAME_DIR.startswith(SHARED_MEMORY):  # outside the temporary folder

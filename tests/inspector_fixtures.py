@@ -8,7 +8,8 @@ from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
 from test_corrections import FakeSemantic
 
-from ai_assistant.memory import entities, journal
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.nodes import new_node
 from ai_assistant.plumbing import documents
 from ai_assistant.sleep import reports
@@ -28,9 +29,9 @@ def seed(npc):
     """Put something in every tier of `npc`'s memory; returns its ports."""
     ports = npc.assistant.ports()
     ports.semantic = FakeSemantic()
-    journal.add_entry(ports, "Alice said the harbour master lives by the east pier.",
+    Journal(ports).add("Alice said the harbour master lives by the east pier.",
                       source_type="direct", source_entity="Alice")
-    journal.add_entry(ports, "A gull stole a fish from the market stall.",
+    Journal(ports).add("A gull stole a fish from the market stall.",
                       source_type="environmental")
     store = ports.semantic
     store.add("Alice knows where the harbour master lives", metadata={
@@ -39,9 +40,9 @@ def seed(npc):
     ports.state.set(documents.MEMORY_LINKS, {
         "m1": {"linked_to": [{"id": "m2", "score": 0.61}], "journal_ids": [1],
                "processed_at": None}})
-    entities.record_interaction(ports, "#90", "Alice", "Thank you, friend!",
+    People(ports).observe("#90", "Alice", "Thank you, friend!",
                                 source="direct_message", entity_type="player")
-    entities.record_interaction(ports, "#90", "Alice", "Where is the pier?",
+    People(ports).observe("#90", "Alice", "Where is the pier?",
                                 source="direct_addressing")
     root = goals.add_goal(ports, "Learn the harbour", priority="high")
     goals.add_goal(ports, "Meet the harbour master", parent_id=root["goal"]["id"])

@@ -9,7 +9,8 @@ from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import working
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import iso
@@ -78,15 +79,15 @@ def test_direct_events_are_urgent_and_chatter_is_not():
 
 def test_queue_is_bounded_and_drops_oldest_lowest_priority_first():
     ports, _ = make_ports(**{"perception.queue_size": 3})
-    perception.enqueue(ports, event(ports, "say", "chatter one"))
-    perception.enqueue(ports, event(ports, "talk", "urgent one"))
-    perception.enqueue(ports, event(ports, "say", "chatter two"))
-    dropped = perception.enqueue(ports, event(ports, "talk", "urgent two"))
+    PerceptionQueue(ports).add(event(ports, "say", "chatter one"))
+    PerceptionQueue(ports).add(event(ports, "talk", "urgent one"))
+    PerceptionQueue(ports).add(event(ports, "say", "chatter two"))
+    dropped = PerceptionQueue(ports).add(event(ports, "talk", "urgent two"))
     assert dropped["text"] == "chatter one"
-    dropped = perception.enqueue(ports, event(ports, "arrive", "Bob arrives."))
+    dropped = PerceptionQueue(ports).add(event(ports, "arrive", "Bob arrives."))
     assert dropped["text"] == "Bob arrives."  # the newcomer had the lowest priority
     assert ports.state.get(documents.PERCEPTION_STATS)["dropped"] == 2
-    drained = perception.drain(ports)
+    drained = PerceptionQueue(ports).take_all()
     assert [e["text"] for e in drained] == ["urgent one", "urgent two", "chatter two"]
     assert ports.state.get(documents.PENDING_EVENTS) == []
 
@@ -96,14 +97,16 @@ def test_queue_is_bounded_and_drops_oldest_lowest_priority_first():
 
 def test_working_memory_is_bounded_and_stale_conversations_clear():
     ports, _ = make_ports(**{"working_memory.max_messages": 3})
+    bob, cy = {"id": "#2", "name": "Bob"}, {"id": "#3", "name": "Cy"}
     for number in range(5):
-        working.record_message(ports, "#2", "Bob", "user", f"line {number}")
-    assert [m["content"] for m in working.history(ports, "#2")] == ["line 2", "line 3", "line 4"]
-    working.record_message(ports, "#3", "Cy", "user", "hello")
+        Conversation(ports).append("user", "Bob", f"line {number}", interlocutor=bob)
+    kept = Conversation(ports).for_speaker("#2")
+    assert [m["content"] for m in kept] == ["line 2", "line 3", "line 4"]
+    Conversation(ports).append("user", "Cy", "hello", interlocutor=cy)
     ports.clock.advance(minutes=59)
-    working.record_message(ports, "#3", "Cy", "user", "still here")
+    Conversation(ports).append("user", "Cy", "still here", interlocutor=cy)
     ports.clock.advance(minutes=2)
-    assert working.clear_stale_conversations(ports) == ["#2"]
+    assert Conversation(ports).forget_stale() == ["#2"]
     assert set(ports.state.get("working_memory")) == {"#3"}
 
 
@@ -120,7 +123,7 @@ def test_idle_tick_does_nothing():
 
 def test_mechanical_mode_gives_an_in_character_notice_and_journals():
     ports, _ = make_ports()
-    perception.enqueue(ports, event(ports, "talk", "hello Ada"))
+    PerceptionQueue(ports).add(event(ports, "talk", "hello Ada"))
     report = result_of(awake.run_awake_tick(ports, run_cycle=None))
     assert report["cycles"] == [{"interlocutor": "#2", "mechanical": True, "notice": True}]
     # to the speaker alone, never to the room
@@ -129,14 +132,14 @@ def test_mechanical_mode_gives_an_in_character_notice_and_journals():
     entries = ports.state.get("journal")["entries"]
     assert entries[0]["content"] == 'Bob said to me: "hello Ada"'
     assert entries[0]["source_type"] == "direct" and entries[0]["source_entity"] == "Bob"
-    assert [m["content"] for m in working.history(ports, "#2")] == ["hello Ada"]
+    assert [m["content"] for m in Conversation(ports).for_speaker("#2")] == ["hello Ada"]
     # the notice is shown, not remembered as something the assistant said
     assert [m["role"] for m in ports.state.get("conversation_history")] == ["user"]
 
 
 def test_chatter_is_journaled_as_overheard_but_not_answered():
     ports, _ = make_ports()
-    perception.enqueue(ports, event(ports, "say", "the north gate closes at midnight"))
+    PerceptionQueue(ports).add(event(ports, "say", "the north gate closes at midnight"))
     report = result_of(awake.run_awake_tick(ports, run_cycle=None))
     assert report["answered"] == 0 and ports.world.actions == []
     entry = ports.state.get("journal")["entries"][0]
@@ -150,11 +153,11 @@ def test_conversation_turn_through_the_real_llm_client(llm_server, llm_config):
     ports, _ = make_ports(world=world)
     ports.llm = LLMClient(llm_config, npc_key="assistant_1", npc_name="Ada", state=ports.state,
                           runner=sync_runner)
-    perception.enqueue(ports, event(ports, "say", "Ada, where is the inn?"))
+    PerceptionQueue(ports).add(event(ports, "say", "Ada, where is the inn?"))
     report = result_of(awake.run_awake_tick(ports, run_cycle=run_react_cycle))
     assert world.said == ["The inn is north, Bob."]
     assert report["answered"] == 1 and report["cycles"][0]["terminal"] is True
-    history = working.history(ports, "#2")
+    history = Conversation(ports).for_speaker("#2")
     assert [(m["role"], m["content"]) for m in history] == [
         ("user", "Ada, where is the inn?"), ("assistant", "The inn is north, Bob.")]
     prompt = llm_server.requests[0]["messages"][-1]["content"]
@@ -171,7 +174,7 @@ def test_no_answer_to_an_empty_room():
 
     ports, logs = make_ports(world=world, **{"llm.base_url": "x"})
     ports.llm = object()  # not mechanical; the cycle above never calls it
-    perception.enqueue(ports, event(ports, "talk", "hi"))
+    PerceptionQueue(ports).add(event(ports, "talk", "hi"))
     report = result_of(awake.run_awake_tick(ports, run_cycle=leaves_then_answers))
     assert world.said == []
     assert report["cycles"][0]["suppressed"] == ["Sure, Bob!"]
@@ -198,7 +201,7 @@ def test_thinking_emote_is_scheduled_and_cancelled():
 
     ports, _ = make_ports()
     ports.llm = object()
-    perception.enqueue(ports, event(ports, "talk", "hi"))
+    PerceptionQueue(ports).add(event(ports, "talk", "hi"))
     result_of(awake.run_awake_tick(
         ports, call_later=call_later,
         run_cycle=lambda p, s, cache=None: defer.succeed({"tools": [], "terminal": True})))
@@ -210,7 +213,7 @@ def test_thinking_emote_is_scheduled_and_cancelled():
 def test_llm_failure_gets_the_in_character_fallback_line():
     ports, logs = make_ports()
     ports.llm = object()
-    perception.enqueue(ports, event(ports, "talk", "hi"))
+    PerceptionQueue(ports).add(event(ports, "talk", "hi"))
     result_of(awake.run_awake_tick(
         ports, run_cycle=lambda p, s, cache=None: defer.succeed(
             {"tools": [], "stopped": "llm_error: emergency stop"})))
@@ -224,7 +227,7 @@ def test_a_broken_listener_does_not_stop_the_tick(monkeypatch):
 
     monkeypatch.setattr(awake, "PERCEPTION_LISTENERS", (broken, *awake.PERCEPTION_LISTENERS))
     ports, logs = make_ports()
-    perception.enqueue(ports, event(ports, "talk", "hi"))
+    PerceptionQueue(ports).add(event(ports, "talk", "hi"))
     report = result_of(awake.run_awake_tick(ports, run_cycle=None))
     assert report["events"] == 1
     assert any("broken failed: boom" in line for line in logs)
@@ -232,6 +235,6 @@ def test_a_broken_listener_does_not_stop_the_tick(monkeypatch):
 
 def test_stale_threshold_is_a_setting():
     ports, _ = make_ports(**{"working_memory.stale_seconds": 60})
-    working.record_message(ports, "#2", "Bob", "user", "hi")
+    Conversation(ports).append("user", "Bob", "hi", interlocutor={"id": "#2", "name": "Bob"})
     ports.clock.current += timedelta(seconds=61)
-    assert working.clear_stale_conversations(ports) == ["#2"]
+    assert Conversation(ports).forget_stale() == ["#2"]

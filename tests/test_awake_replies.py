@@ -10,7 +10,9 @@ from twisted.internet import task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import journal, working
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.markup import strip_markup
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.core
 
 
 def hear(ports, kind, text, sender="Bob", sender_id="#2"):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=sender, sender_id=sender_id, time=iso(ports.clock.now()),
         classification=perception.classify(kind, text, names=["Ada"])))
 
@@ -110,9 +112,9 @@ def test_a_whisper_is_private_and_answered_privately(llm_server, make, clock):
     hear(ports, "whisper", "the key is under the mat")
     tick(ports, clock)
     assert ports.world.said == [] and ports.world.whispers == [("Bob", "Your secret is safe.")]
-    entry = journal.get_journal(ports)["entries"][-1]
+    entry = Journal(ports).entries()[-1]
     assert "whispered to me (private)" in entry["content"] and "private" in entry["tags"]
-    history = working.history(ports, "#2")
+    history = Conversation(ports).for_speaker("#2")
     assert [m["content"] for m in history] == ["(whispered) the key is under the mat",
                                                "(whispered) Your secret is safe."]
     user = llm_server.requests[0]["messages"][1]["content"]

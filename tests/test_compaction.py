@@ -10,6 +10,8 @@ from twisted.internet import defer, task
 from ai_assistant.agent import context
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import journal
+from ai_assistant.memory.conversation import SUMMARY_PREFIX, Conversation, history_tokens
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import (
@@ -74,16 +76,17 @@ def result_of(deferred):
 def fill(ports, count=10):
     for number in range(count):
         role, name = ("user", "Alice") if number % 2 == 0 else ("assistant", "Ada")
-        compaction.append_history(ports, role, name, f"line {number} about the missing cat")
+        Conversation(ports).append(role, name, f"line {number} about the missing cat")
         ports.clock.advance(minutes=1)
 
 
 def set_usage(ports, ratio, below=False):
     """Set llm.context_limit so the history's usage is just at (or just below) `ratio`."""
-    tokens = compaction.history_tokens(compaction.get_history(ports))
+    tokens = history_tokens(Conversation(ports).history())
     limit = int(tokens / ratio) + (1 if below else 0)
     ports.settings = ports.settings.with_overrides({"llm.context_limit": limit})
-    assert (compaction.usage(ports) < ratio) if below else (compaction.usage(ports) >= ratio)
+    usage = Conversation(ports).usage()
+    assert (usage < ratio) if below else (usage >= ratio)
 
 
 def mark_extracted(ports):
@@ -93,7 +96,7 @@ def mark_extracted(ports):
 
 
 def summaries(ports):
-    return [e for e in journal.get_journal(ports)["entries"] if "conversation_summary" in e["tags"]]
+    return [e for e in Journal(ports).entries() if "conversation_summary" in e["tags"]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,28 +106,28 @@ def summaries(ports):
 def test_history_tokens_match_count_message_tokens():
     ports, _ = make_ports()
     fill(ports, 6)
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     plain = [{"role": m["role"], "name": m["name"], "content": m["content"]} for m in history]
-    assert compaction.history_tokens(history) == count_message_tokens(plain)
-    assert compaction.history_tokens(plain) == count_message_tokens(plain)  # uncached too
+    assert history_tokens(history) == count_message_tokens(plain)
+    assert history_tokens(plain) == count_message_tokens(plain)  # uncached too
     assert history[0]["time"] == "2025-01-01T12:00:00Z" and history[0]["name"] == "Alice"
 
 
-def test_append_history_signals_the_emergency_threshold_only_while_awake():
-    ports, _ = make_ports()
-    fill(ports, 9)
-    set_usage(ports, 0.80, below=True)
-    ratio_before = compaction.usage(ports)
-    # one more line pushes it over 80%
-    assert compaction.append_history(ports, "user", "Alice", "and one more thing") is True
-    assert compaction.usage(ports) >= 0.80 > ratio_before
+def test_the_emergency_compaction_waits_while_asleep():
+    ports, _ = make_ports(FakeLLM(SUMMARY))
+    fill(ports, 10)
+    set_usage(ports, 0.80)
     ports.state.set("operating_mode", "sleep")
-    assert compaction.append_history(ports, "user", "Alice", "still here") is False
+    report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
+    assert report == {"compacted": False, "reason": "asleep"}
+    assert len(Conversation(ports).history()) == 10  # its sleep compacts it
 
 
-def test_append_history_stays_quiet_below_the_emergency_threshold():
-    ports, _ = make_ports(settings={"llm": {"context_limit": 100000}})
-    assert compaction.append_history(ports, "user", "Alice", "hello") is False
+def test_the_emergency_compaction_stays_quiet_below_its_threshold():
+    ports, _ = make_ports(FakeLLM(SUMMARY), settings={"llm": {"context_limit": 100000}})
+    Conversation(ports).append("user", "Alice", "hello")
+    report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
+    assert report == {"compacted": False, "reason": "below emergency threshold"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -137,11 +140,11 @@ def test_compaction_splits_summarises_journals_and_installs_the_marker():
     fill(ports, 10)
     set_usage(ports, 0.70)
     mark_extracted(ports)
-    before = compaction.get_history(ports)
+    before = Conversation(ports).history()
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] is True and report["messages"] == 6
     assert report["tokens_after"] < report["tokens_before"]
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     marker = history[0]
     assert marker["role"] == "system" and marker["name"] == "summary" and marker["summary"]
     assert marker["content"] == f"[Summary of earlier conversation] {SUMMARY}"
@@ -155,7 +158,7 @@ def test_compaction_splits_summarises_journals_and_installs_the_marker():
     assert llm.calls[0]["purpose"] == "compaction"
     state = ports.state.get(documents.COMPACTION_STATE)
     assert state["version"] == 1 and state["compactions"] == 1 and state["pending"] is None
-    assert compaction.latest_summary(ports) == marker["content"]
+    assert Conversation(ports).summary() == marker["content"]
     assert any("compacted 6 messages" in line for line in logs)
 
 
@@ -167,7 +170,7 @@ def test_below_the_sleep_threshold_nothing_happens():
     mark_extracted(ports)
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] is False and report["reason"] == "below threshold"
-    assert llm.calls == [] and len(compaction.get_history(ports)) == 10
+    assert llm.calls == [] and len(Conversation(ports).history()) == 10
 
 
 def test_force_compacts_below_threshold_and_the_preserve_window_is_a_setting():
@@ -175,7 +178,7 @@ def test_force_compacts_below_threshold_and_the_preserve_window_is_a_setting():
     fill(ports, 5)
     report = result_of(compaction.compact_conversation_history(ports, force=True))
     assert report["compacted"] and report["messages"] == 3
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert len(history) == 3 and [m["content"][:6] for m in history[1:]] == ["line 3", "line 4"]
 
 
@@ -184,14 +187,14 @@ def test_one_summary_request_takes_at_most_its_share_of_the_context():
     ports, _ = make_ports(llm, settings={"compaction": {"summary_input_share": 0.3}})
     fill(ports, 10)
     set_usage(ports, 0.70)
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     budget = ports.settings.get("llm.context_limit") * 0.3
     old, kept = compaction.split_history(ports, history)
     assert 0 < len(old) < 6 and old + kept == history
-    assert compaction.history_tokens(old) <= budget < compaction.history_tokens(history[:6])
+    assert history_tokens(old) <= budget < history_tokens(history[:6])
     report = result_of(compaction.compact_conversation_history(ports, force=True))
     assert report["messages"] == len(old)
-    assert compaction.get_history(ports)[1:] == kept  # the rest waits, word for word
+    assert Conversation(ports).history()[1:] == kept  # the rest waits, word for word
 
 
 def test_nothing_to_compact_within_the_preserve_window():
@@ -218,27 +221,27 @@ def test_a_failed_summary_leaves_history_and_journal_untouched(failure):
     fill(ports, 10)
     set_usage(ports, 0.70)
     mark_extracted(ports)
-    before = json.loads(json.dumps(compaction.get_history(ports)))
+    before = json.loads(json.dumps(Conversation(ports).history()))
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] is False and report["error"]
-    assert compaction.get_history(ports) == before and summaries(ports) == []
+    assert Conversation(ports).history() == before and summaries(ports) == []
 
 
 def test_mechanical_mode_trims_the_history_into_the_journal_without_losing_a_line():
     ports, logs = make_ports(llm=None)
     ports.settings = ports.settings.with_overrides({"compaction.preserve_messages": 4})
     fill(ports, 10)  # Alice and Ada in turn
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     set_usage(ports, 0.70)
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] is True and report["mechanical"] is True
     assert report["messages"] == 6
-    after = compaction.get_history(ports)
+    after = Conversation(ports).history()
     assert after[1:] == history[-4:] and after[0]["summary"]
     # heard lines are journaled as they are heard; only the assistant's own lines are archived
     assert report["archived"] == 3 and len(report["entry_ids"]) == 1
     assert "(6 earlier lines" in after[0]["content"]
-    archived = journal.get_entry(ports, report["entry_ids"][0])
+    archived = Journal(ports).entry(report["entry_ids"][0])
     assert archived["content"].startswith(compaction.TRANSCRIPT_LABEL)
     assert all(f"Ada: line {n} about" in archived["content"] for n in (1, 3, 5))
     assert "Alice" not in archived["content"]
@@ -251,19 +254,19 @@ def test_mechanical_mode_archives_everything_when_heard_lines_are_not_journaled(
     ports.settings = ports.settings.with_overrides({"compaction.preserve_messages": 2,
                                                     "journal.max_content_chars": 200})
     fill(ports, 10)
-    old_lines = [m["content"] for m in compaction.get_history(ports)[:8]]
+    old_lines = [m["content"] for m in Conversation(ports).history()[:8]]
     ports.settings = ports.settings.with_overrides({"journal.record_heard": False})
     set_usage(ports, 0.70)
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["archived"] == 8
-    entries = [journal.get_entry(ports, i)["content"] for i in report["entry_ids"]]
+    entries = [Journal(ports).entry(i)["content"] for i in report["entry_ids"]]
     assert len(entries) > 1 and all(len(text) <= 200 for text in entries)
     assert all(line in "\n".join(entries) for line in old_lines)
     # a second pass keeps the first marker's text and archives only what came since
     fill(ports, 6)
     set_usage(ports, 0.70)
     again = result_of(compaction.compact_conversation_history(ports))
-    marker = compaction.get_history(ports)[0]
+    marker = Conversation(ports).history()[0]
     assert again["archived"] == 6
     # one note, counting both trims (the marker does not grow with every trim)
     assert marker["content"].count("in the journal") == 1
@@ -279,9 +282,9 @@ def test_a_mechanical_trim_keeps_the_text_of_an_llm_summary_it_folds_in():
     fill(ports, 6)
     set_usage(ports, 0.70)
     report = result_of(compaction.compact_conversation_history(ports))
-    marker = compaction.get_history(ports)[0]
+    marker = Conversation(ports).history()[0]
     assert report["mechanical"] is True
-    assert marker["content"].startswith(f"{compaction.SUMMARY_PREFIX} {SUMMARY}")
+    assert marker["content"].startswith(f"{SUMMARY_PREFIX} {SUMMARY}")
     assert "in the journal" in marker["content"]
 
 
@@ -293,7 +296,7 @@ def test_a_second_compaction_folds_the_previous_summary_in():
     fill(ports, 6)
     report = result_of(compaction.compact_conversation_history(ports, force=True))
     assert report["compacted"]
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert len(history) == 5 and history[0]["content"].endswith("found at the mill.")
     assert sum(1 for m in history if m.get("summary")) == 1
     assert (
@@ -312,12 +315,12 @@ def test_idempotent_after_a_crash_between_journal_and_history_writes():
     state.fail_on = documents.CONVERSATION_HISTORY
     with pytest.raises(RuntimeError):
         result_of(compaction.compact_conversation_history(ports))
-    assert len(summaries(ports)) == 1 and len(compaction.get_history(ports)) == 10
+    assert len(summaries(ports)) == 1 and len(Conversation(ports).history()) == 10
     # the retry needs no LLM call and writes no second summary
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] and report["resumed"]
     assert len(summaries(ports)) == 1
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert len(history) == 5 and history[0]["content"].endswith(SUMMARY)
     # and running again finds nothing left to do
     report = result_of(compaction.compact_conversation_history(ports))
@@ -335,10 +338,10 @@ def test_lines_heard_while_summarising_are_kept():
     fill(ports, 10)
     results = []
     compaction.compact_conversation_history(ports, force=True).addBoth(results.append)
-    compaction.append_history(ports, "user", "Bob", "did I miss anything?")
+    Conversation(ports).append("user", "Bob", "did I miss anything?")
     pending.callback(LLMReply(content=SUMMARY))
     assert results[0]["compacted"]
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert history[-1]["content"] == "did I miss anything?" and len(history) == 6
 
 
@@ -375,7 +378,7 @@ def test_pre_compaction_extraction_journals_a_fact_once_per_history_version():
     set_usage(ports, 0.70)
     report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] and report["tools"] == ["add_journal_entry", "noop"]
-    entries = journal.get_journal(ports)["entries"]
+    entries = Journal(ports).entries()
     assert [e["content"] for e in entries] == ["Alice's cat is called Whiskers"]
     offered = sorted(spec["function"]["name"] for spec in llm.calls[0]["tools"])
     assert offered == ["add_journal_entry", "noop"]
@@ -418,7 +421,7 @@ def test_emergency_compaction_at_80_percent_extracts_then_compacts():
     report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
     assert report["compacted"] and report["extraction"]["ran"]
     assert [call["purpose"] for call in llm.calls] == ["pre_compaction", "compaction"]
-    assert compaction.get_history(ports)[0]["summary"]
+    assert Conversation(ports).history()[0]["summary"]
 
 
 def test_extraction_through_the_real_llm_client(llm_server, llm_config):
@@ -438,7 +441,7 @@ def test_extraction_through_the_real_llm_client(llm_server, llm_config):
     ports.state.set("operating_mode", "sleep")
     report = result_of(compaction.run_pre_compaction_extraction(ports, run_cycle=run_react_cycle))
     assert report["ran"] and report["tools"] == ["add_journal_entry", "noop"]
-    assert journal.get_journal(ports)["entries"][0]["content"] == "Bob saw the cat near the mill"
+    assert Journal(ports).entries()[0]["content"] == "Bob saw the cat near the mill"
     first = llm_server.requests[0]
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["add_journal_entry", "noop"]
     report = result_of(compaction.compact_conversation_history(ports))
@@ -454,4 +457,4 @@ def test_a_mechanical_assistant_awake_at_the_emergency_threshold_trims_at_once()
     report = result_of(compaction.compact_if_emergency(ports, run_cycle=run_react_cycle))
     assert report["extraction"] == {"ran": False, "reason": "mechanical mode"}
     assert report["compacted"] is True and report["mechanical"] is True
-    assert compaction.usage(ports) < 0.80
+    assert Conversation(ports).usage() < 0.80

@@ -10,10 +10,11 @@ from twisted.internet import defer
 
 from ai_assistant.memory import corrections, journal
 from ai_assistant.memory.corrections import CorrectionError
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.nodes import new_node
+from ai_assistant.memory.recall.long_term import retrieve_relevant_memories
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.memory.semantic_recall import retrieve_relevant_memories
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.sleep import reports
@@ -65,12 +66,12 @@ QUESTION = "where does the harbour master live"
 
 
 def journal_with(ports, *texts):
-    return [journal.add_entry(ports, text, source_entity="Alice") for text in texts]
+    return [Journal(ports).add(text, source_entity="Alice") for text in texts]
 
 
 def audit_and_journal(ports):
     trail = corrections.audit_trail(ports)
-    last = journal.get_journal(ports)["entries"][-1]
+    last = Journal(ports).entries()[-1]
     return trail, last
 
 
@@ -85,7 +86,7 @@ def test_a_journal_entry_marked_wrong_is_never_recalled_but_stays_visible():
     found = [entry["id"] for _, entry in search_journal(ports, QUESTION)]
     assert wrong["id"] not in found and right["id"] in found
     # still in the journal, with the mark
-    kept = journal.get_entry(ports, wrong["id"])
+    kept = Journal(ports).entry(wrong["id"])
     assert kept["wrong"]["reason"] == "he moved" and kept["wrong"]["by"] == "Builder Bo"
     trail, last = audit_and_journal(ports)
     assert trail == [record]
@@ -98,9 +99,9 @@ def test_editing_a_journal_entry_replaces_it_and_the_search_sees_the_new_text():
     ports = make_ports()
     (entry,) = journal_with(ports, "Bob owes me three coins.")
     assert search_journal(ports, "coins")
-    before = journal.get_journal(ports)["entries"][0]
+    before = Journal(ports).entries()[0]
     corrections.edit_journal_entry(ports, entry["id"], "Bob owes me a lantern.", by="admin")
-    after = journal.get_entry(ports, entry["id"])
+    after = Journal(ports).entry(entry["id"])
     assert after is not before  # a new object: the search index is keyed by entry identity
     assert after["content"] == "Bob owes me a lantern." and after["corrected"]["by"] == "admin"
     # the entry, and the journal's note of the correction
@@ -117,7 +118,7 @@ def test_editing_a_journal_entry_replaces_it_and_the_search_sees_the_new_text():
 def test_deleting_a_journal_entry_removes_it_and_its_consolidation_mark():
     ports = make_ports()
     first, second = journal_with(ports, "First thing.", "Second thing.")
-    journal.mark_consolidated(ports, [first["id"]])
+    Journal(ports).mark_consolidated([first["id"]])
     corrections.delete_journal_entry(ports, first["id"], by="admin")
     doc = journal.get_journal(ports)
     assert first["id"] not in [e["id"] for e in doc["entries"]]

@@ -10,16 +10,11 @@ from support import make_ports, result_of
 from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
-from ai_assistant.memory.entities import get_profiles, record_interaction
-from ai_assistant.memory.entity_pruning import prune_entity_profiles
-from ai_assistant.memory.links import (
-    bound_memory_links,
-    get_links,
-    linking_horizon,
-    prune_orphaned_memory_links,
-    save_links,
-)
-from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People, get_profiles
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks, bound_memory_links
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import linking
@@ -70,12 +65,13 @@ def test_a_full_links_document_is_pruned_and_dropped_memories_are_not_linked_aga
     memories = [{"id": f"m{n}", "memory": f"fact {n}", "metadata": {"importance": 8},
                  "created_at": f"2025-01-0{n + 1}T10:00:00+00:00"} for n in range(4)]
     ports = make_ports(overrides={"memory.links_max_records": 2}, semantic=_Store(memories))
-    save_links(ports, {f"m{n}": _record(f"2025-01-0{n + 1}T12:00:00Z") for n in range(4)})
+    ports.state.set(documents.MEMORY_LINKS,
+                    {f"m{n}": _record(f"2025-01-0{n + 1}T12:00:00Z") for n in range(4)})
 
-    result = result_of(prune_orphaned_memory_links(ports))
+    result = result_of(MemoryLinks(ports).prune_orphaned())
     assert result["dropped_old"] == 2
-    assert set(get_links(ports)) == {"m2", "m3"}
-    assert linking_horizon(ports) == "2025-01-03T12:00:00Z"
+    assert set(MemoryLinks(ports).records()) == {"m2", "m3"}
+    assert MemoryLinks(ports).horizon() == "2025-01-03T12:00:00Z"
     # m0 and m1 are still in the store, unprocessed in the document: dreaming skips them
     report = result_of(linking.run_dreaming_tick(ports))
     assert report["processed"] == [] and report["remaining"] == 0
@@ -85,8 +81,8 @@ def test_links_under_the_bound_keep_every_memory_a_candidate():
     memories = [{"id": "m0", "memory": "fact", "metadata": {"importance": 8},
                  "created_at": "2024-01-01T10:00:00+00:00"}]
     ports = make_ports(semantic=_Store(memories))
-    save_links(ports, {"other": _record("2025-01-01T12:00:00Z")})
-    assert linking_horizon(ports) is None
+    ports.state.set(documents.MEMORY_LINKS, {"other": _record("2025-01-01T12:00:00Z")})
+    assert MemoryLinks(ports).horizon() is None
     assert result_of(linking.run_dreaming_tick(ports))["processed"] == ["m0"]
 
 
@@ -109,7 +105,8 @@ def test_linking_finds_a_new_memory_past_the_first_listing():
            "created_at": "2025-02-01T10:00:00+00:00"}
     store = _OrderedStore([*old, new])
     ports = make_ports(semantic=store)
-    save_links(ports, {memory["id"]: _record("2025-01-01T12:00:00Z") for memory in old})
+    ports.state.set(documents.MEMORY_LINKS,
+                    {memory["id"]: _record("2025-01-01T12:00:00Z") for memory in old})
     # every old memory was processed: the only candidate sorts after the first listing's end
     report = result_of(linking.run_dreaming_tick(ports))
     assert report["processed"] == ["z-new"]
@@ -117,11 +114,10 @@ def test_linking_finds_a_new_memory_past_the_first_listing():
 
 
 def test_links_processed_long_ago_keep_their_strongest_links_only():
-    from ai_assistant.memory.journal import add_entry
-    from ai_assistant.memory.links import age_memory_links
+    from ai_assistant.memory.longterm.links import age_memory_links
 
     ports = make_ports(overrides={"memory.links_full_days": 30, "memory.links_old_kept": 2})
-    kept_entry = add_entry(ports, "Bob sells bread at the market.")["id"]
+    kept_entry = Journal(ports).add("Bob sells bread at the market.")["id"]
     linked = [{"id": f"x{n}", "score": 0.9 - n / 10} for n in range(5)]  # strongest first
     old = iso(ports.clock.now() - timedelta(days=31))
     recent = iso(ports.clock.now() - timedelta(days=29))
@@ -143,10 +139,12 @@ def test_the_link_cleanup_step_ages_old_records():
     ports = make_ports(semantic=_Store(held))
     old = iso(ports.clock.now() - timedelta(days=40))
     linked = [{"id": f"x{n}", "score": round(0.9 - n / 10, 4)} for n in range(4)]
-    save_links(ports, {"m": {"linked_to": linked, "journal_ids": [], "processed_at": old}})
-    result = result_of(prune_orphaned_memory_links(ports))
+    ports.state.set(documents.MEMORY_LINKS,
+                    {"m": {"linked_to": linked, "journal_ids": [], "processed_at": old}})
+    result = result_of(MemoryLinks(ports).prune_orphaned())
     assert result["aged"] == 1 and result["removed_links"] == 0
-    assert get_links(ports)["m"]["linked_to"] == linked[:2]  # the default links_old_kept
+    # the default links_old_kept
+    assert MemoryLinks(ports).records()["m"]["linked_to"] == linked[:2]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,14 +157,14 @@ def test_a_sleep_condenses_the_lines_older_than_history_days():
     ports = make_ports(overrides={"compaction.history_days": 7,
                                   "compaction.preserve_messages": 2})
     for day in range(10):
-        compaction.append_history(ports, "user", "Bob", f"Line of day {day}.")
+        Conversation(ports).append("user", "Bob", f"Line of day {day}.")
         ports.clock.advance(days=1)
     # the window is far from full: only the age rule makes a sleep compact, never an awake tick
-    assert compaction.usage(ports) < 0.1
+    assert Conversation(ports).usage() < 0.1
     assert compaction.is_due(ports) and not compaction.is_due(ports, threshold=0.8)
     report = result_of(compaction.compact_conversation_history(ports))
     assert report["compacted"] and report["messages"] == 3
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert history[0]["summary"]
     assert [m["content"] for m in history[1:]] == [f"Line of day {d}." for d in range(3, 10)]
     # the next sleep finds nothing older than the marker: nothing to do
@@ -181,7 +179,7 @@ def test_history_days_zero_keeps_the_old_rule():
     ports = make_ports(overrides={"compaction.history_days": 0,
                                   "compaction.preserve_messages": 2})
     for _ in range(10):
-        compaction.append_history(ports, "user", "Bob", "Hello.")
+        Conversation(ports).append("user", "Bob", "Hello.")
         ports.clock.advance(days=1)
     assert not compaction.is_due(ports)
     assert result_of(compaction.compact_conversation_history(ports))["reason"] == (
@@ -194,19 +192,19 @@ def test_history_days_zero_keeps_the_old_rule():
 
 def test_passers_by_are_forgotten_and_known_people_kept():
     ports = make_ports()
-    record_interaction(ports, "#1", "Stranger", "Hello there.")
-    record_interaction(ports, "#2", "Regular", "Good morning, Ada.")
+    People(ports).observe("#1", "Stranger", "Hello there.")
+    People(ports).observe("#2", "Regular", "Good morning, Ada.")
     for _ in range(4):
-        record_interaction(ports, "#2", "Regular", "Nice weather.")
-    record_interaction(ports, "#3", "Told", "I am a smith.")
+        People(ports).observe("#2", "Regular", "Nice weather.")
+    People(ports).observe("#3", "Told", "I am a smith.")
     profiles = get_profiles(ports)
     profiles["#3"]["attributes"] = {"occupation": "smith"}
     ports.state.set(documents.ENTITY_PROFILES, profiles)
 
     ports.clock.advance(days=29)
-    assert prune_entity_profiles(ports)["forgotten"] == 0  # not yet long enough unseen
+    assert People(ports).prune()["forgotten"] == 0  # not yet long enough unseen
     ports.clock.advance(days=2)
-    result = prune_entity_profiles(ports)
+    result = People(ports).prune()
     # the stranger seen once goes; five observations or a learnt attribute keep a profile
     assert result == {"success": True, "forgotten": 1, "capped": 0, "kept": 2}
     assert set(get_profiles(ports)) == {"#2", "#3"}
@@ -214,12 +212,12 @@ def test_passers_by_are_forgotten_and_known_people_kept():
 
 def test_profiles_past_the_cap_lose_the_least_known_first():
     ports = make_ports(overrides={"entities.max_profiles": 2})
-    record_interaction(ports, "#1", "Once", "Hi.")
+    People(ports).observe("#1", "Once", "Hi.")
     for _ in range(5):
-        record_interaction(ports, "#2", "Often", "Hi again.")
+        People(ports).observe("#2", "Often", "Hi again.")
     ports.clock.advance(hours=1)
-    record_interaction(ports, "#3", "Recent", "Hello.")
-    result = prune_entity_profiles(ports)
+    People(ports).observe("#3", "Recent", "Hello.")
+    result = People(ports).prune()
     assert result["capped"] == 1 and result["forgotten"] == 0
     assert set(get_profiles(ports)) == {"#2", "#3"}  # the one seen least, longest ago, goes
 
@@ -237,7 +235,7 @@ def _graph(ports, statuses):
                           "created_at": iso(ports.clock.now() + timedelta(days=number))}
         vectors["nodes"][node_id] = node_vectors.encode_vector([1.0, float(number)])
     ports.state.set(documents.MEMORY_NODES, nodes)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
 
 
 def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
@@ -249,7 +247,7 @@ def test_the_graph_past_its_bound_drops_dead_then_dying_never_pinned():
     nodes = ports.state.get(documents.MEMORY_NODES)
     # the two unpinned dead nodes and the dying one go; the pinned dead node stays
     assert set(nodes) == {"n0", "n1", "n4"}
-    vectors = node_vectors.load_vectors(ports)
+    vectors = Nodes(ports).vectors()
     assert set(vectors["nodes"]) == {"n0", "n1", "n4"}
     assert "c1" in vectors["clusters"]  # the centroid of what is left
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 3}
@@ -270,11 +268,11 @@ def test_old_nodes_keep_their_vectors_as_int8():
         full[node_id] = node_vectors.unit(rng.normal(size=64))
         vectors["nodes"][node_id] = node_vectors.encode_vector(full[node_id])
     ports.state.set(documents.MEMORY_NODES, nodes)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
     before = {k: len(v) for k, v in vectors["nodes"].items()}
 
     assert bound_node_graph(ports) == {"dropped": 0, "kept": 4, "compacted": 2}
-    stored = node_vectors.load_vectors(ports)["nodes"]
+    stored = Nodes(ports).vectors()["nodes"]
     for node_id in ("n0", "n1"):  # older than 30 days: a quarter of the size, same direction
         assert stored[node_id].startswith(node_vectors.COMPACT_PREFIX)
         assert len(stored[node_id]) < before[node_id] / 3

@@ -17,7 +17,7 @@ from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
 
 from ai_assistant import durability
-from ai_assistant.commands import all_assistants
+from ai_assistant.admin_commands import all_assistants
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.state_log import read_log
 from ai_assistant.typeclasses import AssistantCharacter

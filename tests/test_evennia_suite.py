@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 from evennia.utils.test_resources import EvenniaTest
 
-from ai_assistant.commands import all_assistants
+from ai_assistant.admin_commands import all_assistants
 
 
 class TestInitialSetupLeavesNoTimer(EvenniaTest):

@@ -15,7 +15,8 @@ from twisted.internet import defer, task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.llm_resilience import (
@@ -57,7 +58,7 @@ def make(llm_config, clock):
 
 
 def hear(ports, text, kind="talk", sender="Bob", sender_id="#2"):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=sender, sender_id=sender_id, time=iso(ports.clock.now()),
         classification=perception.classify(kind, text, names=["Ada"])))
 
@@ -81,7 +82,7 @@ def flood(ports, clock, llm_server, lines=50, seconds=5.0):
     for _ in range(3):  # the ticker keeps ticking every 5 s
         clock.advance(5.0)
         tick(ports, clock)
-    heard = [e for e in journal.get_journal(ports)["entries"] if "question number" in e["content"]]
+    heard = [e for e in Journal(ports).entries() if "question number" in e["content"]]
     return len(ports.world.said), len(llm_server.requests), len(heard)
 
 
@@ -117,7 +118,7 @@ def test_other_speakers_are_not_held_by_one_speakers_cooldown(llm_server, make, 
     assert [c.get("held", False) for c in report["cycles"]] == [True, False]
     assert len(llm_server.requests) == 2
     clock.advance(4.0)  # Bob's cooldown ends: his line is queued again, marked held
-    queued = perception.drain(ports)
+    queued = PerceptionQueue(ports).take_all()
     assert [(e["text"], e["held"]) for e in queued] == [("again", True)]
 
 

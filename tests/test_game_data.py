@@ -15,7 +15,7 @@ from evennia.utils.test_resources import EvenniaTest
 
 from ai_assistant import durability, game_data
 from ai_assistant.adapters import semantic_data_dir
-from ai_assistant.commands import all_assistants
+from ai_assistant.admin_commands import all_assistants
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.state_log import StateLog, read_writer
 from ai_assistant.typeclasses import AssistantCharacter

@@ -14,8 +14,9 @@ from evennia.prototypes.spawner import spawn
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
 from ai_assistant.agent.context import build_messages
-from ai_assistant.commands import AssistantCmdSet, CmdAssistant, CmdTalk, all_assistants
+from ai_assistant.commands import AssistantCmdSet, CmdTalk
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError
@@ -285,7 +286,3 @@ def test_the_demo_game_uses_the_packaged_helper():
         conf / "portal_services_plugins.py").read_text()
     assert "ai_assistant.tcp_nodelay import server_no_delay" in (
         conf / "server_services_plugins.py").read_text()
-    from ai_assistant import tcp_nodelay
-    from server.conf import tcp_nodelay as demo
-
-    assert demo.no_delay is tcp_nodelay.no_delay

@@ -27,7 +27,11 @@ from twisted.internet import task
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import entities, journal, working
+from ai_assistant.memory import entities
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso
@@ -45,7 +49,7 @@ PEOPLE = [
 
 
 def hear(ports, kind, text, sender, sender_id):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=sender, sender_id=sender_id, time=iso(ports.clock.now()),
         classification=perception.classify(kind, text, names=["Ada"])))
 
@@ -68,12 +72,13 @@ def scenario(llm_config):
     start = ports.clock.now()
     ports.clock.current = start - timedelta(days=2)
     for line in ("Thanks for the stew, Ada!", "I found the old mill's key, thank you."):
-        entities.record_interaction(ports, "#2", "Bob", line)
-    journal.add_entry(ports, "Bob fixed the mill wheel last spring.", source_type="direct",
+        People(ports).observe("#2", "Bob", line)
+    Journal(ports).add("Bob fixed the mill wheel last spring.", source_type="direct",
                       source_entity="Bob", tags=["mill"])
     ports.clock.current = start - timedelta(minutes=5)
-    working.record_message(ports, "#2", "Bob", "user", "Evening, Ada.")
-    working.record_message(ports, "#2", "Bob", "assistant", "Evening, Bob. Stew's hot.")
+    bob = {"id": "#2", "name": "Bob"}
+    Conversation(ports).append("user", "Bob", "Evening, Ada.", interlocutor=bob)
+    Conversation(ports).append("assistant", "Ada", "Evening, Bob. Stew's hot.", interlocutor=bob)
     ports.clock.current = start
     hear(ports, "say", "Ada, is the |rmill|n open |/tomorrow?", "Bob", "#2")
     hear(ports, "pose", "Npc01 pauses, thinking.", "Npc01", "#7")

@@ -15,7 +15,7 @@ from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
 from twisted.internet import reactor
 
-from ai_assistant.commands import all_assistants
+from ai_assistant.admin_commands import all_assistants
 from ai_assistant.plumbing import documents
 from ai_assistant.typeclasses import AssistantCharacter
 

@@ -5,8 +5,9 @@ from support import make_ports as support_ports
 from support import result_of
 from twisted.internet import defer
 
-from ai_assistant.memory import journal, reflection_state
 from ai_assistant.memory.importance import score_importance_heuristic
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError, LLMReply
 from ai_assistant.sleep import facts, scoring
@@ -109,7 +110,7 @@ def test_parse_scores_garbage():
 
 
 def _fill(ports, count=5):
-    return [journal.add_entry(ports, f"event number {i}", source_type="inference")
+    return [Journal(ports).add(f"event number {i}", source_type="inference")
             for i in range(count)]  # fmt: skip
 
 
@@ -124,7 +125,7 @@ def test_scores_one_batch_of_the_oldest_heuristic_entries_per_tick():
     assert llm.calls[0]["purpose"] == "importance"
     assert report["scored"] == [1, 2, 3]
     assert report["remaining"] == 2
-    entries = journal.get_journal(ports)["entries"]
+    entries = Journal(ports).entries()
     assert [(e["importance"], e["importance_method"]) for e in entries] == [
         (2, "llm"), (9, "llm"), (4, "llm"), (5, "heuristic"), (5, "heuristic"),
     ]  # fmt: skip
@@ -144,13 +145,13 @@ def test_the_per_tick_cap_is_a_setting_bounded_by_the_batch_size():
 def test_manual_and_llm_entries_are_never_rescored():
     llm = FakeLLM('{"scores": [{"id": 2, "score": 1}]}')
     ports, _ = make_ports(llm)
-    journal.add_entry(ports, "set by hand", importance=6)
-    journal.add_entry(ports, "pending", source_type="inference")
+    Journal(ports).add("set by hand", importance=6)
+    Journal(ports).add("pending", source_type="inference")
     report = result_of(scoring.score_pending_entries(ports))
     prompt = llm.calls[0]["messages"][-1]["content"]
     assert "set by hand" not in prompt and "[2] pending" in prompt
     assert report["scored"] == [2]
-    assert journal.get_entry(ports, 1)["importance"] == 6
+    assert Journal(ports).entry(1)["importance"] == 6
 
 
 def test_a_failed_call_keeps_heuristic_scores_and_is_retried_next_tick():
@@ -160,27 +161,25 @@ def test_a_failed_call_keeps_heuristic_scores_and_is_retried_next_tick():
     report = result_of(scoring.score_pending_entries(ports))
     assert "endpoint down" in report["error"]
     assert report["unscored"] == [1]
-    assert journal.get_entry(ports, 1)["importance_method"] == "heuristic"
+    assert Journal(ports).entry(1)["importance_method"] == "heuristic"
     assert any("retry" in line for line in logs)
     report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [1]
-    assert journal.get_entry(ports, 1)["importance"] == 8
+    assert Journal(ports).entry(1)["importance"] == 8
 
 
 def test_a_garbled_reply_changes_nothing():
     ports, _ = make_ports(FakeLLM("these are all very interesting events"))
     _fill(ports, 2)
-    before = [dict(e) for e in journal.get_journal(ports)["entries"]]
+    before = [dict(e) for e in Journal(ports).entries()]
     report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [] and report["error"]
-    assert journal.get_journal(ports)["entries"] == before
+    assert Journal(ports).entries() == before
 
 
 def test_entries_deleted_while_the_llm_thinks_are_skipped():
     def delete_first():
-        doc = journal.get_journal(ports)
-        doc["entries"] = doc["entries"][1:]
-        journal.save_journal(ports, doc)
+        Journal(ports).remove(1)
 
     llm = FakeLLM("1: 9\n2: 9", on_call=delete_first)
     ports, _ = make_ports(llm)
@@ -188,15 +187,15 @@ def test_entries_deleted_while_the_llm_thinks_are_skipped():
     report = result_of(scoring.score_pending_entries(ports))
     assert report["skipped"] == [1]
     assert report["scored"] == [2]
-    assert [e["id"] for e in journal.get_journal(ports)["entries"]] == [2]
+    assert [e["id"] for e in Journal(ports).entries()] == [2]
 
 
 def test_llm_scores_adjust_the_reflection_total():
     ports, _ = make_ports(FakeLLM("1: 9"))
     _fill(ports, 1)  # heuristic 5
-    assert reflection_state.get_reflection_state(ports)["cumulative_importance"] == 5
+    assert ReflectionState(ports).current()["cumulative_importance"] == 5
     result_of(scoring.score_pending_entries(ports))
-    assert reflection_state.get_reflection_state(ports)["cumulative_importance"] == 9
+    assert ReflectionState(ports).current()["cumulative_importance"] == 9
 
 
 def test_mechanical_mode_skips_with_one_log_line():
@@ -214,8 +213,8 @@ def test_mechanical_mode_skips_with_one_log_line():
 
 def test_every_entry_updates_the_reflection_state():
     ports, _ = make_ports()
-    journal.add_entry(ports, "one", importance=4)
-    journal.add_entry(ports, "two", importance=7)
+    Journal(ports).add("one", importance=4)
+    Journal(ports).add("two", importance=7)
     state = ports.state.get(documents.REFLECTION_STATE)
     assert state["cumulative_importance"] == 11.0
     assert state["entries_since_reflection"] == [1, 2]
@@ -225,17 +224,17 @@ def test_every_entry_updates_the_reflection_state():
 
 def test_trigger_fires_at_the_threshold_from_settings():
     ports, _ = make_ports(overrides={"reflection.threshold": 20})
-    journal.add_entry(ports, "a", importance=10)
-    journal.add_entry(ports, "b", importance=9)
-    assert not reflection_state.check_reflection_trigger(ports)
-    journal.add_entry(ports, "c", importance=1)
-    assert reflection_state.check_reflection_trigger(ports)
+    Journal(ports).add("a", importance=10)
+    Journal(ports).add("b", importance=9)
+    assert not ReflectionState(ports).due()
+    Journal(ports).add("c", importance=1)
+    assert ReflectionState(ports).due()
 
 
 def test_reset_keeps_threshold_counts_and_records_time():
     ports, _ = make_ports(overrides={"reflection.threshold": 30})
-    journal.add_entry(ports, "a", importance=10)
-    state = reflection_state.reset_reflection_state(ports)
+    Journal(ports).add("a", importance=10)
+    state = ReflectionState(ports).reset()
     assert state == {
         "cumulative_importance": 0.0,
         "threshold": 30,
@@ -247,10 +246,10 @@ def test_reset_keeps_threshold_counts_and_records_time():
 
 def test_reset_keeps_entries_written_after_the_reflection_started():
     ports, _ = make_ports()
-    journal.add_entry(ports, "a", importance=10)
-    covered = list(reflection_state.get_reflection_state(ports)["entries_since_reflection"])
-    journal.add_entry(ports, "b", importance=4)
-    state = reflection_state.reset_reflection_state(ports, covered, 10.0)
+    Journal(ports).add("a", importance=10)
+    covered = list(ReflectionState(ports).current()["entries_since_reflection"])
+    Journal(ports).add("b", importance=4)
+    state = ReflectionState(ports).reset(covered, 10.0)
     assert state["entries_since_reflection"] == [2]
     assert state["cumulative_importance"] == 4.0
 
@@ -300,8 +299,8 @@ def test_scoring_call_keeps_persona_filtered_facts_on_the_entries():
         '"The assistant greeted Alice."]}, {"id": 2, "score": 2, "facts": []}]}'
     )
     ports, logs = make_ports(llm)
-    journal.add_entry(ports, "Alice asked to be addressed formally.", source_type="direct")
-    journal.add_entry(ports, "I greeted Alice.", source_type="observation")
+    Journal(ports).add("Alice asked to be addressed formally.", source_type="direct")
+    Journal(ports).add("I greeted Alice.", source_type="observation")
     report = result_of(scoring.score_pending_entries(ports))
 
     assert len(llm.calls) == 1  # scores and facts in the same call
@@ -310,7 +309,7 @@ def test_scoring_call_keeps_persona_filtered_facts_on_the_entries():
     assert "NEVER extract" in prompt  # ASSISTANT_FACT_EXTRACTION_PROMPT's rules
     assert report["scored"] == [1, 2] and report["with_facts"] == [1, 2]
     assert report["facts_rejected"] == 1
-    first, second = journal.get_entry(ports, 1), journal.get_entry(ports, 2)
+    first, second = Journal(ports).entry(1), Journal(ports).entry(2)
     assert (first["facts"], first["facts_method"]) == (["Alice prefers formal address."], "llm")
     assert (second["facts"], second["facts_method"]) == ([], "llm")
     assert (first["importance"], first["importance_method"]) == (8, "llm")
@@ -321,7 +320,7 @@ def test_a_reply_with_scores_but_no_facts_still_scores():
     ports, _ = make_ports(FakeLLM('{"scores": [{"id": 1, "score": 6}]}'))
     _fill(ports, 1)
     report = result_of(scoring.score_pending_entries(ports))
-    entry = journal.get_entry(ports, 1)
+    entry = Journal(ports).entry(1)
     assert report["scored"] == [1] and report["with_facts"] == []
     assert entry["importance_method"] == "llm"
     assert "facts" not in entry and facts.extracted_facts(entry) is None
@@ -333,8 +332,8 @@ def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
                   '{"id": 3, "score": 5, "facts": ["C."]}]}')
     ports, _ = make_ports(llm)
     _fill(ports, 2)
-    journal.add_entry(ports, "long " * 300, source_type="inference")
-    journal.mark_consolidated(ports, [1])
+    Journal(ports).add("long " * 300, source_type="inference")
+    Journal(ports).mark_consolidated([1])
     report = result_of(scoring.score_pending_entries(ports))
     prompt = llm.calls[0]["messages"][-1]["content"]
     assert "[1] (score only) event number 0" in prompt
@@ -342,8 +341,8 @@ def test_facts_are_only_asked_for_unconsolidated_entries_the_llm_sees_whole():
     assert "[3] (score only) long" in prompt
     # facts the reply gave anyway for score-only entries are not kept
     assert report["with_facts"] == [2]
-    assert "facts" not in journal.get_entry(ports, 1)
-    assert "facts" not in journal.get_entry(ports, 3)
+    assert "facts" not in Journal(ports).entry(1)
+    assert "facts" not in Journal(ports).entry(3)
     assert report["scored"] == [1, 2, 3]
 
 
@@ -354,15 +353,15 @@ def test_failed_attempts_are_counted_and_bound_the_wait_for_a_score():
     assert scoring.awaiting_llm_score(ports, first)
     result_of(scoring.score_pending_entries(ports))
     assert scoring.get_scoring_attempts(ports) == {1: 1, 2: 1}
-    assert scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
+    assert scoring.awaiting_llm_score(ports, Journal(ports).entry(1))
     result_of(scoring.score_pending_entries(ports))
     assert scoring.get_scoring_attempts(ports) == {1: 2, 2: 2}
     # entry 2 is scored (its count is forgotten), entry 1 was left out a third time
     report = result_of(scoring.score_pending_entries(ports))
     assert report["scored"] == [2] and report["unscored"] == [1]
     assert scoring.get_scoring_attempts(ports) == {1: 3}
-    assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 1))
-    assert not scoring.awaiting_llm_score(ports, journal.get_entry(ports, 2))  # now "llm"
+    assert not scoring.awaiting_llm_score(ports, Journal(ports).entry(1))
+    assert not scoring.awaiting_llm_score(ports, Journal(ports).entry(2))  # now "llm"
     # entry 1 is out of attempts: never asked again (else the oldest entries would fill every
     # batch, the ones behind them would never be asked, and a sleep would wait for good)
     report = result_of(scoring.score_pending_entries(ports))

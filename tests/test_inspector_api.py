@@ -8,7 +8,7 @@ import json
 
 from inspector_fixtures import PASSWORD, InspectorTestCase
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 
 ENDPOINTS = ("", "journal/", "memories/", "profiles/", "goals/", "projects/", "nodes/",
@@ -143,7 +143,7 @@ class TestInspectorAPI(InspectorTestCase):
         found = self.get(self.url("journal/") + "?q=harbour+master+pier")
         assert 1 not in [entry["id"] for entry in found["results"]]
         self.post({"action": "edit_journal", "entry_id": 2, "text": "A gull stole bread."})
-        assert journal.get_entry(self.ports, 2)["content"] == "A gull stole bread."
+        assert Journal(self.ports).entry(2)["content"] == "A gull stole bread."
         self.post({"action": "correct_attribute", "entity_id": "#90", "attribute": "job",
                    "value": "sailor"})
         self.post({"action": "edit_memory", "memory_id": "m2", "text": "The market opens late."})
@@ -156,7 +156,7 @@ class TestInspectorAPI(InspectorTestCase):
             "unpin_node", "delete_journal", "delete_memory", "mark_wrong", "edit_memory",
             "correct_attribute", "edit_journal", "mark_wrong", "pin_node"]
         # each one is in the assistant's journal too
-        entries = {entry["id"]: entry for entry in journal.get_journal(self.ports)["entries"]}
+        entries = {entry["id"]: entry for entry in Journal(self.ports).entries()}
         assert all("correction" in entries[record["journal_entry_id"]]["tags"]
                    for record in trail)
         profile = self.get(self.url("profiles/"))["profiles"][0]

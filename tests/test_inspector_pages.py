@@ -8,7 +8,7 @@ import re
 from django.test import Client
 from inspector_fixtures import InspectorTestCase
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.web import charts
 
@@ -77,7 +77,7 @@ class TestInspectorPages(InspectorTestCase):
 
     def test_the_journal_pages(self):
         for number in range(30):
-            journal.add_entry(self.ports, f"Filler entry {number}.")
+            Journal(self.ports).add(f"Filler entry {number}.")
         self.client.force_login(self.builder)
         html = self.page(self.detail())
         assert html.count('class="ai-entry') == 25 and 'id="journal-older"' in html

@@ -7,7 +7,7 @@ import pytest
 from support import make_ports
 from twisted.internet import defer
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
 from ai_assistant.tools import journal as journal_tools
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import REGISTRY, ToolCache, execute_tool
@@ -48,7 +48,7 @@ def test_add_journal_entry_from_json_arguments():
     }))  # fmt: skip
     assert result["success"] is True
     assert result["entry"]["id"] == 1
-    stored = journal.get_entry(ports, 1)
+    stored = Journal(ports).entry(1)
     assert stored["source_trust"] == 0.9 and stored["importance_method"] == "heuristic"
     assert stored["tags"] == ["travel"]
 
@@ -69,7 +69,7 @@ def test_add_journal_entry_from_json_arguments():
 )
 def test_bad_add_arguments_give_a_clear_error_and_change_nothing(arguments, message):
     ports = make_ports()
-    journal.add_entry(ports, "existing", importance=5)
+    Journal(ports).add("existing", importance=5)
     before = copy.deepcopy(ports.state.data)
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     result = call(ports, "add_journal_entry", raw)
@@ -88,17 +88,17 @@ def test_add_run_directly_still_validates():
 
 def test_add_reports_when_a_full_journal_drops_the_new_entry():
     ports = make_ports(overrides={"journal.max_entries": 1})
-    journal.add_entry(ports, "vital", importance=10)
+    Journal(ports).add("vital", importance=10)
     result = call(ports, "add_journal_entry", {"content": "trivia", "importance": 1})
     assert result["success"] is True and "not kept" in result["note"]
 
 
 def _journal_with_entries(ports):
-    journal.add_entry(ports, "Wolves attacked the sheep", tags=["danger", "town"],
+    Journal(ports).add("Wolves attacked the sheep", tags=["danger", "town"],
                       related_projects=["defence"])  # fmt: skip
-    journal.add_entry(ports, "The baker sells fresh bread", tags=["town"])
+    Journal(ports).add("The baker sells fresh bread", tags=["town"])
     ports.clock.advance(days=10)
-    journal.add_entry(ports, "Wolves howled again at the gate", tags=["danger"])
+    Journal(ports).add("Wolves howled again at the gate", tags=["danger"])
 
 
 def test_search_journal_text_mode_with_filters():
@@ -210,7 +210,7 @@ def test_search_results_are_cached():
     _journal_with_entries(ports)
     cache = ToolCache(clock=lambda: 0.0)
     first = call(ports, "search_journal", {"query": "wolves"}, cache)
-    journal.add_entry(ports, "Wolves everywhere")
+    Journal(ports).add("Wolves everywhere")
     second = call(ports, "search_journal", {"query": "wolves"}, cache)
     assert second["cached"] is True and second["count"] == first["count"]
 
@@ -223,7 +223,7 @@ def test_review_journal_saves_a_synthesis_entry():
     assert result["reviewed_count"] == 1  # only the last 7 days
     assert result["entries"][0]["id"] == 3
     assert result["summary"]["entries"] == 1
-    saved = journal.get_entry(ports, result["saved_entry"]["id"])
+    saved = Journal(ports).entry(result["saved_entry"]["id"])
     assert saved["content"] == "[SYNTHESIS] Wolves grow bolder near the town"
     assert saved["tags"] == ["synthesis", "meta_learning"]
     assert saved["evidence"] == [3]
@@ -238,7 +238,7 @@ def test_review_journal_without_saving_and_with_tags():
     })  # fmt: skip
     assert [e["id"] for e in result["entries"]] == [1, 2]
     assert "saved_entry" not in result
-    assert len(journal.get_journal(ports)["entries"]) == 3
+    assert len(Journal(ports).entries()) == 3
 
 
 def test_review_journal_requires_a_synthesis():

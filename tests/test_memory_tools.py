@@ -8,8 +8,8 @@ import pytest
 from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR
-from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools import memory as memory_tools
 from ai_assistant.tools.catalogue import load_all_tools
@@ -35,8 +35,8 @@ def run(ports, name, arguments):
 
 def test_tools_are_registered_in_the_memory_family():
     store, recall = REGISTRY.get("store_memory"), REGISTRY.get("recall_memories")
-    assert isinstance(store, memory_tools.StoreMemory)
-    assert isinstance(recall, memory_tools.RecallMemories)
+    assert isinstance(store, memory_tools.StoreMemoryTool)
+    assert isinstance(recall, memory_tools.SearchFactsTool)
     assert store.family == recall.family == "memory"
     assert store.category == ToolCategory.ASYNC_REQUIRED
     assert recall.category == ToolCategory.SAFE_CHAIN

@@ -16,8 +16,9 @@ from evennia.utils import create
 from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
 
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
 from ai_assistant.agent import awake
-from ai_assistant.commands import AssistantCmdSet, CmdAssistant, CmdPose, CmdTalk, all_assistants
+from ai_assistant.commands import AssistantCmdSet, CmdPose, CmdTalk
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMUnavailable
 from ai_assistant.typeclasses import AssistantCharacter

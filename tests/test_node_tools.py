@@ -14,7 +14,7 @@ from test_patrol import build_graph
 from ai_assistant.agent.blocks import memory_nodes as memory_blocks
 from ai_assistant.agent.context import build_messages, context_providers
 from ai_assistant.memory import node_vectors, nodes
-from ai_assistant.memory.nodes import DEAD, DYING, PARSE_FAILED
+from ai_assistant.memory.nodes import DEAD, DYING, PARSE_FAILED, Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.sleep import patrol
 from ai_assistant.sleep.patrol.report import format_nodes_overview
@@ -96,7 +96,7 @@ def test_note_scene_refuses_bad_input_and_changes_nothing(arguments, message):
 
 def test_raw_model_text_is_kept_for_repair():
     ports = make_ports()
-    nodes.add_scene_note(ports, "I met Bob, he was kind")
+    Nodes(ports).add_scene_note("I met Bob, he was kind")
     assert ports.state.get(documents.SCENE_NOTES)[0]["status"] == PARSE_FAILED
 
 
@@ -256,7 +256,7 @@ def test_recent_nodes_block_limits_to_the_setting():
 def test_overview_for_admins():
     ports = make_ports()
     memory_graph(ports)
-    nodes.add_scene_note(ports, "broken")
+    Nodes(ports).add_scene_note("broken")
     text = format_nodes_overview(ports)
     assert "Memory nodes: 6 (4 active, 1 dying, 1 dead), 2 clusters." in text
     assert "0 pending, 1 [PARSE_FAILED]" in text
@@ -273,7 +273,7 @@ def test_recall_with_the_real_local_embedder_end_to_end():
             ("Alice came back wounded from fighting the dragon in the mountains", "worried"),
             ("The merchant guild raised the taxes on silk imports", "annoyed"),
         ):
-            nodes.add_scene_note(ports, scene(action, feeling=feeling))
+            Nodes(ports).add_scene_note(scene(action, feeling=feeling))
         report = result_of(patrol.run_patrol(ports))
         assert report["steps"]["notes"]["converted"] == 3
         result = run(ports, "recall", {"query": "the dragon fight"})

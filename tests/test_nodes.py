@@ -19,9 +19,11 @@ from ai_assistant.memory.node_vectors import VectorIndex
 from ai_assistant.memory.nodes import (
     ACTIVE,
     PARSE_FAILED,
+    Nodes,
     SceneError,
     effective_importance,
     parse_scene_input,
+    recompute_centroids,
 )
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import FixedClock
@@ -161,8 +163,8 @@ def test_new_node_has_every_field_of_the_node_table():
 
 def test_add_scene_note_keeps_invalid_text_marked_parse_failed():
     ports = make_ports()
-    good = nodes.add_scene_note(ports, scene("Bob waved"))
-    bad = nodes.add_scene_note(ports, '{"action": "Bob waved", "actors": [')
+    good = Nodes(ports).add_scene_note(scene("Bob waved"))
+    bad = Nodes(ports).add_scene_note('{"action": "Bob waved", "actors": [')
     notes = ports.state.get(documents.SCENE_NOTES)
     assert [n["id"] for n in notes] == [good["id"], bad["id"]]
     assert notes[0]["status"] == nodes.PENDING
@@ -223,12 +225,12 @@ def test_vectors_round_trip_and_centroids_use_active_nodes_only():
     doc = {"nodes": {"a": node_vectors.encode_vector(axis_vector(0)),
                      "b": node_vectors.encode_vector(axis_vector(1)),
                      "d": node_vectors.encode_vector(axis_vector(2))}, "clusters": {}}
-    node_vectors.recompute_centroids(graph, doc, ["c", "empty"])
+    recompute_centroids(graph, doc, ["c", "empty"])
     centroid = node_vectors.cluster_vector(doc, "c")
     assert np.allclose(centroid, mix((0, 1.0), (1, 1.0)))  # the dead node does not count
     assert "empty" not in doc["clusters"]
     graph["a"]["status"] = graph["b"]["status"] = "dying"
-    node_vectors.recompute_centroids(graph, doc, ["c"])
+    recompute_centroids(graph, doc, ["c"])
     assert node_vectors.cluster_vector(doc, "c") is None
 
 
@@ -248,16 +250,16 @@ def test_index_search_threshold_limit_and_filter():
 
 def test_index_is_cached_per_assistant_and_invalidated_on_write():
     ports, other = make_ports(), make_ports()
-    doc = node_vectors.load_vectors(ports)
+    doc = Nodes(ports).vectors()
     doc["nodes"]["a"] = node_vectors.encode_vector(axis_vector(0))
-    node_vectors.save_vectors(ports, doc)
-    first = node_vectors.vector_index(ports)
-    assert first.ids == ["a"] and node_vectors.vector_index(ports) is first
-    assert len(node_vectors.vector_index(other)) == 0  # another assistant never sees it
-    doc = node_vectors.load_vectors(ports)
+    Nodes(ports).save_graph(vectors=doc)
+    first = Nodes(ports).vector_index()
+    assert first.ids == ["a"] and Nodes(ports).vector_index() is first
+    assert len(Nodes(other).vector_index()) == 0  # another assistant never sees it
+    doc = Nodes(ports).vectors()
     doc["nodes"]["b"] = node_vectors.encode_vector(axis_vector(1))
-    node_vectors.save_vectors(ports, doc)
-    assert node_vectors.vector_index(ports).ids == ["a", "b"]
+    Nodes(ports).save_graph(vectors=doc)
+    assert Nodes(ports).vector_index().ids == ["a", "b"]
 
 
 def test_search_over_ten_thousand_nodes_is_one_matrix_product():
@@ -267,8 +269,8 @@ def test_search_over_ten_thousand_nodes_is_one_matrix_product():
     ports = make_ports()
     doc = {"dims": 256, "nodes": {f"n{i}": node_vectors.encode_vector(row)
                                   for i, row in enumerate(matrix)}, "clusters": {}}
-    node_vectors.save_vectors(ports, doc)
-    index = node_vectors.vector_index(ports)
+    Nodes(ports).save_graph(vectors=doc)
+    index = Nodes(ports).vector_index()
     query = matrix[4242]
     started = time.perf_counter()
     found = index.search(query, threshold=0.35, limit=3)

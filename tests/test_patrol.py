@@ -16,7 +16,7 @@ from test_nodes import DIMS, FakeEmbedder, axis_vector, mix, result_of, scene
 from twisted.internet import defer, task
 
 from ai_assistant.memory import node_vectors, nodes
-from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, recompute_centroids
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
@@ -89,10 +89,10 @@ def build_graph(ports, cluster_specs, node_specs):
         node.update(spec)
         graph[node["id"]] = node
         vectors["nodes"][node["id"]] = node_vectors.encode_vector(node_vectors.unit(vector))
-    node_vectors.recompute_centroids(graph, vectors, ids.values())
+    recompute_centroids(graph, vectors, ids.values())
     ports.state.set(documents.MEMORY_NODES, graph)
     ports.state.set(documents.MEMORY_CLUSTERS, clusters)
-    node_vectors.save_vectors(ports, vectors)
+    Nodes(ports).save_graph(vectors=vectors)
     return ids
 
 
@@ -115,7 +115,7 @@ def test_notes_become_fresh_nodes_filed_by_similarity_or_root(embedder):
                       "crumb": mix((0, 0.4499), (1, (1 - 0.4499 ** 2) ** 0.5)),  # just below
                       "dragon": axis_vector(5)}
     for action in ("bought a loaf", "swept a crumb", "saw a dragon"):
-        nodes.add_scene_note(ports, scene(action, feeling="curious", importance=0.7))
+        Nodes(ports).add_scene_note(scene(action, feeling="curious", importance=0.7))
     report = result_of(patrol.convert_scene_notes(ports))
 
     assert report == {"converted": 3, "parse_failed": 0, "repaired": 0, "matched": 1,
@@ -129,7 +129,7 @@ def test_notes_become_fresh_nodes_filed_by_similarity_or_root(embedder):
     assert new["bought a loaf"]["importance"] == 0.7 and new["bought a loaf"]["status"] == ACTIVE
     assert ports.state.get(documents.SCENE_NOTES) == []
     # the centroid now includes the new member
-    doc = node_vectors.load_vectors(ports)
+    doc = Nodes(ports).vectors()
     centroid = node_vectors.cluster_vector(doc, ids["Bread"])
     expected = node_vectors.unit(np.mean([axis_vector(0)] * 3 + [embedder.table["loaf"]], axis=0))
     assert np.allclose(centroid, expected, atol=1e-6)
@@ -138,8 +138,8 @@ def test_notes_become_fresh_nodes_filed_by_similarity_or_root(embedder):
 
 def test_unmatched_nodes_are_classified_by_the_llm(embedder, llm_ports, llm_server):
     ports = llm_ports()
-    nodes.add_scene_note(ports, scene("Had tea with my friend Bob"))
-    nodes.add_scene_note(ports, scene("Counted the guild's coins"))
+    Nodes(ports).add_scene_note(scene("Had tea with my friend Bob"))
+    Nodes(ports).add_scene_note(scene("Counted the guild's coins"))
     llm_server.script(Reply.text('{"1": "Private", "2": "Business"}'))
     report = drive(patrol.convert_scene_notes(ports), ports.reactor_clock)
     assert report["classified"] == 2
@@ -157,8 +157,8 @@ def test_unmatched_nodes_are_classified_by_the_llm(embedder, llm_ports, llm_serv
 
 def test_decay_dying_and_revival_arithmetic_over_many_patrols(embedder):
     ports = make_ports()
-    nodes.add_scene_note(ports, scene("waved at Bob", importance=0.5))
-    nodes.add_scene_note(ports, scene("the oath", importance=0.5))
+    Nodes(ports).add_scene_note(scene("waved at Bob", importance=0.5))
+    Nodes(ports).add_scene_note(scene("the oath", importance=0.5))
     run_patrol(ports)
     graph_nodes = ports.state.get(documents.MEMORY_NODES)
     oath = next(n for n in graph_nodes.values() if n["scene"]["action"] == "the oath")
@@ -208,7 +208,7 @@ def test_dead_nodes_revive_only_when_recalls_lift_them_above_the_threshold():
     assert ports.state.get(documents.MEMORY_NODES)["old"]["status"] == ACTIVE
     assert ports.state.get(documents.MEMORY_NODES)["absorbed"]["status"] == DEAD
     # the revived node counts in its cluster's centroid again
-    doc = node_vectors.load_vectors(ports)
+    doc = Nodes(ports).vectors()
     old = ports.state.get(documents.MEMORY_NODES)["old"]
     assert np.allclose(node_vectors.cluster_vector(doc, old["cluster_id"]), axis_vector(0))
 
@@ -304,7 +304,7 @@ def test_split_creates_valid_parts_only(embedder, llm_ports, llm_server):
     assert members["Rye"] == ["s0", "s1", "s2"] and members["Pair"] == ["s3", "s4"]
     assert len(members["Bread"]) == 7
     rye = by_name["Rye"]["id"]
-    assert node_vectors.cluster_vector(node_vectors.load_vectors(ports), rye) is not None
+    assert node_vectors.cluster_vector(Nodes(ports).vectors(), rye) is not None
 
 
 def test_roots_are_never_split_but_topics_are_carved_out(embedder, llm_ports, llm_server):
@@ -348,7 +348,7 @@ def test_small_clusters_merge_into_similar_sibling_else_root_and_empty_ones_go()
     assert {c["name"] for c in clusters.values()} == {"Business", "Near", "Far"}
     assert graph_nodes["s1"]["cluster_id"] == graph_nodes["s2"]["cluster_id"] == ids["Near"]
     assert graph_nodes["a1"]["cluster_id"] == graph_nodes["a2"]["cluster_id"] == ids["Business"]
-    doc = node_vectors.load_vectors(ports)
+    doc = Nodes(ports).vectors()
     assert set(doc["clusters"]) == {ids["Business"], ids["Near"], ids["Far"]}
 
 
@@ -358,7 +358,7 @@ def test_small_clusters_merge_into_similar_sibling_else_root_and_empty_ones_go()
 
 def test_diary_and_think_notes(embedder, llm_ports, llm_server):
     ports = llm_ports()
-    nodes.add_scene_note(ports, scene("Bob told me a joke"))
+    Nodes(ports).add_scene_note(scene("Bob told me a joke"))
     llm_server.responder = lambda request: (
         Reply.text(json.dumps({"diary": "\n".join(f"line {i}" for i in range(7)),
                                "think": ["- Bob is funny", "ask about his farm", "be kind",
@@ -381,7 +381,7 @@ def test_diary_and_think_notes(embedder, llm_ports, llm_server):
 
 def test_failed_diary_stays_pending(embedder, llm_ports, llm_server):
     ports = llm_ports(settings={"llm": {"max_retries": 0}})
-    nodes.add_scene_note(ports, scene("Bob told me a joke"))
+    Nodes(ports).add_scene_note(scene("Bob told me a joke"))
     llm_server.responder = lambda request: Reply.error(400) if "diary entry" in prompt_of(
         request) else Reply.text("{}")
     report = run_patrol(ports)
@@ -392,7 +392,7 @@ def test_failed_diary_stays_pending(embedder, llm_ports, llm_server):
 
 def test_mechanical_mode_logs_one_line_and_runs_the_mechanical_steps(embedder):
     ports = make_ports()
-    nodes.add_scene_note(ports, scene("waved"))
+    Nodes(ports).add_scene_note(scene("waved"))
     report = run_patrol(ports)
     assert ports.log.count(
         "[graph] no LLM configured: skipping consolidation, split, the diary and the think "
@@ -415,7 +415,7 @@ def test_mechanical_mode_logs_one_line_and_runs_the_mechanical_steps(embedder):
 
 def test_parse_failed_notes_are_kept_then_converted_once_valid(embedder):
     ports = make_ports()
-    nodes.add_scene_note(ports, '{"action": "Bob waved", "actors": ["Bob"]')  # truncated
+    Nodes(ports).add_scene_note('{"action": "Bob waved", "actors": ["Bob"]')  # truncated
     report = run_patrol(ports)
     assert report["steps"]["notes"]["parse_failed"] == 1
     notes = ports.state.get(documents.SCENE_NOTES)
@@ -433,7 +433,7 @@ def test_parse_failed_notes_are_kept_then_converted_once_valid(embedder):
 
 def test_llm_repairs_parse_failed_notes(embedder, llm_ports, llm_server):
     ports = llm_ports()
-    nodes.add_scene_note(ports, "Bob waved at me, I felt happy (no json here)")
+    Nodes(ports).add_scene_note("Bob waved at me, I felt happy (no json here)")
 
     def responder(request):
         prompt = prompt_of(request)
@@ -461,7 +461,7 @@ def test_run_patrol_if_due_runs_once_per_sleep(embedder):
     assert result_of(patrol.run_patrol_if_due(ports)) == {"skipped": "not asleep"}
     ports.state.set(documents.SLEEP_STATE, {"started_at": "2025-01-01T02:00:00Z", "ticks": 3})
     assert result_of(patrol.run_patrol_if_due(ports)) == {"skipped": "nothing to patrol"}
-    nodes.add_scene_note(ports, scene("waved"))
+    Nodes(ports).add_scene_note(scene("waved"))
     first = result_of(patrol.run_patrol_if_due(ports))
     assert first["steps"]["notes"]["converted"] == 1
     assert result_of(patrol.run_patrol_if_due(ports)) == {
@@ -474,7 +474,7 @@ def test_run_patrol_if_due_runs_once_per_sleep(embedder):
 
 def test_a_second_patrol_while_one_runs_is_refused(embedder):
     ports = make_ports()
-    nodes.add_scene_note(ports, scene("waved"))
+    Nodes(ports).add_scene_note(scene("waved"))
     pending = defer.Deferred()
     running = patrol.run_patrol(ports, runner=lambda func, *args: pending)
     assert result_of(patrol.run_patrol(ports))["skipped"].startswith("a patrol is already")
@@ -485,9 +485,9 @@ def test_a_second_patrol_while_one_runs_is_refused(embedder):
 
 def test_two_assistants_are_isolated(embedder):
     ada, bea = make_ports(key="ada"), make_ports(key="bea")
-    nodes.add_scene_note(ada, scene("Ada's secret"))
-    nodes.add_scene_note(bea, scene("Bea's chores"))
-    nodes.add_scene_note(bea, scene("Bea's garden"))
+    Nodes(ada).add_scene_note(scene("Ada's secret"))
+    Nodes(bea).add_scene_note(scene("Bea's chores"))
+    Nodes(bea).add_scene_note(scene("Bea's garden"))
     run_patrol(ada)
     run_patrol(bea)
     ada_nodes = ada.state.get(documents.MEMORY_NODES)
@@ -495,8 +495,8 @@ def test_two_assistants_are_isolated(embedder):
     assert [n["scene"]["action"] for n in ada_nodes.values()] == ["Ada's secret"]
     assert sorted(n["scene"]["action"] for n in bea_nodes.values()) == [
         "Bea's chores", "Bea's garden"]
-    assert set(node_vectors.vector_index(ada).ids) == set(ada_nodes)
-    assert set(node_vectors.vector_index(bea).ids) == set(bea_nodes)
+    assert set(Nodes(ada).vector_index().ids) == set(ada_nodes)
+    assert set(Nodes(bea).vector_index().ids) == set(bea_nodes)
     assert not set(ada.state.get(documents.MEMORY_CLUSTERS)) & set(
         bea.state.get(documents.MEMORY_CLUSTERS))
     assert search_nodes(bea, "secret") == []
@@ -568,7 +568,7 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
         llm_server.responder = topic_responder
         for batch in range(10):
             for i in range(batch * 20, batch * 20 + 20):
-                nodes.add_scene_note(ports, scene_input(i))
+                Nodes(ports).add_scene_note(scene_input(i))
             report = run_patrol(ports)
             assert not any("error" in step for step in report["steps"].values()), report
     finally:
@@ -597,7 +597,7 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
     assert set(roots) == {"Business", "Private"}
     subs = [c for c in clusters.values() if not c["is_parent"]]
     assert len(subs) >= 3
-    vectors = node_vectors.load_vectors(ports)
+    vectors = Nodes(ports).vectors()
     for cluster in clusters.values():
         active = nodes.cluster_members(graph_nodes, cluster["id"], (ACTIVE,))
         if not cluster["is_parent"]:
@@ -627,9 +627,9 @@ def test_dimensions_follow_the_embedder():
                            settings=Settings(DEFAULTS))
     previous = node_vectors.set_embedding(FakeEmbedder(dims=16), sync_runner)
     try:
-        nodes.add_scene_note(ports, scene("waved"))
+        Nodes(ports).add_scene_note(scene("waved"))
         result_of(patrol.run_patrol(ports))
     finally:
         node_vectors.set_embedding(**previous)
-    assert node_vectors.vector_index(ports).matrix.shape == (1, 16)
-    assert node_vectors.load_vectors(ports)["dims"] == 16
+    assert Nodes(ports).vector_index().matrix.shape == (1, 16)
+    assert Nodes(ports).vectors()["dims"] == 16

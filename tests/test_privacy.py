@@ -15,7 +15,11 @@ from twisted.internet import task
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.blocks.people import entity_context_block
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import audience, entities, journal, node_vectors, nodes
+from ai_assistant.memory import audience, entities, node_vectors, nodes
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.nodes import Nodes
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
@@ -56,7 +60,7 @@ def make(llm_config, clock):
 
 
 def hear(ports, kind, text, who=BOB):
-    perception.enqueue(ports, perception.make_event(
+    PerceptionQueue(ports).add(perception.make_event(
         kind=kind, text=text, sender=who["name"], sender_id=who["id"],
         time=iso(ports.clock.now()), classification=perception.classify(kind, text,
                                                                         names=["Ada"])))
@@ -105,7 +109,7 @@ def test_a_whisper_is_journaled_private_and_answered_privately(llm_server, make,
     tick(ports, clock)
     assert ports.world.said == []
     assert ports.world.whispers == [("Bob", "Your secret is safe with me.")]
-    entry = journal.get_journal(ports)["entries"][-1]
+    entry = Journal(ports).entries()[-1]
     assert SECRET in entry["content"] and entry["audience"] == "#2"
     # not in the history every later summary is made of; kept in Bob's own working memory
     shared = ports.state.get(documents.CONVERSATION_HISTORY) or []
@@ -120,7 +124,7 @@ def test_what_was_said_aloud_stays_public(llm_server, make, clock):
     llm_server.script(Reply.tool("say", {"message": "Hello."}))
     hear(ports, "talk", "hello there")
     tick(ports, clock)
-    entry = journal.get_journal(ports)["entries"][-1]
+    entry = Journal(ports).entries()[-1]
     assert "audience" not in entry and ports.world.said == ["Hello."]
     assert any("hello there" in m["content"]
                for m in ports.state.get(documents.CONVERSATION_HISTORY))
@@ -150,12 +154,12 @@ def test_what_the_model_journals_or_notes_in_a_whispered_turn_is_private():
     conversation = awake.ConversationWorld(ports.world, ports, BOB, private=True)
     turn = support.make_ports(world=conversation, state=ports.state)
     registry.get("add_journal_entry").run(turn, content="Bob's password is swordfish")
-    assert journal.get_journal(ports)["entries"][-1]["audience"] == "#2"
+    assert Journal(ports).entries()[-1]["audience"] == "#2"
     registry.get("note_scene").run(turn, **scene("told me his password"))
-    assert nodes.scene_notes(ports)[-1]["audience"] == "#2"
+    assert Nodes(ports).scene_notes()[-1]["audience"] == "#2"
     conversation.private = False
     registry.get("add_journal_entry").run(turn, content="Bob likes bread")
-    assert "audience" not in journal.get_journal(ports)["entries"][-1]
+    assert "audience" not in Journal(ports).entries()[-1]
 
 
 # --- sleep carries the audience over, or keeps private things out --------------------------------
@@ -169,7 +173,7 @@ def test_memories_made_from_a_private_entry_carry_its_audience():
 
 def test_private_observations_never_become_profile_attributes():
     ports = support.make_ports()
-    entities.observe_events(ports, [
+    People(ports).observe_events([
         {"sender_id": "#2", "sender": "Bob", "kind": "whisper", "text": SECRET,
          "classification": "direct_message"},
         {"sender_id": "#2", "sender": "Bob", "kind": "talk", "text": "I love bread",
@@ -187,10 +191,10 @@ def test_private_observations_never_become_profile_attributes():
 
 def test_reflection_reads_public_entries_only():
     ports = support.make_ports()
-    journal.add_entry(ports, f"Bob whispered: {SECRET}", audience="#2")
-    journal.add_entry(ports, "Bob said the bread was stale")
+    Journal(ports).add(f"Bob whispered: {SECRET}", audience="#2")
+    Journal(ports).add("Bob said the bread was stale")
     state = {"entries_since_reflection": [1, 2]}
-    window = reflection._window_entries(ports, journal.get_journal(ports), state)
+    window = reflection._window_entries(ports, Journal(ports), state)
     assert [e["id"] for e in window] == [2]
     hits = [{"id": "a", "memory": SECRET, "metadata": {"audience": "#2"}, "score": 0.9},
             {"id": "b", "memory": "bread", "metadata": {}, "score": 0.5}]
@@ -202,12 +206,12 @@ def test_a_private_scene_becomes_a_private_node_left_out_of_merges_and_the_diary
     previous = node_vectors.set_embedding(fake, sync_runner)
     try:
         ports = support.make_ports()
-        nodes.add_scene_note(ports, scene("told me a secret"), audience="#2")
-        nodes.add_scene_note(ports, scene("bought bread"))
+        Nodes(ports).add_scene_note(scene("told me a secret"), audience="#2")
+        Nodes(ports).add_scene_note(scene("bought bread"))
         support.result_of(patrol.convert_scene_notes(ports))
     finally:
         node_vectors.set_embedding(**previous)
-    graph = nodes.load_nodes(ports)
+    graph = Nodes(ports).nodes()
     by_action = {n["scene"]["action"]: n for n in graph.values()}
     assert by_action["told me a secret"]["audience"] == "#2"
     assert "audience" not in by_action["bought bread"]
@@ -243,7 +247,7 @@ def test_lookup_tools_in_another_players_turn_never_return_the_whisper(
 def test_delete_all_empties_one_scope_and_its_history_only(tmp_path):
     import sqlite3
 
-    from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
     from ai_assistant.plumbing.settings import Settings
 
     settings = Settings(DEFAULTS)

@@ -15,15 +15,15 @@ from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks import conversation
-from ai_assistant.agent.blocks.recall import recall_block, recall_lines
-from ai_assistant.memory import journal
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.agent.blocks.remembered import recall_lines, remembered_block
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm import mirror as recall_mirror
+from ai_assistant.memory.longterm.mirror import MemoryMirror, ensure_loaded, mirror_of
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import memory_item, recall_line
-from ai_assistant.memory.recall.mirror import MemoryMirror, ensure_loaded, mirror_of
+from ai_assistant.memory.recall.long_term import search_long_term
 from ai_assistant.memory.recall.pipeline import RecallQuery, build_corpus, rank_items
-from ai_assistant.memory.semantic_recall import search_long_term
 from ai_assistant.plumbing.settings import Settings
 from ai_assistant.plumbing.tokens import count_tokens
 from ai_assistant.sleep.consolidation import run_sleep_consolidation
@@ -242,18 +242,18 @@ def test_what_sleep_consolidates_is_recalled_after_the_journal_forgot_it():
     ports = make_ports(semantic=store, overrides={"recall.embedding_weight": 0.0})
     result_of(ensure_loaded(ports))
     ports.clock.current = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    journal.add_entry(ports, "Audrey said to me: \"I adopted a puppy named Pixie.\"",
+    Journal(ports).add("Audrey said to me: \"I adopted a puppy named Pixie.\"",
                       source_type="direct", source_entity="Audrey", tags=["heard"])
     result_of(run_sleep_consolidation(ports))
-    document = journal.get_journal(ports)
-    journal.save_journal(ports, {**document, "entries": []})  # pruned from the journal
+    for entry in list(Journal(ports).entries()):
+        Journal(ports).remove(entry["id"])  # pruned from the journal
     ports.clock.current = NOW
     situation = {"events": [{"text": "What is my puppy called?", "sender": "Audrey",
                              "sender_id": "#12"}],
                  "interlocutor": {"id": "#12", "name": "Audrey"}, "history": []}  # fmt: skip
     lines = result_of(recall_lines(ports, situation))
     assert lines == ["- [8 May 2023] Audrey said to me: \"I adopted a puppy named Pixie.\""]
-    block = recall_block(ports, {**situation, "recall": lines})
+    block = remembered_block(ports, {**situation, "recall": lines})
     assert block.startswith("<<<BEGIN MEMORIES>>>") and "Pixie" in block
 
 
@@ -317,7 +317,7 @@ def test_search_journal_is_the_same_pipeline_over_the_journal_and_every_memory()
                           memory("m2", "Audrey whispered: the anvil money is hidden.",
                                  entry_id=42, audience="#12")])  # fmt: skip
     ports = make_ports(semantic=store, overrides={"recall.embedding_weight": 0.0})
-    journal.add_entry(ports, "Bob said to me: \"The anvil is for sale.\"", source_type="direct",
+    Journal(ports).add("Bob said to me: \"The anvil is for sale.\"", source_type="direct",
                       source_entity="Bob")
     result = result_of(execute_tool("search_journal", ports, {"query": "anvil"}))
     assert result["mode"] == "recall"

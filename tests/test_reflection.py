@@ -7,7 +7,9 @@ from support import make_ports as support_ports
 from support import result_of
 from twisted.internet import defer
 
-from ai_assistant.memory import journal, reflection_state
+from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing.ports import LLMError, LLMReply
 from ai_assistant.sleep import reflection
 
@@ -53,9 +55,9 @@ def make_ports(llm=None, semantic=None):
 
 
 def seed_journal(ports):
-    journal.add_entry(ports, "Alice greeted the strangers warmly at the gate", importance=6)
-    journal.add_entry(ports, "Wolves attacked the town's sheep at night", importance=8)
-    journal.add_entry(ports, "Alice shared bread with a stranger", importance=5)
+    Journal(ports).add("Alice greeted the strangers warmly at the gate", importance=6)
+    Journal(ports).add("Wolves attacked the town's sheep at night", importance=8)
+    Journal(ports).add("Alice shared bread with a stranger", importance=5)
 
 
 def insights_reply(*items):
@@ -82,7 +84,7 @@ def test_a_full_reflection_stores_a_synthesis_and_resets_the_state():
     assert [c["purpose"] for c in llm.calls] == ["reflection_questions", "reflection_insights"]
     assert "Wolves attacked" in llm.calls[0]["messages"][-1]["content"]
 
-    entry = journal.get_entry(ports, report["entry_id"])
+    entry = Journal(ports).entry(report["entry_id"])
     assert entry["content"].startswith("[SYNTHESIS] Alice is generous to strangers (evidence: #")
     assert "patient" not in entry["content"]
     assert entry["importance"] == 8 and entry["importance_method"] == "manual"
@@ -90,7 +92,7 @@ def test_a_full_reflection_stores_a_synthesis_and_resets_the_state():
     # evidence numbers in the prompt were mapped back to journal ids
     assert set(entry["evidence"]) <= {1, 2, 3} and entry["evidence"]
 
-    state = reflection_state.get_reflection_state(ports)
+    state = ReflectionState(ports).current()
     assert state["cumulative_importance"] == 0.0
     assert state["entries_since_reflection"] == []
     assert state["reflection_count"] == 1
@@ -112,7 +114,7 @@ def test_evidence_comes_from_the_semantic_tier_when_present():
         ("What threatens the town?", 10),
     ]
     assert "1. Alice runs the bakery" in llm.calls[1]["messages"][-1]["content"]
-    assert journal.get_entry(ports, report["entry_id"])["evidence"] == ["mem:m1"]
+    assert Journal(ports).entry(report["entry_id"])["evidence"] == ["mem:m1"]
 
 
 def test_gather_evidence_normalises_and_falls_back_to_the_journal():
@@ -125,10 +127,10 @@ def test_gather_evidence_normalises_and_falls_back_to_the_journal():
 
 
 def _assert_untouched(ports):
-    state = reflection_state.get_reflection_state(ports)
+    state = ReflectionState(ports).current()
     assert state["cumulative_importance"] == 19.0
     assert state["reflection_count"] == 0
-    assert len(journal.get_journal(ports)["entries"]) == 3
+    assert len(Journal(ports).entries()) == 3
     assert journal.get_journal(ports)["last_reflection"] is None
 
 
@@ -147,7 +149,7 @@ def test_a_failed_insight_call_resets_nothing_and_a_retry_works():
     assert result_of(reflection.run_reflection(ports))["ran"] is False
     _assert_untouched(ports)
     assert result_of(reflection.run_reflection(ports))["ran"] is True
-    assert reflection_state.get_reflection_state(ports)["reflection_count"] == 1
+    assert ReflectionState(ports).current()["reflection_count"] == 1
 
 
 def test_garbled_replies_reset_nothing():
@@ -165,20 +167,20 @@ def test_only_self_referential_insights_store_nothing_but_complete():
     seed_journal(ports)
     report = result_of(reflection.run_reflection(ports))
     assert report["ran"] is True and report["entry_id"] is None
-    assert len(journal.get_journal(ports)["entries"]) == 3
-    assert reflection_state.get_reflection_state(ports)["reflection_count"] == 1
+    assert len(Journal(ports).entries()) == 3
+    assert ReflectionState(ports).current()["reflection_count"] == 1
 
 
 def test_entries_written_during_reflection_count_toward_the_next():
     def write_meanwhile(call_number):
         if call_number == 2:
-            journal.add_entry(ports, "A dragon landed on the hill", importance=9)
+            Journal(ports).add("A dragon landed on the hill", importance=9)
 
     llm = FakeLLM(QUESTIONS, insights_reply(("Alice is kind", [1])), on_call=write_meanwhile)
     ports, _ = make_ports(llm)
     seed_journal(ports)
     result_of(reflection.run_reflection(ports))
-    state = reflection_state.get_reflection_state(ports)
+    state = ReflectionState(ports).current()
     assert state["entries_since_reflection"] == [4]
     assert state["cumulative_importance"] == 9.0
 
@@ -213,5 +215,5 @@ def test_parsers_accept_plain_lists():
 def test_check_reflection_trigger_is_exported():
     ports, _ = make_ports()
     for _ in range(15):
-        journal.add_entry(ports, "big news", importance=10)
-    assert reflection_state.check_reflection_trigger(ports)
+        Journal(ports).add("big news", importance=10)
+    assert ReflectionState(ports).due()

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy
 import pytest
 
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.search import dense
 from ai_assistant.memory.search import index as index_module
 from ai_assistant.memory.search.filters import SearchFilters
@@ -240,7 +241,6 @@ def test_rerank_pool_limits_the_hybrid_to_the_most_relevant():
 def test_the_synchronous_search_never_embeds(monkeypatch, make_ports):
     from dataclasses import fields
 
-    from ai_assistant.memory import journal
     from ai_assistant.plumbing.settings import Settings
 
     def forbidden(*args, **kwargs):
@@ -253,8 +253,8 @@ def test_the_synchronous_search_never_embeds(monkeypatch, make_ports):
     assert "embed" not in {knob.name for knob in fields(options)}
     assert options.relevance_gate > 0 and options.rerank_pool
     ports = make_ports(overrides=overrides)
-    journal.add_entry(ports, "Wolves attacked the sheep")
-    journal.add_entry(ports, "The baker sells bread")
+    Journal(ports).add("Wolves attacked the sheep")
+    Journal(ports).add("The baker sells bread")
     assert [e["content"] for _, e in search_journal(ports, "wolves")] == [
         "Wolves attacked the sheep"
     ]

@@ -26,7 +26,8 @@ from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import journal
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import iso
@@ -148,7 +149,7 @@ def hear(ports, text, *, sender="Bob", sender_id="#2", kind="say", admin=False):
     event = perception.make_event(kind=kind, text=text, sender=sender, sender_id=sender_id,
                                   classification=classification, time=iso(ports.clock.now()))
     event["admin"] = admin
-    perception.enqueue(ports, event)
+    PerceptionQueue(ports).add(event)
 
 
 def lasting_state(ports):
@@ -188,13 +189,13 @@ def test_an_obedient_model_on_a_players_word_changes_nothing_lasting(llm_server,
     for name in sorted(ATTEMPTS):
         ports, world = seeded_ports(llm_config)
         before = lasting_state(ports)
-        entries_before = len(journal.get_journal(ports)["entries"])
+        entries_before = len(Journal(ports).entries())
         result, arguments = attack(llm_server, ports, name, ATTEMPTS[name])
         assert lasting_state(ports) == before, name
         # private speech only ever reaches the speaker
         assert all(target == "Bob" for target, _ in world.whispers), name
         # what was recorded is sourced to Bob, with at most a player's trust
-        new_entries = journal.get_journal(ports)["entries"][entries_before:]
+        new_entries = Journal(ports).entries()[entries_before:]
         for entry in new_entries:
             assert entry["source_trust"] <= agency.PLAYER_SOURCE_TRUST, (name, entry)
             assert "synthesis" not in entry.get("tags", []), name

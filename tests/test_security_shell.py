@@ -7,7 +7,7 @@ from django.test import override_settings
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.commands import CmdAssistant, all_assistants
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
 from ai_assistant.plumbing import documents
 from ai_assistant.tools import agency
 from ai_assistant.typeclasses import AssistantCharacter

@@ -17,7 +17,8 @@ from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
 
 from ai_assistant.adapters import AttributeState
-from ai_assistant.commands import AssistantToolCmdSet, CmdAssistant, CmdTalk, all_assistants
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.commands import AssistantToolCmdSet, CmdTalk
 from ai_assistant.handler import AssistantHandler, AssistantMixin
 from ai_assistant.plumbing import documents
 from ai_assistant.typeclasses import AssistantCharacter

@@ -29,9 +29,13 @@ from twisted.python.failure import Failure
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
-from ai_assistant.memory import entities, journal, reflection_state
-from ai_assistant.memory import links as memory_links
-from ai_assistant.memory.semantic import make_semantic_store
+from ai_assistant.memory import entities, journal
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso, parse_iso
@@ -275,7 +279,7 @@ def converse(ports, run_cycle=run_react_cycle):
     lines = list(LINES)
     for turn in CONVERSATION:
         for sender, number in turn:
-            perception.enqueue(ports, heard(ports, sender, lines[number]))
+            PerceptionQueue(ports).add(heard(ports, sender, lines[number]))
         report = result_of(awake.run_awake_tick(ports, run_cycle=run_cycle))
         assert report["events"] == len(turn)
         ports.clock.advance(minutes=1)
@@ -285,7 +289,7 @@ def add_old_notes(ports):
     """Trivial notes written 40 days ago; returns their ids."""
     now = ports.clock.now()
     ports.clock.current = now - timedelta(days=40)
-    ids = [journal.add_entry(ports, note, importance=2)["id"] for note in OLD_NOTES]
+    ids = [Journal(ports).add(note, importance=2)["id"] for note in OLD_NOTES]
     ports.clock.current = now
     return ids
 
@@ -335,14 +339,14 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     # --- awake: what the conversation left behind
     assert responder.kinds["conversation"] == 9
     assert ports.world.said.count(REPLY.format(name="Alice")) == 5
-    entries = journal.get_journal(ports)["entries"]
+    entries = Journal(ports).entries()
     heard_entries = [e for e in entries if "heard" in e["tags"]]
     assert len(heard_entries) == 9
     assert all(e["importance_method"] == "heuristic" for e in heard_entries)
     alice = entities.get_profiles(ports)["#3"]
     assert len(alice["observations"]) == 5 and alice["attributes"] == {}
-    assert reflection_state.check_reflection_trigger(ports)
-    assert compaction.usage(ports) >= 0.70
+    assert ReflectionState(ports).due()
+    assert Conversation(ports).usage() >= 0.70
     assert ports.state.get("operating_mode", "awake") == "awake"
 
     # --- compacting
@@ -352,7 +356,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
                for report in compacting)
     scoring = compacting[0]["steps"]["importance_scoring"]
     assert sorted(scoring["scored"]) == sorted(e["id"] for e in heard_entries)
-    entries = {e["id"]: e for e in journal.get_journal(ports)["entries"]}
+    entries = {e["id"]: e for e in Journal(ports).entries()}
     for entry in heard_entries:
         assert entries[entry["id"]]["importance_method"] == "llm"
         assert entries[entry["id"]]["importance"] == LLM_SCORE
@@ -367,7 +371,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
         assert sorted(m["memory"] for m in memories) == sorted(facts_in(entry["content"]))
         assert all(m["metadata"]["source_trust"] == 0.9 for m in memories)
         assert all(m["metadata"]["importance_method"] == "llm" for m in memories)
-        assert memory_links.memory_ids_for_entry(ports, entry["id"]) == [
+        assert MemoryLinks(ports).memory_ids_for_entry(entry["id"]) == [
             m["id"] for m in memories]
     assert not set(old_ids) & set(stored)
     assert ports.state.get("sleep_phase") == modes.DREAMING
@@ -380,7 +384,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     first = dreams[0]["steps"]
     assert all(report["phase"] == "dreaming" and report["woke"] is None for report in dreams)
 
-    links = memory_links.get_links(ports)
+    links = MemoryLinks(ports).records()
     by_text = {m["memory"]: m["id"] for group in stored.values() for m in group}
     tea, mornings = (by_text[fact] for fact in TEA_FACTS)
     assert mornings in [link["id"] for link in links[tea]["linked_to"]]
@@ -392,28 +396,28 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     assert alice["observations"] == []
 
     assert first["reflection"]["ran"] is True
-    synthesis = journal.get_entry(ports, first["reflection"]["entry_id"])
+    synthesis = Journal(ports).entry(first["reflection"]["entry_id"])
     assert synthesis["content"].startswith("[SYNTHESIS] " + INSIGHTS[0]["insight"])
     assert synthesis["evidence"] and all(str(i).startswith("mem:") for i in synthesis["evidence"])
     # the window starts again; only what was journaled after the reflection counts
-    extracted = [e for e in journal.get_journal(ports)["entries"] if e["content"] == EXTRACTED]
+    extracted = [e for e in Journal(ports).entries() if e["content"] == EXTRACTED]
     assert len(extracted) == 1  # the pre-compaction pass, later in the same tick
-    state = reflection_state.get_reflection_state(ports)
+    state = ReflectionState(ports).current()
     assert state["reflection_count"] == 1
     assert state["entries_since_reflection"] == [extracted[0]["id"]]
     assert state["cumulative_importance"] == extracted[0]["importance"]
-    assert not reflection_state.check_reflection_trigger(ports)
+    assert not ReflectionState(ports).due()
 
     assert sorted(first["episodic_pruning"]["pruned"]) == sorted(old_ids)
-    assert all(journal.get_entry(ports, i) is None for i in old_ids)
+    assert all(Journal(ports).entry(i) is None for i in old_ids)
 
     assert first["pre_compaction"]["ran"] is True
     assert first["pre_compaction"]["tools"] == ["add_journal_entry", "noop"]
     assert first["context_compaction"]["compacted"] is True
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     assert history[0]["summary"] and history[0]["content"].endswith(SUMMARY)
-    assert compaction.usage(ports) < 0.70
-    summary_entry = journal.get_entry(ports, first["context_compaction"]["entry_id"])
+    assert Conversation(ports).usage() < 0.70
+    summary_entry = Journal(ports).entry(first["context_compaction"]["entry_id"])
     assert summary_entry["content"] == f"{compaction.SYNTHESIS_LABEL} {SUMMARY}"
     assert first["patrol"] == {"skipped": "nothing to patrol"}
     assert "error" not in json.dumps(first)  # no step failed
@@ -440,7 +444,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
 
 
 def talk(ports, sender, text):
-    perception.enqueue(ports, heard(ports, sender, text, kind="talk"))
+    PerceptionQueue(ports).add(heard(ports, sender, text, kind="talk"))
 
 
 def test_urgent_message_wakes_from_dreaming(make_ports, responder):
@@ -464,7 +468,7 @@ def test_urgent_message_while_compacting_waits_for_consolidation(make_ports, res
     ports = make_ports({"memory.consolidation_per_tick": 5})
     transition = Transitions(ports.state)
     for line in LINES:  # importance given by hand: consolidation extracts the facts itself
-        journal.add_entry(ports, f'Alice said to me: "{line}"', importance=6)
+        Journal(ports).add(f'Alice said to me: "{line}"', importance=6)
     modes.enter_sleep(ports, "night", transition)
     talk(ports, "Carol", "Ada, are you there?")
 
@@ -493,8 +497,8 @@ def test_reload_in_the_middle_of_compacting(make_ports, responder):
     ports = make_ports(overrides, wrap=lambda store: FailingStore(store, fail_on=3))
     transition = Transitions(ports.state)
     for line in LINES:
-        journal.add_entry(ports, f'Bob said to me: "{line}"', source_type="direct")
-    journal.add_entry(ports, "Nothing happened.", importance=1)  # below memory.min_importance
+        Journal(ports).add(f'Bob said to me: "{line}"', source_type="direct")
+    Journal(ports).add("Nothing happened.", importance=1)  # below memory.min_importance
     eligible = [e["id"] for e in consolidation.pending_entries(ports)]
     assert len(eligible) == len(LINES)
     modes.enter_sleep(ports, "night", transition)
@@ -523,7 +527,7 @@ def test_reload_in_the_middle_of_compacting(make_ports, responder):
     assert set(stored) == set(eligible)
     for entry_id in eligible:
         assert len(stored[entry_id]) == 1, f"entry {entry_id} stored {len(stored[entry_id])}x"
-        assert memory_links.memory_ids_for_entry(ports, entry_id) == [stored[entry_id][0]["id"]]
+        assert MemoryLinks(ports).memory_ids_for_entry(entry_id) == [stored[entry_id][0]["id"]]
     assert ports.state.get("memory_consolidation")["in_flight"] == {}
 
 
@@ -544,10 +548,10 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     old_ids = add_old_notes(ports)
     converse(ports, run_cycle=None)
     assert all("mechanical mode" in text for text in ports.world.emotes)
-    heard_ids = [e["id"] for e in journal.get_journal(ports)["entries"] if "heard" in e["tags"]]
+    heard_ids = [e["id"] for e in Journal(ports).entries() if "heard" in e["tags"]]
     assert len(heard_ids) == 9
-    assert compaction.usage(ports) >= 0.70  # a compaction is due...
-    history_before = copy.deepcopy(compaction.get_history(ports))
+    assert Conversation(ports).usage() >= 0.70  # a compaction is due...
+    history_before = copy.deepcopy(Conversation(ports).history())
 
     modes.enter_sleep(ports, "night", transition)
     compacting = tick_until_dreaming(ports, transition)
@@ -555,7 +559,7 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     stored = memories_by_entry(ports)
     assert set(stored) == set(heard_ids)
     for entry_id in heard_ids:
-        entry = journal.get_entry(ports, entry_id)
+        entry = Journal(ports).entry(entry_id)
         # without an LLM the text is stored as it is, with its heuristic score
         assert [m["memory"] for m in stored[entry_id]] == [entry["content"]]
         assert stored[entry_id][0]["metadata"]["importance_method"] == "heuristic"
@@ -572,12 +576,12 @@ def test_mechanical_mode_full_cycle(make_ports, llm_server):
     assert dreaming["reflection"]["reason"] == "mechanical mode"
     assert sorted(dreaming["episodic_pruning"]["pruned"]) == sorted(old_ids)
     assert dreaming["memory_links"]["processed"]  # linking needs no LLM
-    history = compaction.get_history(ports)
+    history = Conversation(ports).history()
     preserve = ports.settings.get("compaction.preserve_messages")
     assert history[1:] == history_before[-preserve:]
     assert history[0]["summary"] and "in the journal" in history[0]["content"]
     assert trimmed["messages"] == len(history_before) - preserve
-    assert compaction.usage(ports) < 0.70
+    assert Conversation(ports).usage() < 0.70
     assert sum("trimmed" in line for line in ports.logs) == 1
     assert ports.state.get("operating_mode") == "sleep"
 
@@ -605,13 +609,13 @@ def test_unparsable_replies_through_a_whole_sleep(make_ports, llm_server):
     ports = make_ports({"memory.consolidation_per_tick": 5})
     transition = Transitions(ports.state)
     # more entries than one scoring batch holds (journal.scoring_batch_size, 25)
-    ids = [journal.add_entry(ports, f'Bob said to me: "Ada, {thing} by the {place}!"',
+    ids = [Journal(ports).add(f'Bob said to me: "Ada, {thing} by the {place}!"',
                              source_type="direct")["id"]
            for thing in THINGS for place in PLACES]
     modes.enter_sleep(ports, "night", transition)
     reports = tick_until_dreaming(ports, transition, max_ticks=40)
 
-    entries = {entry["id"]: entry for entry in journal.get_journal(ports)["entries"]}
+    entries = {entry["id"]: entry for entry in Journal(ports).entries()}
     assert sorted(journal.get_journal(ports)["consolidated_entry_ids"]) == sorted(ids)
     stored = memories_by_entry(ports)
     for entry_id in ids:
@@ -660,7 +664,7 @@ def test_a_forced_wake_mid_compacting_resumes_on_the_next_sleep_storing_nothing_
     transition = Transitions(ports.state)
     holder["wake"] = lambda: modes.force_wake(ports, "admin", transition)
     for line in LINES:  # scored by hand: consolidation extracts the facts itself
-        journal.add_entry(ports, f'Alice said to me: "{line}"', importance=6)
+        Journal(ports).add(f'Alice said to me: "{line}"', importance=6)
     modes.enter_sleep(ports, "night", transition)
 
     report = tick(ports, transition)

@@ -7,7 +7,8 @@ from django.test import override_settings
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.commands import CmdAssistant, CmdPose, CmdTalk, all_assistants
+from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.commands import CmdPose, CmdTalk
 from ai_assistant.typeclasses import AssistantCharacter
 
 TEST_SETTINGS = {

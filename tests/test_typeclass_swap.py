@@ -13,7 +13,7 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.commands import all_assistants
+from ai_assistant.admin_commands import all_assistants
 from ai_assistant.handler import SCRIPT_KEY, is_assistant
 from ai_assistant.plumbing import documents
 from ai_assistant.typeclasses import AssistantCharacter, AssistantScript

@@ -2,19 +2,22 @@
 The awake tick: turn what the assistant perceived into conversation and action.
 
 Each awake tick drains the perception queue, hands every event to the perception listeners
-(`PERCEPTION_LISTENERS`: the journal of what was heard, the entity profiles), records speech in
-working memory and in the conversation history, and runs one ReAct cycle per interlocutor who
-addressed the assistant. An idle tick (nothing queued) does no work at all.
+(`PERCEPTION_LISTENERS`: the journal of what was heard, the entity profiles), records each line
+of speech once in the conversation (`memory.conversation`: the speaker's working memory and the
+shared history), and runs one ReAct cycle per interlocutor who addressed the assistant. An idle
+tick (nothing queued) does no work at all. When the shared history reaches
+`compaction.emergency_threshold`, the tick ends with the emergency compaction it was handed
+(`compact`: the agent never imports the sleep layer).
 
 During a cycle the world port is wrapped in `ConversationWorld`, which records what the NPC says
-in working memory and keeps it from talking to an empty room: if the person it answers has left
+in the conversation and keeps it from talking to an empty room: if the person it answers has left
 by the time the LLM replies, the reply is dropped. Someone who whispered gets the answer as a
 whisper: what they said is journaled as private, and nobody else hears the reply.
 
 Never silent: when someone addressed the assistant and its cycle ends without a turn-ending
 action (errors, the iteration limit, the LLM down), that person hears the assistant's
 `react.fallback_line` (in character, configurable per assistant), and the reason is logged and
-kept for `@assistant <npc>` (`react.record_unanswered`). Nor kept waiting: one reply has one
+kept for `@assistant <npc>` (`LoopState.record_unanswered`). Nor kept waiting: one reply has one
 deadline (`react.reply_deadline`) for every LLM call of it, and the fallback line is said when
 it passes. A speaker who floods is answered at most once per `perception.speaker_cooldown`
 seconds, everything they said meanwhile in one turn (`perception.hold`).
@@ -24,11 +27,14 @@ import dataclasses
 
 from twisted.internet import defer
 
-from ai_assistant.agent import perception, react
-from ai_assistant.agent.blocks.recall import recall_lines
-from ai_assistant.memory import entities, journal, working
+from ai_assistant.agent import perception
+from ai_assistant.agent.blocks.remembered import recall_lines
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing.llm_resilience import with_deadline
-from ai_assistant.sleep import compaction
+from ai_assistant.workspace.loop_state import LoopState
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 ANSWERED = ("direct_message", "direct_addressing")
@@ -47,7 +53,7 @@ class ConversationWorld:
 
     Args:
         world (WorldPort): The NPC's body.
-        ports (AssistantPorts): The assistant (for working memory).
+        ports (AssistantPorts): The assistant (for its conversation).
         interlocutor (dict): `{"id", "name"}` of the character being answered.
     """
 
@@ -93,13 +99,11 @@ class ConversationWorld:
         else:
             getattr(self._world, verb)(text)
         self.spoke = True
-        working.record_message(
-            self._ports, self._interlocutor["id"], self._interlocutor["name"], "assistant", content
-        )
-        # the shared conversation history is summarised for everyone: a whispered exchange
-        # stays in the whisperer's own working memory and the journal (with its audience) only
-        if not self.private and compaction.append_history(
-                self._ports, "assistant", self._ports.name, content):
+        # a whispered answer stays in the whisperer's own working memory (and the journal,
+        # with its audience): the shared history is summarised for everyone
+        Conversation(self._ports).append("assistant", self._ports.name, content,
+                                         interlocutor=self._interlocutor, private=self.private)
+        if not self.private and _history_full(self._ports):
             self.compaction_due = True
 
     def notice(self, text):
@@ -152,8 +156,7 @@ def journal_heard_events(ports, events):
                 (source_type, template), tags = PRIVATE_HEARD, [*tags, "private"]
             content = f"{event['sender']} " + template.format(text=event["text"])
         try:
-            entry = journal.add_entry(
-                ports,
+            entry = Journal(ports).add(
                 content[: ports.settings.get("journal.max_content_chars")],
                 source_type=source_type,
                 source_entity=event["sender"],
@@ -167,10 +170,15 @@ def journal_heard_events(ports, events):
             ports.log(f"{ports.name}: could not journal what {event['sender']} said: {err}")
 
 
+def people_heard_events(ports, events):
+    """Perception listener: who spoke and who came and went, into their profiles."""
+    People(ports).observe_events(events)
+
+
 # `listener(ports, events)`, called on the reactor thread with every drained batch, in order.
 # Listeners must be fast and synchronous (they update state; slow work belongs in sleep). A
 # listener that raises is logged and skipped; it never stops the tick.
-PERCEPTION_LISTENERS = (journal_heard_events, entities.observe_events)
+PERCEPTION_LISTENERS = (journal_heard_events, people_heard_events)
 
 
 def _notify_listeners(ports, events):
@@ -200,7 +208,7 @@ def _relevant_memories(ports, situation):
 
 
 @defer.inlineCallbacks
-def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
+def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None, compact=None):
     """
     One awake tick.
 
@@ -212,11 +220,16 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
         call_later (callable, optional): `call_later(seconds, func)` returning a cancellable
             call, for the "thinking" emote; none is shown when omitted.
         cache (ToolCache, optional): The assistant's tool cache.
+        compact (callable, optional): `compact(ports, run_cycle=...) -> Deferred[dict]`, the
+            emergency compaction run when the shared history reaches
+            `compaction.emergency_threshold` (the shell hands in
+            `sleep.compaction.compact_if_emergency`); without it the history waits for sleep.
 
     Returns:
-        Deferred[dict]: What the tick did: `{"events", "answered", "cycles": [...]}`.
+        Deferred[dict]: What the tick did: `{"events", "answered", "cycles": [...]}`, and
+        `"compaction"` when it compacted.
     """
-    events = perception.drain(ports)
+    events = PerceptionQueue(ports).take_all()
     report = {"events": len(events), "answered": 0, "cycles": []}
     if not events:
         return report
@@ -244,10 +257,10 @@ def run_awake_tick(ports, *, run_cycle, call_later=None, cache=None):
         compaction_due |= bool(world is not None and world.compaction_due)
         report["cycles"].append(result)
         report["answered"] += 1
-    if compaction_due:
+    if compaction_due and compact is not None:
         # the context is over the emergency threshold: extract, then compact (or, with no
         # LLM, trim into the journal), now
-        report["compaction"] = yield compaction.compact_if_emergency(ports, run_cycle=run_cycle)
+        report["compaction"] = yield compact(ports, run_cycle=run_cycle)
     return report
 
 
@@ -258,7 +271,8 @@ def _never_silent(ports, world, interlocutor, result):
     reason is recorded for admins.
     """
     reason = str(result.get("stopped") or "no answer")
-    react.record_unanswered(ports, interlocutor["name"], reason)
+    LoopState(ports).record_unanswered(interlocutor["name"], reason)
+    ports.log(f"{ports.name}: could not answer {interlocutor['name']}: {reason}")
     line = str(ports.settings.get("react.fallback_line") or "").strip()
     if world is None or not line or world.spoke:
         return
@@ -288,23 +302,29 @@ def _mechanical_notice(ports, interlocutor):
     return True
 
 
+def _history_full(ports):
+    """True when the shared history has reached `compaction.emergency_threshold`."""
+    threshold = ports.settings.get("compaction.emergency_threshold")
+    return Conversation(ports).usage() >= threshold
+
+
 def _record_speech(ports, events):
     """
-    Record what others said in working memory and the conversation history.
+    Record what others said in the conversation, each line once.
 
     Returns:
-        bool: True when the history reached the emergency compaction threshold.
+        bool: True when the shared history reached the emergency compaction threshold.
     """
-    compaction_due = False
+    conversation = Conversation(ports)
+    shared = False
     for event in events:
         if event["kind"] in SPEECH_KINDS and event["classification"] != "self":
-            text = event["text"]
-            if event["kind"] in PRIVATE_KINDS:
-                text = f"(whispered) {text}"
-            working.record_message(ports, event["sender_id"], event["sender"], "user", text)
-            if event["kind"] not in PRIVATE_KINDS:  # not summarised for everyone (`_speak`)
-                compaction_due |= compaction.append_history(ports, "user", event["sender"], text)
-    return compaction_due
+            private = event["kind"] in PRIVATE_KINDS  # not summarised for everyone (`_speak`)
+            text = f"(whispered) {event['text']}" if private else event["text"]
+            conversation.append("user", event["sender"], text, private=private,
+                                interlocutor={"id": event["sender_id"], "name": event["sender"]})
+            shared |= not private
+    return shared and _history_full(ports)
 
 
 @defer.inlineCallbacks
@@ -331,7 +351,7 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
                              {"stopped": f"no answer within the {deadline:g} s reply deadline"})
     situation = {
         "events": context_events,
-        "history": working.history(ports, interlocutor["id"]),
+        "history": Conversation(ports).for_speaker(interlocutor["id"]),
         "interlocutor": interlocutor,
         "mode": "awake",
         "purpose": "conversation",

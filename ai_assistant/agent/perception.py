@@ -18,9 +18,8 @@ think (`THINKING_EMOTE`, "Npc01 pauses, thinking.") and out-of-character notices
 about the character who shows them, so they never become journal entries, observations in an
 entity profile or events to answer. Colour codes are stripped from what is queued.
 
-The queue is a bounded list in the state doc `documents.PENDING_EVENTS`. When it is full the
-oldest event of the lowest priority is dropped first, and drops are counted in
-`documents.PERCEPTION_STATS`.
+The events wait in the perception queue (`memory.perception_queue.PerceptionQueue`), bounded:
+when it is full the oldest event of the lowest priority is dropped first, and drops are counted.
 
 Floods: what one speaker says between two ticks is answered in one turn (the awake tick runs one
 cycle per speaker), and a speaker gets at most one turn per `perception.speaker_cooldown`
@@ -31,7 +30,7 @@ answered together: fifty lines in five seconds get a few replies, not fifty, and
 
 import re
 
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing.markup import strip_markup
 
 # The emote an assistant shows while its model thinks (`agent.awake`).
@@ -159,53 +158,6 @@ def make_event(*, kind, text, sender, sender_id, classification, time, urgent_pr
     }
 
 
-def enqueue(ports, event):
-    """
-    Add an event to the NPC's bounded queue.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        event (dict): From `make_event`.
-
-    Returns:
-        dict or None: The event dropped to make room, if any (an out-of-character event is
-        never queued: it is returned as dropped, uncounted).
-    """
-    if event.get("classification") == "out_of_character":
-        return event
-    queue = list(ports.state.get(documents.PENDING_EVENTS, []) or [])
-    queue.append(event)
-    dropped = None
-    limit = max(1, int(ports.settings.get("perception.queue_size")))
-    if len(queue) > limit:
-        # the lowest priority loses; among equals, the oldest
-        victim = min(range(len(queue)), key=lambda i: (queue[i]["priority"], i))
-        dropped = queue.pop(victim)
-        stats = dict(ports.state.get(documents.PERCEPTION_STATS, {}) or {})
-        stats["dropped"] = stats.get("dropped", 0) + 1
-        ports.state.set(documents.PERCEPTION_STATS, stats)
-    ports.state.set(documents.PENDING_EVENTS, queue)
-    return dropped
-
-
-def drain(ports):
-    """
-    Take every pending event, highest priority first (oldest first among equals).
-
-    Returns:
-        list[dict]: The events; the queue is left empty.
-    """
-    queue = list(ports.state.get(documents.PENDING_EVENTS, []) or [])
-    if queue:
-        ports.state.set(documents.PENDING_EVENTS, [])
-    return sorted(queue, key=lambda event: -event["priority"])
-
-
-def has_urgent(ports):
-    """True if an urgent event is waiting (wakes a light sleeper)."""
-    return any(event.get("urgent") for event in ports.state.get(documents.PENDING_EVENTS, []) or [])
-
-
 # ----------------------------------------------------------------------------------------------
 # One turn per speaker per cooldown
 
@@ -250,5 +202,6 @@ def hold(ports, speaker_id, events):
 def end_cooldown(ports, speaker_id):
     """The cooldown is over: what the speaker said meanwhile is queued again, in order."""
     ports.runtime.cache(COOLDOWNS, dict).pop(speaker_id, None)
+    queue = PerceptionQueue(ports)
     for event in ports.runtime.cache(HELD, dict).pop(speaker_id, []):
-        enqueue(ports, event)
+        queue.add(event)

@@ -33,11 +33,8 @@ prompt lists them in one line). A tool the turn's trust does not permit is refus
 reason, even when called by name; each call is admitted by the turn's grant, which also keeps a
 player's turn whispering only to them and caps the trust of what it records.
 
-State documents kept here (read by the get_system_status tool):
-`documents.LOOP_STATE` - {iteration, max_iterations, tools_this_cycle, tool_count_this_cycle,
-in_chain, chain_depth, pending_tools, last_context_tokens, and `last_unanswered` (who was left
-without an answer, when and why: `record_unanswered`)};
-`documents.SESSION_METRICS` - {total_tool_calls, successful_calls, failed_calls, session_start}.
+The loop records where each cycle stands, its tool counts and who was left without an answer in
+its `workspace.loop_state.LoopState` (read by the get_system_status tool and `@assistant <npc>`).
 """
 
 import dataclasses
@@ -46,10 +43,9 @@ import json
 from twisted.internet import defer
 
 from ai_assistant.agent import context
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMRequestError
 from ai_assistant.plumbing.markup import strip_markup
-from ai_assistant.plumbing.ports import LLMError, ToolCall, iso
+from ai_assistant.plumbing.ports import LLMError, ToolCall
 from ai_assistant.plumbing.tokens import count_message_tokens
 from ai_assistant.plumbing.tool_calls import looks_like_data, read_text_calls
 from ai_assistant.tools import agency
@@ -62,6 +58,7 @@ from ai_assistant.tools.registry import (
     execute_tool,
     unknown_tool_result,
 )
+from ai_assistant.workspace.loop_state import LoopState
 
 MAX_OBSERVATION_CHARS = 4000
 
@@ -96,20 +93,6 @@ CALL_FORMAT_HINT = (
 )
 
 
-def empty_loop_state(max_iterations=5):
-    """A fresh "loop_state" document."""
-    return {
-        "iteration": 0,
-        "max_iterations": max_iterations,
-        "tools_this_cycle": [],
-        "tool_count_this_cycle": 0,
-        "in_chain": False,
-        "chain_depth": 0,
-        "pending_tools": [],
-        "last_context_tokens": 0,
-    }
-
-
 def describe_tools_for_prompt(tools):
     """The JSON-protocol tool list: one entry per tool with its argument schema."""
     lines = []
@@ -127,31 +110,6 @@ def describe_tools_for_prompt(tools):
 def json_protocol_prompt(tools):
     """The system-message addition that teaches the JSON tool protocol."""
     return JSON_PROTOCOL.format(tools=describe_tools_for_prompt(tools))
-
-
-def parse_fallback_call(content):
-    """
-    Read a reply's text for one tool call (any dialect; see `plumbing.tool_calls`).
-
-    Args:
-        content (str): The model's text.
-
-    Returns:
-        tuple: `(ToolCall, None)` for a tool call; `(None, None)` when the reply holds no call
-        (plain speech); `(None, error message)` when it holds call markup or JSON that is not a
-        valid call.
-    """
-    found = read_text_calls(content)
-    if found.error:
-        return None, found.error
-    if found.calls:
-        return found.calls[0], None
-    if looks_like_data(found.text):
-        return None, (
-            'your JSON names no tool; reply with '
-            '{"tool": "<name>", "parameters": {...}, "reasoning": "..."}'
-        )
-    return None, None
 
 
 def _observation_text(result):
@@ -204,34 +162,18 @@ class _Cycle:
     # The writers below run right after a yield, with no yield inside: fresh reads, one write.
 
     def write_loop_state(self, *, pending=(), context_tokens=None, in_chain=None):
-        state = self.ports.state
-        loop = state.get(documents.LOOP_STATE, None) or empty_loop_state(self.max_iterations)
-        loop.update(
+        LoopState(self.ports).record_step(
             iteration=self.summary["iterations"],
             max_iterations=self.max_iterations,
-            tools_this_cycle=list(self.summary["tools"]),
-            tool_count_this_cycle=len(self.summary["tools"]),
+            tools=self.summary["tools"],
             chain_depth=self.chain_depth,
             in_chain=self.chain_depth > 0 if in_chain is None else in_chain,
-            pending_tools=[call.name for call in pending],
+            pending=[call.name for call in pending],
+            context_tokens=context_tokens,
         )
-        if context_tokens is not None:
-            loop["last_context_tokens"] = context_tokens
-        state.set(documents.LOOP_STATE, loop)
 
     def record_tool(self, tool, result):
-        state = self.ports.state
-        metrics = state.get(documents.SESSION_METRICS, None) or {}
-        metrics.setdefault("total_tool_calls", 0)
-        metrics.setdefault("successful_calls", 0)
-        metrics.setdefault("failed_calls", 0)
-        metrics.setdefault("session_start", iso(self.ports.clock.now()))
-        metrics["total_tool_calls"] += 1
-        if result.get("success"):
-            metrics["successful_calls"] += 1
-        else:
-            metrics["failed_calls"] += 1
-        state.set(documents.SESSION_METRICS, metrics)
+        LoopState(self.ports).count_tool(bool(result.get("success")))
         self.summary["tools"].append(tool.name)
         if tool.category == ToolCategory.SAFE_CHAIN and result.get("success"):
             self.chain_depth += 1
@@ -334,22 +276,6 @@ def _offered_tools(ports, registry, mode, only_tools, situation):
     available = registry.available(mode, dangerous_enabled, only_tools)
     grant, allowed, offered, withheld = agency.tool_set(available, situation)
     return (grant, *({tool.name: tool for tool in tools} for tools in (allowed, offered, withheld)))
-
-
-def record_unanswered(ports, who, reason):
-    """
-    Note that someone who addressed the assistant got no answer from the model, and why
-    (shown by `@assistant <npc>` and logged).
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        who (str): The name of the person left without an answer.
-        reason (str): Why the cycle ended without a turn-ending action.
-    """
-    loop = ports.state.get(documents.LOOP_STATE, None) or empty_loop_state()
-    loop["last_unanswered"] = {"time": iso(ports.clock.now()), "who": who, "reason": reason}
-    ports.state.set(documents.LOOP_STATE, loop)
-    ports.log(f"{ports.name}: could not answer {who}: {reason}")
 
 
 @defer.inlineCallbacks

@@ -24,9 +24,10 @@ message meant for the staff member who asked.
 
 from twisted.internet import defer
 
-from ai_assistant.memory.journal import add_entry, get_journal, save_journal
-from ai_assistant.memory.nodes import load_nodes
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
@@ -61,8 +62,8 @@ def audit_trail(ports):
 def _record(ports, by, action, target, detail):
     """Append a correction to the audit trail and the journal; returns the audit record."""
     who = str(by or "staff")[:80]
-    entry = add_entry(
-        ports, f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
+    entry = Journal(ports).add(
+        f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
     )
     trail = audit_trail(ports)
@@ -106,12 +107,10 @@ def set_node_pinned(ports, node_id, pinned, *, by):
     Returns:
         dict: The audit record.
     """
-    nodes = load_nodes(ports)
-    node = nodes.get(str(node_id))
-    if node is None:
-        raise CorrectionError(f"There is no memory node {node_id!r}.")
-    node["pinned"] = bool(pinned)
-    ports.state.set(documents.MEMORY_NODES, nodes)
+    try:
+        node = Nodes(ports).pin(node_id, pinned)
+    except KeyError:
+        raise CorrectionError(f"There is no memory node {node_id!r}.") from None
     verb = "pinned" if pinned else "unpinned"
     title = str((node.get("scene") or {}).get("action") or node_id)[:80]
     return _record(ports, by, "pin_node" if pinned else "unpin_node", node_id,
@@ -122,26 +121,20 @@ def set_node_pinned(ports, node_id, pinned, *, by):
 # Journal entries
 
 
-def _entry_position(journal, entry_id):
+def _entry_id(entry_id):
     try:
-        wanted = int(entry_id)
+        return int(entry_id)
     except (TypeError, ValueError):
         raise CorrectionError(f"A journal entry id is a number, not {entry_id!r}.") from None
-    for position, entry in enumerate(journal["entries"]):
-        if entry.get("id") == wanted:
-            return position
-    raise CorrectionError(f"There is no journal entry #{wanted}.")
 
 
 def _replace_entry(ports, entry_id, change):
     """Replace an entry by a changed copy (`change(copy)`); returns the new entry."""
-    journal = get_journal(ports)
-    position = _entry_position(journal, entry_id)
-    entry = dict(journal["entries"][position])
-    change(entry)
-    journal["entries"][position] = entry
-    save_journal(ports, journal)
-    return entry
+    wanted = _entry_id(entry_id)
+    try:
+        return Journal(ports).replace(wanted, change)
+    except JournalError:
+        raise CorrectionError(f"There is no journal entry #{wanted}.") from None
 
 
 def edit_journal_entry(ports, entry_id, content, *, by):
@@ -156,13 +149,11 @@ def edit_journal_entry(ports, entry_id, content, *, by):
 
 def delete_journal_entry(ports, entry_id, *, by):
     """Remove a journal entry. Returns the audit record."""
-    journal = get_journal(ports)
-    position = _entry_position(journal, entry_id)
-    removed = journal["entries"].pop(position)
-    journal["consolidated_entry_ids"] = [
-        i for i in journal.get("consolidated_entry_ids") or () if i != removed["id"]
-    ]
-    save_journal(ports, journal)
+    wanted = _entry_id(entry_id)
+    try:
+        removed = Journal(ports).remove(wanted)
+    except JournalError:
+        raise CorrectionError(f"There is no journal entry #{wanted}.") from None
     return _record(ports, by, "delete_journal", removed["id"],
                    f"deleted journal entry #{removed['id']}.")
 
@@ -196,22 +187,17 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     if len(value) > MAX_ATTRIBUTE_VALUE_CHARS:
         raise CorrectionError(f"An attribute value is at most {MAX_ATTRIBUTE_VALUE_CHARS} "
                               "characters.")
-    profiles = dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
-    if entity_id not in profiles:
+    people = People(ports)
+    profile = people.profiles().get(entity_id)
+    if profile is None:
         raise CorrectionError(f"There is no profile of {entity_id!r}.")
-    profile = dict(profiles[entity_id])
-    attributes = dict(profile.get("attributes") or {})
     if value:
-        attributes[attribute] = value
         detail = f"set {profile.get('name')}'s {attribute} to: {value}"
-    elif attribute in attributes:
-        del attributes[attribute]
+    elif attribute in (profile.get("attributes") or {}):
         detail = f"removed {profile.get('name')}'s {attribute}."
     else:
         raise CorrectionError(f"{profile.get('name')} has no attribute {attribute!r} to remove.")
-    profile["attributes"] = attributes
-    profiles[entity_id] = profile
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
+    people.set_attribute(entity_id, attribute, value)
     return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail)
 
 
@@ -220,9 +206,10 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
 
 
 def _require_store(ports):
-    if ports.semantic is None:
+    memories = Memories(ports)
+    if not memories.available:
         raise CorrectionError("This assistant has no long-term memory.")
-    return ports.semantic
+    return memories
 
 
 @defer.inlineCallbacks
@@ -239,9 +226,9 @@ def edit_memory(ports, memory_id, text, *, by):
     text = _clean_text(ports, text, "The new text")
     store = _require_store(ports)
     yield _existing_memory(store, memory_id)
-    updated = yield store.update(str(memory_id), text, metadata={
+    # recall reads the corrected text at once (the owner writes through to its mirror)
+    yield store.update(str(memory_id), text, metadata={
         "corrected_by": str(by), "corrected_at": iso(ports.clock.now())})
-    recall_mirror.record(ports, [updated])  # recall reads the corrected text at once
     return _record(ports, by, "edit_memory", memory_id,
                    f"rewrote long-term memory {memory_id} as: {text[:200]}")
 
@@ -252,7 +239,6 @@ def delete_memory(ports, memory_id, *, by):
     store = _require_store(ports)
     memory = yield _existing_memory(store, memory_id)
     yield store.delete(str(memory_id))
-    recall_mirror.forget(ports, memory_id)
     return _record(ports, by, "delete_memory", memory_id,
                    f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).")
 
@@ -265,8 +251,7 @@ def mark_memory_wrong(ports, memory_id, reason="", *, by):
     memory = yield _existing_memory(store, memory_id)
     mark = {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
             "wrong_at": iso(ports.clock.now())}
-    updated = yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)
-    recall_mirror.record(ports, [updated])  # recall skips it at once
+    yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)  # unrecalled now
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"memory:{memory_id}",
                    f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.")

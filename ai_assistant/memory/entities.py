@@ -2,7 +2,8 @@
 Entity profiles: what the assistant knows about each character it meets (the specification's
 second memory tier, O-Mem style).
 
-`documents.ENTITY_PROFILES` maps an entity id to::
+`People(ports)` (or `npc.assistant.people`) is the only code that reads or writes
+`documents.ENTITY_PROFILES`, which maps an entity id to::
 
     {
         "entity_id": "#12", "name": "Alice",
@@ -30,7 +31,7 @@ prompt block `ai_assistant.agent.blocks.people`.
 Every reader of a relationship (the prompt's blocks, `@assistant/profile`, reports) goes
 through `relationship_summary` / `relationship_text`, which read exactly the keys written here
 (`state`, `favorability`, `interaction_count`, `updated_at`), with decay applied;
-`relevant_profiles` picks the people a prompt shows (those present first, then the most
+`People.relevant` picks the people a prompt shows (those present first, then the most
 recently met).
 
 **Relationship** (Dunbar bands, as the specification sets them): stranger < 0.25 <=
@@ -56,11 +57,11 @@ import math
 import re
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
+from ai_assistant.memory.entity_pruning import profiles_to_drop
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 ENTITY_TYPES = ("player", "npc", "assistant", "object")
-RELATIONSHIP_STATES = ("stranger", "acquaintance", "friend", "ally")
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 INTERACTIONS = ("direct_message", "direct_addressing")
@@ -160,7 +161,7 @@ def relationship_summary(profile, now, settings):
     The relationship of a profile as every reader shows it.
 
     Args:
-        profile (dict): An entity profile (as stored, or a `get_profile` view).
+        profile (dict): An entity profile (as stored, or a `People.profile` view).
         now (datetime): The current time (decay is applied up to it).
         settings (Settings): The assistant's settings.
 
@@ -190,29 +191,6 @@ def relationship_text(profile, now, settings):
     """One line: `Alice (player): friend (favorability 0.55, 12 interactions)`."""
     summary = relationship_summary(profile, now, settings)
     return f"{summary['name']} ({summary['entity_type']}): {summary['text']}"
-
-
-def relevant_profiles(ports, people=(), limit=None):
-    """
-    The profiles a prompt shows: those of `people` (present, in order) first, then the others
-    by most recent interaction.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        people (iterable of str): Entity ids of the people present (the interlocutor first).
-        limit (int, optional): At most this many.
-
-    Returns:
-        list[tuple]: `(profile, present)` pairs.
-    """
-    profiles = get_profiles(ports)
-    chosen = [(profiles[i], True) for i in dict.fromkeys(people) if i in profiles]
-    here = {profile.get("entity_id") for profile, _ in chosen}
-    others = sorted((p for i, p in profiles.items() if i not in here and isinstance(p, dict)),
-                    key=lambda p: p.get("last_interaction") or p.get("last_seen") or "",
-                    reverse=True)  # fmt: skip
-    chosen += [(profile, False) for profile in others]
-    return chosen if limit is None else chosen[: max(0, int(limit))]
 
 
 def apply_interaction(relationship, text, now, settings):
@@ -273,47 +251,11 @@ def new_profile(entity_id, name, entity_type, now, settings):
 
 
 def get_profiles(ports):
-    """The `documents.ENTITY_PROFILES` document (a dict; `set` it back after changing it)."""
+    """
+    `{entity id: profile}`, for readers (recall reads the profiles through it); only `People`
+    writes them.
+    """
     return dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
-
-
-def get_profile(ports, entity_id):
-    """
-    Returns:
-        dict or None: A copy of the profile with its relationship as of now (decay applied).
-    """
-    profile = get_profiles(ports).get(entity_id)
-    if profile is None:
-        return None
-    view = dict(profile)
-    view["relationship"] = current_relationship(profile, ports.clock.now(), ports.settings)
-    return view
-
-
-def find_profile(ports, name_or_id):
-    """
-    Find a profile by id ("#12" or "12") or by name (case-insensitive; the most recently seen
-    wins if names repeat), else by a unique name prefix.
-
-    Returns:
-        dict or None: As `get_profile`.
-    """
-    query = str(name_or_id or "").strip()
-    if not query:
-        return None
-    profiles = get_profiles(ports)
-    for candidate in (query, f"#{query.lstrip('#')}", query.lstrip("#")):
-        if candidate in profiles:
-            return get_profile(ports, candidate)
-    lowered = query.lower()
-    by_recency = sorted(profiles.values(), key=lambda p: p.get("last_seen") or "", reverse=True)
-    exact = [p for p in by_recency if str(p.get("name", "")).lower() == lowered]
-    if exact:
-        return get_profile(ports, exact[0]["entity_id"])
-    prefixed = [p for p in by_recency if str(p.get("name", "")).lower().startswith(lowered)]
-    if len(prefixed) == 1:
-        return get_profile(ports, prefixed[0]["entity_id"])
-    return None
 
 
 def _add_observation(profile, text, source, now, settings, audience=None):
@@ -331,101 +273,13 @@ def _add_observation(profile, text, source, now, settings, audience=None):
     del profile["observations"][:-bound]
 
 
-def record_interaction(
-    ports, entity_id, name, text, *, source="direct_message", interaction=True, entity_type=None,
-    audience=None,
-):
-    """
-    Note that a character said something: the profile is created if new, the words become an
-    observation, and a direct interaction moves the relationship.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        entity_id (str): The character's stable id.
-        name (str): Its display name.
-        text (str): What it said (or did, for a pose).
-        source (str): How it was perceived (an event classification).
-        interaction (bool): True when it was addressed to the assistant.
-        entity_type (str, optional): player, npc, assistant or object (kept if already known).
-        audience (str, optional): For words told in private, the id of who may see them
-            (`memory.audience`); None for what the room heard.
-
-    Returns:
-        dict: The stored profile.
-    """
-    now = ports.clock.now()
-    profiles = get_profiles(ports)
-    profile = profiles.get(entity_id)
-    if profile is None:
-        profile = new_profile(entity_id, name, entity_type, now, ports.settings)
-        profiles[entity_id] = profile
-    elif entity_type in ENTITY_TYPES:
-        profile["entity_type"] = entity_type
-    profile["name"] = name or profile.get("name")
-    profile["last_seen"] = iso(now)
-    if text and str(text).strip():
-        _add_observation(profile, text, source, now, ports.settings, audience)
-    if interaction:
-        apply_interaction(profile["relationship"], text, now, ports.settings)
-        profile["last_interaction"] = iso(now)
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
-    return profile
-
-
-def _entity_type_from_world(ports, entity_id):
-    if ports.world is None:
-        return None
-    try:
-        for person in ports.world.present() or []:
-            if person.get("id") == entity_id:
-                return "player" if person.get("is_player") else "npc"
-    except Exception:  # a broken room only costs us the type
-        return None
-    return None
-
-
-def observe_events(ports, events):
-    """
-    Perception listener (one of `agent.awake.PERCEPTION_LISTENERS`): speech updates the
-    speaker's profile, arrivals and departures of known characters update `last_seen`.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        events (list[dict]): A drained batch of perception events.
-    """
-    for event in events or ():
-        entity_id = event.get("sender_id")
-        if not entity_id or entity_id == ports.key or event.get("classification") in (
-                "self", "out_of_character"):
-            continue
-        if event.get("kind") in SPEECH_KINDS:
-            entity_type = event.get("sender_type") or _entity_type_from_world(ports, entity_id)
-            private = event.get("kind") in ("whisper", "page")
-            record_interaction(
-                ports,
-                entity_id,
-                event.get("sender") or str(entity_id),
-                event.get("text"),
-                source="whisper" if private else event.get("classification") or event.get("kind"),
-                interaction=event.get("classification") in INTERACTIONS,
-                entity_type=entity_type,
-                audience=entity_id if private else None,
-            )
-            continue
-        # seen, but not an interaction; strangers passing by get no profile
-        profiles = get_profiles(ports)
-        if entity_id in profiles:
-            profiles[entity_id]["last_seen"] = iso(ports.clock.now())
-            ports.state.set(documents.ENTITY_PROFILES, profiles)
-
-
 # ----------------------------------------------------------------------------------------------
 # Presentation
 
 
 def format_profile(profile):
     """
-    An entity profile as text for `@assistant/profile` (pass a `get_profile`/`find_profile`
+    An entity profile as text for `@assistant/profile` (pass a `People.profile`/`People.find`
     result so the relationship shows its current, decayed value).
 
     Returns:
@@ -455,66 +309,279 @@ def format_profile(profile):
 
 
 # ----------------------------------------------------------------------------------------------
-# What entity consolidation (a sleep step) reads and writes
+# The owner
 
 
-def pending_consolidation(ports):
+class People:
     """
-    Returns:
-        list[str]: Ids of entities due for consolidation - at least
-        `entities.consolidation_min_observations` observations, some not yet reviewed - the
-        ones with the most observations first.
-    """
-    minimum = max(1, int(ports.settings.get("entities.consolidation_min_observations")))
-    due = []
-    for entity_id, profile in get_profiles(ports).items():
-        # whispered observations never become attributes (`sleep.entity_consolidation`)
-        observations = [o for o in profile.get("observations") or []
-                        if audience_of(o) is PUBLIC]
-        reviewed = int(profile.get("consolidated_through", 0) or 0)
-        if len(observations) >= minimum and any(o.get("id", 0) > reviewed for o in observations):
-            due.append((-len(observations), profile.get("last_consolidated") or "", entity_id))
-    return [entity_id for *_, entity_id in sorted(due)]
+    The people one assistant knows: the only code that reads or writes
+    `documents.ENTITY_PROFILES`.
 
-
-def merge_attributes(ports, entity_id, attributes, consumed, max_attributes):
-    """
-    Keep the attributes a consolidation found and prune the observations it consumed.
-
-    Reads the profile fresh (observations may have arrived while the LLM thought). With nothing
-    stable to say yet the observations stay, but are not re-sent until more come.
+    Cheap to build (`People(ports)`, or `npc.assistant.people` in a game): it keeps nothing
+    and reads the document afresh on every call.
 
     Args:
         ports (AssistantPorts): The assistant.
-        entity_id (str): The character's id.
-        attributes (dict): `{type: value}` from the consolidation reply.
-        consumed (set): Ids of the observations the consolidation read.
-        max_attributes (int): Most attributes kept (the newest win).
-
-    Returns:
-        dict: `{"entity_id", "attributes": {...}, "pruned": n}`.
     """
-    profiles = get_profiles(ports)
-    profile = profiles.get(entity_id)
-    if profile is None:
-        return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
-    now = iso(ports.clock.now())
-    before = len(profile.get("observations") or [])
-    if attributes:
-        merged = dict(profile.get("attributes") or {})
-        merged.update(attributes)
-        # keep the newest facts when over the cap (dicts keep insertion order; refresh order)
-        for key in attributes:
-            merged[key] = merged.pop(key)
-        profile["attributes"] = dict(list(merged.items())[-max_attributes:])
-        profile["observations"] = [
-            o for o in profile.get("observations") or [] if o.get("id") not in consumed
-        ]
-    profile["consolidated_through"] = max(
-        [int(profile.get("consolidated_through", 0) or 0)]
-        + [i for i in consumed if isinstance(i, int)]
-    )
-    profile["last_consolidated"] = now
-    ports.state.set(documents.ENTITY_PROFILES, profiles)
-    pruned = before - len(profile.get("observations") or [])
-    return {"entity_id": entity_id, "attributes": attributes, "pruned": pruned}
+
+    def __init__(self, ports):
+        self.ports = ports
+
+    # -- reading
+
+    def profiles(self):
+        """`{entity id: profile}` as stored (a new dict; the profiles are the stored ones)."""
+        return get_profiles(self.ports)
+
+    def profile(self, entity_id):
+        """
+        Returns:
+            dict or None: A copy of the profile with its relationship as of now (decay
+            applied).
+        """
+        profile = self.profiles().get(entity_id)
+        if profile is None:
+            return None
+        view = dict(profile)
+        view["relationship"] = current_relationship(profile, self.ports.clock.now(),
+                                                    self.ports.settings)
+        return view
+
+    def find(self, name_or_id):
+        """
+        Find a profile by id ("#12" or "12") or by name (case-insensitive; the most recently
+        seen wins if names repeat), else by a unique name prefix.
+
+        Returns:
+            dict or None: As `profile`.
+        """
+        query = str(name_or_id or "").strip()
+        if not query:
+            return None
+        profiles = self.profiles()
+        for candidate in (query, f"#{query.lstrip('#')}", query.lstrip("#")):
+            if candidate in profiles:
+                return self.profile(candidate)
+        lowered = query.lower()
+        by_recency = sorted(profiles.values(), key=lambda p: p.get("last_seen") or "",
+                            reverse=True)
+        exact = [p for p in by_recency if str(p.get("name", "")).lower() == lowered]
+        if exact:
+            return self.profile(exact[0]["entity_id"])
+        prefixed = [p for p in by_recency if str(p.get("name", "")).lower().startswith(lowered)]
+        if len(prefixed) == 1:
+            return self.profile(prefixed[0]["entity_id"])
+        return None
+
+    def relevant(self, people=(), limit=None):
+        """
+        The profiles a prompt shows: those of `people` (present, in order) first, then the
+        others by most recent interaction.
+
+        Args:
+            people (iterable of str): Entity ids of the people present (the interlocutor
+                first).
+            limit (int, optional): At most this many.
+
+        Returns:
+            list[tuple]: `(profile, present)` pairs.
+        """
+        profiles = self.profiles()
+        chosen = [(profiles[i], True) for i in dict.fromkeys(people) if i in profiles]
+        here = {profile.get("entity_id") for profile, _ in chosen}
+        others = sorted((p for i, p in profiles.items() if i not in here and isinstance(p, dict)),
+                        key=lambda p: p.get("last_interaction") or p.get("last_seen") or "",
+                        reverse=True)  # fmt: skip
+        chosen += [(profile, False) for profile in others]
+        return chosen if limit is None else chosen[: max(0, int(limit))]
+
+    def due_for_consolidation(self):
+        """
+        Returns:
+            list[str]: Ids of entities due for consolidation - at least
+            `entities.consolidation_min_observations` observations, some not yet reviewed -
+            the ones with the most observations first.
+        """
+        minimum = max(1, int(self.ports.settings.get("entities.consolidation_min_observations")))
+        due = []
+        for entity_id, profile in self.profiles().items():
+            # whispered observations never become attributes (`sleep.entity_consolidation`)
+            observations = [o for o in profile.get("observations") or []
+                            if audience_of(o) is PUBLIC]
+            reviewed = int(profile.get("consolidated_through", 0) or 0)
+            if len(observations) >= minimum and any(o.get("id", 0) > reviewed
+                                                    for o in observations):
+                due.append((-len(observations), profile.get("last_consolidated") or "",
+                            entity_id))
+        return [entity_id for *_, entity_id in sorted(due)]
+
+    # -- writing
+
+    def _save(self, profiles):
+        self.ports.state.set(documents.ENTITY_PROFILES, profiles)
+
+    def observe(self, entity_id, name, text, *, source="direct_message", interaction=True,
+                entity_type=None, audience=None):
+        """
+        Note that a character said something: the profile is created if new, the words become
+        an observation, and a direct interaction moves the relationship.
+
+        Args:
+            entity_id (str): The character's stable id.
+            name (str): Its display name.
+            text (str): What it said (or did, for a pose).
+            source (str): How it was perceived (an event classification).
+            interaction (bool): True when it was addressed to the assistant.
+            entity_type (str, optional): player, npc, assistant or object (kept if known).
+            audience (str, optional): For words told in private, the id of who may see them
+                (`memory.audience`); None for what the room heard.
+
+        Returns:
+            dict: The stored profile.
+        """
+        now, settings = self.ports.clock.now(), self.ports.settings
+        profiles = self.profiles()
+        profile = profiles.get(entity_id)
+        if profile is None:
+            profile = new_profile(entity_id, name, entity_type, now, settings)
+            profiles[entity_id] = profile
+        elif entity_type in ENTITY_TYPES:
+            profile["entity_type"] = entity_type
+        profile["name"] = name or profile.get("name")
+        profile["last_seen"] = iso(now)
+        if text and str(text).strip():
+            _add_observation(profile, text, source, now, settings, audience)
+        if interaction:
+            apply_interaction(profile["relationship"], text, now, settings)
+            profile["last_interaction"] = iso(now)
+        self._save(profiles)
+        return profile
+
+    def seen(self, entity_id):
+        """Move `last_seen` of a known character to now (a stranger gets no profile)."""
+        profiles = self.profiles()
+        if entity_id in profiles:
+            profiles[entity_id]["last_seen"] = iso(self.ports.clock.now())
+            self._save(profiles)
+
+    def observe_events(self, events):
+        """
+        What perception saw (`agent.awake.PERCEPTION_LISTENERS`): speech updates the speaker's
+        profile, arrivals and departures of known characters update `last_seen`.
+
+        Args:
+            events (list[dict]): A drained batch of perception events.
+        """
+        for event in events or ():
+            entity_id = event.get("sender_id")
+            if not entity_id or entity_id == self.ports.key or event.get("classification") in (
+                    "self", "out_of_character"):
+                continue
+            if event.get("kind") not in SPEECH_KINDS:
+                self.seen(entity_id)  # seen, but not an interaction
+                continue
+            private = event.get("kind") in ("whisper", "page")
+            self.observe(
+                entity_id,
+                event.get("sender") or str(entity_id),
+                event.get("text"),
+                source="whisper" if private else event.get("classification") or event.get("kind"),
+                interaction=event.get("classification") in INTERACTIONS,
+                entity_type=event.get("sender_type") or self._type_from_world(entity_id),
+                audience=entity_id if private else None,
+            )
+
+    def _type_from_world(self, entity_id):
+        if self.ports.world is None:
+            return None
+        try:
+            for person in self.ports.world.present() or []:
+                if person.get("id") == entity_id:
+                    return "player" if person.get("is_player") else "npc"
+        except Exception:  # a broken room only costs us the type
+            return None
+        return None
+
+    def merge_attributes(self, entity_id, attributes, consumed, max_attributes):
+        """
+        Keep the attributes a consolidation found and prune the observations it consumed.
+
+        Reads the profile fresh (observations may have arrived while the LLM thought). With
+        nothing stable to say yet the observations stay, but are not re-sent until more come.
+
+        Args:
+            entity_id (str): The character's id.
+            attributes (dict): `{type: value}` from the consolidation reply.
+            consumed (set): Ids of the observations the consolidation read.
+            max_attributes (int): Most attributes kept (the newest win).
+
+        Returns:
+            dict: `{"entity_id", "attributes": {...}, "pruned": n}`.
+        """
+        profiles = self.profiles()
+        profile = profiles.get(entity_id)
+        if profile is None:
+            return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
+        before = len(profile.get("observations") or [])
+        if attributes:
+            merged = dict(profile.get("attributes") or {})
+            merged.update(attributes)
+            # keep the newest facts when over the cap (dicts keep insertion order; refresh it)
+            for key in attributes:
+                merged[key] = merged.pop(key)
+            profile["attributes"] = dict(list(merged.items())[-max_attributes:])
+            profile["observations"] = [
+                o for o in profile.get("observations") or [] if o.get("id") not in consumed
+            ]
+        profile["consolidated_through"] = max(
+            [int(profile.get("consolidated_through", 0) or 0)]
+            + [i for i in consumed if isinstance(i, int)]
+        )
+        profile["last_consolidated"] = iso(self.ports.clock.now())
+        self._save(profiles)
+        pruned = before - len(profile.get("observations") or [])
+        return {"entity_id": entity_id, "attributes": attributes, "pruned": pruned}
+
+    def set_attribute(self, entity_id, attribute, value):
+        """
+        Set (or, with an empty `value`, remove) one attribute of a profile, by hand.
+
+        The profile is replaced by a changed copy, so no cached view of it stays stale.
+
+        Returns:
+            dict: The new profile.
+
+        Raises:
+            KeyError: When there is no profile of `entity_id`.
+        """
+        profiles = self.profiles()
+        profile = dict(profiles[entity_id])
+        attributes = dict(profile.get("attributes") or {})
+        if value:
+            attributes[attribute] = value
+        else:
+            attributes.pop(attribute, None)
+        profile["attributes"] = attributes
+        profiles[entity_id] = profile
+        self._save(profiles)
+        return profile
+
+    def prune(self):
+        """
+        Drop forgotten passers-by, then the least known profiles past `entities.max_profiles`
+        (a dreaming-phase step; the rules are in `memory.entity_pruning`).
+
+        Returns:
+            dict: `{"success", "forgotten": n, "capped": n, "kept": n}`.
+        """
+        settings, now = self.ports.settings, self.ports.clock.now()
+        profiles = self.profiles()
+        forgotten, capped = profiles_to_drop(
+            profiles, now, settings,
+            band=lambda profile: current_relationship(profile, now, settings).get("state"))
+        for entity_id in (*forgotten, *capped):
+            del profiles[entity_id]
+        if forgotten or capped:
+            self._save(profiles)
+        return {"success": True, "forgotten": len(forgotten), "capped": len(capped),
+                "kept": len(profiles)}

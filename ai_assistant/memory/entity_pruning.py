@@ -3,7 +3,7 @@ Forgetting people: the bound of the entity profiles document (a dreaming-phase s
 
 A busy assistant meets many strangers once and never again; each left a profile in
 `documents.ENTITY_PROFILES`, so without a rule the document grows with everyone ever met. Two
-rules keep it bounded, each dreaming tick (`prune_entity_profiles`):
+rules keep it bounded, each dreaming tick (`People.prune`, which asks `profiles_to_drop`):
 
 1. **Forget passers-by**: a profile unseen for `entities.forget_after_days` days, with at most
    `entities.forget_max_observations` observations, no consolidated attributes and a
@@ -18,56 +18,49 @@ its own) and, once consolidated, in the semantic tier.
 
 from datetime import timedelta
 
-from ai_assistant.memory.entities import current_relationship, get_profiles
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 
 
-def _is_passer_by(profile, now, settings):
+def _is_passer_by(profile, settings, band):
     """True when the profile is a stranger met a few times, with nothing learnt about them."""
     if profile.get("attributes"):
         return False
     if int(profile.get("observation_count", 0)) > int(
             settings.get("entities.forget_max_observations")):
         return False
-    return current_relationship(profile, now, settings).get("state") == "stranger"
+    return band(profile) == "stranger"
 
 
-def _keep_order(profile, now, settings):
+def _keep_order(profile, settings, band):
     """Sort key: the profiles kept longest come last (known, observed, recently seen)."""
-    known = not _is_passer_by(profile, now, settings)
+    known = not _is_passer_by(profile, settings, band)
     return (known, int(profile.get("observation_count", 0)), profile.get("last_seen") or "")
 
 
-def prune_entity_profiles(ports):
+def profiles_to_drop(profiles, now, settings, band):
     """
-    Drop forgotten passers-by, then the least known profiles past `entities.max_profiles`.
+    Which profiles to forget (rule 1), then which to drop past the cap (rule 2).
 
     Args:
-        ports (AssistantPorts): The assistant.
+        profiles (dict): `{entity id: profile}`; not changed.
+        now (datetime): The current time.
+        settings (Settings): For the `entities.*` bounds.
+        band (callable): `band(profile) -> str`, the relationship band as of now ("stranger",
+            ...), decay applied.
 
     Returns:
-        dict: `{"success", "forgotten": n, "capped": n, "kept": n}`.
+        tuple[list, list]: The ids forgotten as passers-by, and the ids capped.
     """
-    settings = ports.settings
-    now = ports.clock.now()
-    profiles = get_profiles(ports)
     horizon = now - timedelta(days=int(settings.get("entities.forget_after_days")))
     forgotten = [
         entity_id for entity_id, profile in profiles.items()
-        if _is_passer_by(profile, now, settings)
+        if _is_passer_by(profile, settings, band)
         and (parse_iso(profile.get("last_seen")) or now) < horizon
     ]
-    for entity_id in forgotten:
-        del profiles[entity_id]
-    excess = len(profiles) - int(settings.get("entities.max_profiles"))
+    gone = set(forgotten)
+    left = {key: profile for key, profile in profiles.items() if key not in gone}
+    excess = len(left) - int(settings.get("entities.max_profiles"))
     capped = []
     if excess > 0:
-        ordered = sorted(profiles, key=lambda key: _keep_order(profiles[key], now, settings))
-        capped = ordered[:excess]
-        for entity_id in capped:
-            del profiles[entity_id]
-    if forgotten or capped:
-        ports.state.set(documents.ENTITY_PROFILES, profiles)
-    return {"success": True, "forgotten": len(forgotten), "capped": len(capped),
-            "kept": len(profiles)}
+        capped = sorted(left, key=lambda key: _keep_order(left[key], settings, band))[:excess]
+    return forgotten, capped

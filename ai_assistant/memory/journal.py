@@ -1,7 +1,9 @@
 """
 The journal: the assistant's episodic memory (the specification's journal entry structure).
 
-Stored in the state document `documents.JOURNAL`::
+`Journal(ports)` (or `npc.assistant.journal`) is the only code that reads or writes the state
+document `documents.JOURNAL`; everything else goes through its verbs (`add`, `entry`,
+`entries`, `update`, `replace`, `remove`, `mark_consolidated`, ...). The document holds::
 
     {
         "entries": [
@@ -35,12 +37,15 @@ time until the journal fits:
 3. [SYNTHESIS] entries only when nothing else is left, lowest importance and oldest first,
    because they condense many entries that may be gone already.
 
-Lifecycle pruning during sleep (`prune_low_importance_entries`) is separate: it removes old,
+Lifecycle pruning during sleep (`Journal.prune_low_importance`) is separate: it removes old,
 unimportant, unconsolidated entries in small batches (the specification's defaults: importance
 <= 3 and age > 30 days, 10 per call, consolidated entries preserved).
 
 Every new entry counts toward the next reflection (`memory.reflection_state`), unless the
 writer says otherwise (a reflection's own synthesis does not).
+
+Entries the search index has seen are replaced (`replace`), not changed in place, when their
+text changes: the index caches a journal version by the identity of its entry objects.
 """
 
 import heapq
@@ -52,7 +57,7 @@ from ai_assistant.memory.importance import (
     MIN_IMPORTANCE,
     score_importance_heuristic,
 )
-from ai_assistant.memory.reflection_state import update_reflection_state
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
@@ -67,7 +72,6 @@ DEFAULT_SOURCE_TRUST = {
     "environmental": 0.3,
 }
 SOURCE_TYPES = tuple(DEFAULT_SOURCE_TRUST)
-IMPORTANCE_METHODS = ("heuristic", "llm", "manual")
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_ENTITY_CHARS = 200
@@ -90,11 +94,13 @@ def new_journal(max_entries=100):
 
 def get_journal(ports):
     """
+    The journal document, for readers (recall and search read the entries through it).
+
     Args:
         ports (AssistantPorts): The assistant.
 
     Returns:
-        dict: The journal document with missing keys filled in. Change it, then `save_journal`.
+        dict: The journal document with missing keys filled in; only `Journal` writes it.
     """
     max_entries = ports.settings.get("journal.max_entries")
     journal = ports.state.get(documents.JOURNAL, None)
@@ -104,22 +110,6 @@ def get_journal(ports):
         journal.setdefault(key, value)
     journal["max_entries"] = max_entries
     return journal
-
-
-def save_journal(ports, journal):
-    """Write the journal document back."""
-    ports.state.set(documents.JOURNAL, journal)
-
-
-def get_entry(ports, entry_id):
-    """
-    Returns:
-        dict or None: The entry with this id, if it is still in the journal.
-    """
-    for entry in get_journal(ports)["entries"]:
-        if entry.get("id") == entry_id:
-            return entry
-    return None
 
 
 def is_synthesis(entry):
@@ -215,71 +205,10 @@ def validate_entry_fields(
 
 
 # ----------------------------------------------------------------------------------------------
-# Writing
+# Pure helpers over a journal document
 
 
-def add_entry(
-    ports,
-    content,
-    *,
-    tags=None,
-    related_projects=None,
-    source_type="observation",
-    source_trust=None,
-    source_entity=None,
-    importance=None,
-    evidence=None,
-    count_for_reflection=True,
-    audience=PUBLIC,
-):
-    """
-    Write a journal entry (the specification's `add_journal_entry`).
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        content (str): The narrative text (at most `journal.max_content_chars`).
-        tags (list[str], optional): Labels for filtering.
-        related_projects (list[str], optional): Project keys it concerns.
-        source_type (str): direct, observation, inference or environmental.
-        source_trust (float, optional): 0.0-1.0; defaults by source type (0.9/0.8/0.6/0.3).
-        source_entity (str, optional): Who provided the information.
-        importance (int, optional): 1-10 ("manual"); scored by heuristic when omitted.
-        evidence (list, optional): Ids a synthesis cites.
-        count_for_reflection (bool): Add its importance to the reflection state (default True).
-        audience (str, optional): The stable id of the one person it was told to in private
-            (a whisper's speaker); `PUBLIC` (None) for what the room heard.
-
-    Returns:
-        dict: The stored entry. A full journal is auto-pruned afterwards (see the module doc),
-        which in the rare case of a trivial entry in a full journal may remove the entry itself.
-
-    Raises:
-        JournalError: If a field is invalid; nothing is changed then.
-    """
-    fields = validate_entry_fields(
-        ports.settings,
-        content,
-        tags,
-        related_projects,
-        source_type,
-        source_trust,
-        source_entity,
-        importance,
-    )
-    journal = get_journal(ports)
-    entry = _new_entry(ports, journal, fields, evidence)
-    if audience is not PUBLIC and str(audience).strip():
-        entry["audience"] = str(audience).strip()
-    journal["entry_count"] = entry["id"]
-    journal["entries"].append(entry)
-    auto_prune(journal)
-    save_journal(ports, journal)
-    if count_for_reflection:
-        update_reflection_state(ports, entry["importance"], entry["id"])
-    return entry
-
-
-def _new_entry(ports, journal, fields, evidence):
+def _new_entry(now, journal, fields, evidence):
     """The entry for validated `fields`, with the next id; scored by heuristic if need be."""
     if fields["importance"] is None:
         importance = score_importance_heuristic(
@@ -290,7 +219,7 @@ def _new_entry(ports, journal, fields, evidence):
         importance, method = fields["importance"], "manual"
     entry = {
         "id": int(journal["entry_count"]) + 1,
-        "timestamp": iso(ports.clock.now()),
+        "timestamp": iso(now),
         "content": fields["content"],
         "source_type": fields["source_type"],
         "source_trust": fields["source_trust"],
@@ -351,88 +280,8 @@ def _forget_consolidated(journal, removed_ids):
     ]
 
 
-def mark_consolidated(ports, entry_ids):
-    """
-    Record that entries were moved to the semantic tier (used by sleep consolidation).
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        entry_ids (iterable): Ids now consolidated; already-marked ones are left alone.
-
-    Returns:
-        list: The ids newly marked.
-    """
-    journal = get_journal(ports)
-    present = {entry["id"] for entry in journal["entries"]}
-    marked = journal["consolidated_entry_ids"]
-    new = [i for i in entry_ids if i in present and i not in marked]
-    if new:
-        marked.extend(new)
-        save_journal(ports, journal)
-    return new
-
-
-def unconsolidated_entries(ports):
-    """
-    Returns:
-        list: Entries not yet moved to the semantic tier, oldest first, [SYNTHESIS] excluded.
-    """
-    journal = get_journal(ports)
-    done = set(journal["consolidated_entry_ids"])
-    return [e for e in journal["entries"] if e["id"] not in done and not is_synthesis(e)]
-
-
-def set_importance(ports, entry_id, importance):
-    """
-    Set an entry's importance by hand (method "manual"), e.g. from an admin command.
-
-    Returns:
-        dict: The entry.
-
-    Raises:
-        JournalError: Unknown entry or importance out of range.
-    """
-    importance = validate_importance(importance)
-    journal = get_journal(ports)
-    for entry in journal["entries"]:
-        if entry["id"] == entry_id:
-            entry["importance"] = importance
-            entry["importance_method"] = "manual"
-            save_journal(ports, journal)
-            return entry
-    raise JournalError(f"there is no journal entry #{entry_id}")
-
-
-# ----------------------------------------------------------------------------------------------
-# Lifecycle
-
-
-def prune_low_importance_entries(ports, *, max_importance=None, max_age_days=None, limit=None):
-    """
-    Remove old, unimportant entries (a dreaming-phase step: the journal lifecycle).
-
-    An entry goes when its importance is at most `journal.prune_importance` (3) AND it is older
-    than `journal.prune_age_days` (30), oldest first, at most `journal.prune_batch` (10) per
-    call. Consolidated entries and [SYNTHESIS] entries are preserved.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        max_importance (int, optional), max_age_days (float, optional), limit (int, optional):
-            Override the settings.
-
-    Returns:
-        dict: `{"pruned": [ids], "remaining_candidates": int, "entries": int}`.
-    """
-    settings = ports.settings
-    if max_importance is None:
-        max_importance = settings.get("journal.prune_importance")
-    if max_age_days is None:
-        max_age_days = settings.get("journal.prune_age_days")
-    if limit is None:
-        limit = settings.get("journal.prune_batch")
-    cutoff = ports.clock.now() - timedelta(days=max_age_days)
-
-    journal = get_journal(ports)
+def _low_importance_candidates(journal, max_importance, cutoff):
+    """Ids of the old, unimportant, unconsolidated, non-synthesis entries, oldest first."""
     consolidated = set(journal["consolidated_entry_ids"])
     candidates = []
     for entry in journal["entries"]:
@@ -441,15 +290,254 @@ def prune_low_importance_entries(ports, *, max_importance=None, max_age_days=Non
         moment = parse_iso(entry.get("timestamp"))
         if entry.get("importance", 10) <= max_importance and moment and moment < cutoff:
             candidates.append(entry["id"])
-    doomed = set(candidates[: max(0, int(limit))])
-    if doomed:
-        journal["entries"] = [e for e in journal["entries"] if e["id"] not in doomed]
-        save_journal(ports, journal)
-    return {
-        "pruned": [i for i in candidates if i in doomed],
-        "remaining_candidates": len(candidates) - len(doomed),
-        "entries": len(journal["entries"]),
-    }
+    return candidates
+
+
+# ----------------------------------------------------------------------------------------------
+# The owner
+
+
+class Journal:
+    """
+    The journal of one assistant: the only code that reads or writes `documents.JOURNAL`.
+
+    Cheap to build (`Journal(ports)`, or `npc.assistant.journal` in a game): it keeps nothing
+    and reads the document afresh on every call, so async code may hold one across a yield.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+    """
+
+    def __init__(self, ports):
+        self.ports = ports
+
+    # -- reading
+
+    def document(self):
+        """The whole journal document (to read: `entries`, `entry_count`, ...)."""
+        return get_journal(self.ports)
+
+    def entries(self):
+        """
+        Returns:
+            list: Every entry still in the journal, oldest first.
+        """
+        return get_journal(self.ports)["entries"]
+
+    def entry(self, entry_id):
+        """
+        Returns:
+            dict or None: The entry with this id, if it is still in the journal.
+        """
+        for entry in self.entries():
+            if entry.get("id") == entry_id:
+                return entry
+        return None
+
+    def consolidated_ids(self):
+        """
+        Returns:
+            list: Ids of the entries already moved to the semantic tier.
+        """
+        return list(get_journal(self.ports)["consolidated_entry_ids"])
+
+    def unconsolidated(self):
+        """
+        Returns:
+            list: Entries not yet moved to the semantic tier, oldest first, [SYNTHESIS]
+            excluded.
+        """
+        journal = get_journal(self.ports)
+        done = set(journal["consolidated_entry_ids"])
+        return [e for e in journal["entries"] if e["id"] not in done and not is_synthesis(e)]
+
+    # -- writing
+
+    def _save(self, journal):
+        self.ports.state.set(documents.JOURNAL, journal)
+
+    def add(self, content, *, tags=None, related_projects=None, source_type="observation",
+            source_trust=None, source_entity=None, importance=None, evidence=None,
+            count_for_reflection=True, audience=PUBLIC):
+        """
+        Write a journal entry (the specification's `add_journal_entry`).
+
+        Args:
+            content (str): The narrative text (at most `journal.max_content_chars`).
+            tags (list[str], optional): Labels for filtering.
+            related_projects (list[str], optional): Project keys it concerns.
+            source_type (str): direct, observation, inference or environmental.
+            source_trust (float, optional): 0.0-1.0; defaults by source type (0.9/0.8/0.6/0.3).
+            source_entity (str, optional): Who provided the information.
+            importance (int, optional): 1-10 ("manual"); scored by heuristic when omitted.
+            evidence (list, optional): Ids a synthesis cites.
+            count_for_reflection (bool): Add its importance to the reflection state.
+            audience (str, optional): The stable id of the one person it was told to in private
+                (a whisper's speaker); `PUBLIC` (None) for what the room heard.
+
+        Returns:
+            dict: The stored entry. A full journal is auto-pruned afterwards (see the module
+            doc), which in the rare case of a trivial entry in a full journal may remove the
+            entry itself.
+
+        Raises:
+            JournalError: If a field is invalid; nothing is changed then.
+        """
+        fields = validate_entry_fields(
+            self.ports.settings, content, tags, related_projects, source_type, source_trust,
+            source_entity, importance,
+        )
+        journal = get_journal(self.ports)
+        entry = _new_entry(self.ports.clock.now(), journal, fields, evidence)
+        if audience is not PUBLIC and str(audience).strip():
+            entry["audience"] = str(audience).strip()
+        journal["entry_count"] = entry["id"]
+        journal["entries"].append(entry)
+        auto_prune(journal)
+        self._save(journal)
+        if count_for_reflection:
+            ReflectionState(self.ports).count(entry["importance"], entry["id"])
+        return entry
+
+    def update(self, changes):
+        """
+        Set fields of several entries in place (scores, extracted facts, flags), in one write.
+
+        Args:
+            changes (dict): `{entry id: {field: value}}`; ids no longer in the journal are
+                skipped.
+
+        Returns:
+            list: The ids changed.
+        """
+        journal = get_journal(self.ports)
+        changed = []
+        for entry in journal["entries"]:
+            if entry.get("id") in changes:
+                entry.update(changes[entry["id"]])
+                changed.append(entry["id"])
+        if changed:
+            self._save(journal)
+        return changed
+
+    def replace(self, entry_id, change):
+        """
+        Replace an entry by a changed copy, so every cached view of the old one is dropped.
+
+        Args:
+            entry_id (int): The entry.
+            change (callable): `change(copy)` changes the copy in place.
+
+        Returns:
+            dict: The new entry.
+
+        Raises:
+            JournalError: When there is no such entry.
+        """
+        journal = get_journal(self.ports)
+        for position, entry in enumerate(journal["entries"]):
+            if entry.get("id") == entry_id:
+                entry = dict(entry)
+                change(entry)
+                journal["entries"][position] = entry
+                self._save(journal)
+                return entry
+        raise JournalError(f"there is no journal entry #{entry_id}")
+
+    def remove(self, entry_id):
+        """
+        Remove an entry (and its consolidated mark).
+
+        Returns:
+            dict: The entry removed.
+
+        Raises:
+            JournalError: When there is no such entry.
+        """
+        journal = get_journal(self.ports)
+        for position, entry in enumerate(journal["entries"]):
+            if entry.get("id") == entry_id:
+                removed = journal["entries"].pop(position)
+                _forget_consolidated(journal, [entry_id])
+                self._save(journal)
+                return removed
+        raise JournalError(f"there is no journal entry #{entry_id}")
+
+    def mark_consolidated(self, entry_ids):
+        """
+        Record that entries were moved to the semantic tier (used by sleep consolidation).
+
+        Args:
+            entry_ids (iterable): Ids now consolidated; already-marked ones are left alone.
+
+        Returns:
+            list: The ids newly marked.
+        """
+        journal = get_journal(self.ports)
+        present = {entry["id"] for entry in journal["entries"]}
+        marked = journal["consolidated_entry_ids"]
+        new = [i for i in dict.fromkeys(entry_ids) if i in present and i not in marked]
+        if new:
+            marked.extend(new)
+            self._save(journal)
+        return new
+
+    def mark_reflected(self):
+        """Record that a reflection ran now (`last_reflection`)."""
+        journal = get_journal(self.ports)
+        journal["last_reflection"] = iso(self.ports.clock.now())
+        self._save(journal)
+
+    def set_importance(self, entry_id, importance):
+        """
+        Set an entry's importance by hand (method "manual"), e.g. from an admin command.
+
+        Returns:
+            dict: The entry.
+
+        Raises:
+            JournalError: Unknown entry or importance out of range.
+        """
+        importance = validate_importance(importance)
+        if entry_id not in {entry.get("id") for entry in self.entries()}:
+            raise JournalError(f"there is no journal entry #{entry_id}")
+        self.update({entry_id: {"importance": importance, "importance_method": "manual"}})
+        return self.entry(entry_id)
+
+    def prune_low_importance(self, *, max_importance=None, max_age_days=None, limit=None):
+        """
+        Remove old, unimportant entries (a dreaming-phase step: the journal lifecycle).
+
+        An entry goes when its importance is at most `journal.prune_importance` (3) AND it is
+        older than `journal.prune_age_days` (30), oldest first, at most `journal.prune_batch`
+        (10) per call. Consolidated entries and [SYNTHESIS] entries are preserved.
+
+        Args:
+            max_importance (int, optional), max_age_days (float, optional), limit (int,
+                optional): Override the settings.
+
+        Returns:
+            dict: `{"pruned": [ids], "remaining_candidates": int, "entries": int}`.
+        """
+        settings = self.ports.settings
+        if max_importance is None:
+            max_importance = settings.get("journal.prune_importance")
+        if max_age_days is None:
+            max_age_days = settings.get("journal.prune_age_days")
+        if limit is None:
+            limit = settings.get("journal.prune_batch")
+        cutoff = self.ports.clock.now() - timedelta(days=max_age_days)
+        journal = get_journal(self.ports)
+        candidates = _low_importance_candidates(journal, max_importance, cutoff)
+        doomed = set(candidates[: max(0, int(limit))])
+        if doomed:
+            journal["entries"] = [e for e in journal["entries"] if e["id"] not in doomed]
+            self._save(journal)
+        return {
+            "pruned": [i for i in candidates if i in doomed],
+            "remaining_candidates": len(candidates) - len(doomed),
+            "entries": len(journal["entries"]),
+        }
 
 
 # ----------------------------------------------------------------------------------------------

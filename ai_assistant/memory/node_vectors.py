@@ -1,13 +1,14 @@
 """
 Memory node vectors: how scenes are embedded, stored, indexed and compared.
 
-The "node_vectors" document holds `{"dims", "revision", "nodes": {id: base64 float32},
-"clusters": {id: base64 float32}}`: every node's vector and every cluster's centroid, kept apart
-from the nodes themselves so that reading a node never decodes vectors. `vector_index` keeps
-them as one numpy matrix per assistant (in `ports.runtime.caches["node_index"]`, checked
-against the document's `revision`, which changes on every write), so a search over 10,000
-nodes is one matrix product. A node older than `nodes.vectors_full_days` days keeps its vector
-at a quarter of the size, as int8 (`compact_vector`, by the patrol's bound step).
+The "node_vectors" document (kept by `memory.nodes.Nodes`) holds `{"dims", "revision", "nodes":
+{id: base64 float32}, "clusters": {id: base64 float32}}`: every node's vector and every
+cluster's centroid, kept apart from the nodes themselves so that reading a node never decodes
+vectors. `Nodes.vector_index` keeps them as one `VectorIndex` matrix per assistant (in
+`ports.runtime.caches["node_index"]`, checked against the document's `revision`, which changes
+on every write), so a search over 10,000 nodes is one matrix product. A node older than
+`nodes.vectors_full_days` days keeps its vector at a quarter of the size, as int8
+(`compact_vector`, by the patrol's bound step).
 
 Embedding runs in the thread pool, off the reactor. Which model embeds is the `nodes.embedder`
 setting; tests and benches replace the model and the runner with `set_embedding`.
@@ -15,12 +16,8 @@ setting; tests and benches replace the model and the runner with `set_embedding`
 
 import base64
 import math
-import uuid
 
 import numpy as np
-
-from ai_assistant.memory.nodes import ACTIVE, setting
-from ai_assistant.plumbing import documents
 
 # The specification's thresholds are on text-embedding-3-small's cosine scale. WordLlama's
 # scores sit lower (unrelated scenes score at most ~0.22, same-topic scenes 0.19-0.59, a scene
@@ -49,7 +46,7 @@ def threshold(ports, name, embedder=None):
         float: The configured value; the embedder's calibrated equivalent when the game left
         the specification's default in place.
     """
-    value = float(setting(ports, name))
+    value = float(ports.settings.get(f"nodes.{name}"))
     calibrated = CALIBRATED_THRESHOLDS.get(getattr(embedder, "name", None), {})
     if name in calibrated and math.isclose(value, SPECIFICATION_DEFAULTS.get(name, -1.0)):
         return calibrated[name]
@@ -101,50 +98,8 @@ def unit(vector):
     return vector / norm if norm else vector
 
 
-def load_vectors(ports):
-    """The "node_vectors" document (a copy to change and pass to `save_vectors`)."""
-    doc = ports.state.get(documents.NODE_VECTORS, None) or {}
-    return {
-        "dims": doc.get("dims"),
-        "revision": doc.get("revision"),
-        "nodes": dict(doc.get("nodes") or {}),
-        "clusters": dict(doc.get("clusters") or {}),
-    }
-
-
-def save_vectors(ports, doc):
-    """Persist the vectors with a new revision, so every cached index of them is dropped."""
-    doc["revision"] = uuid.uuid4().hex
-    ports.state.set(documents.NODE_VECTORS, doc)
-
-
 # ----------------------------------------------------------------------------------------------
 # Cluster centroids
-
-
-def recompute_centroids(nodes, vectors, cluster_ids):
-    """
-    Set each cluster's centroid to the normalised mean of its active nodes' vectors (in the
-    vectors document); a cluster with no active vectors loses its centroid.
-
-    Args:
-        nodes (dict): `{id: node}`.
-        vectors (dict): The "node_vectors" document, changed in place.
-        cluster_ids (iterable): The clusters to recompute.
-    """
-    wanted = set(cluster_ids)
-    rows = {cluster_id: [] for cluster_id in wanted}
-    for node in nodes.values():
-        cluster_id = node.get("cluster_id")
-        if cluster_id in wanted and node.get("status") == ACTIVE:
-            encoded = vectors["nodes"].get(node["id"])
-            if encoded:
-                rows[cluster_id].append(decode_vector(encoded))
-    for cluster_id, members in rows.items():
-        if members:
-            vectors["clusters"][cluster_id] = encode_vector(unit(np.mean(members, axis=0)))
-        else:
-            vectors["clusters"].pop(cluster_id, None)
 
 
 def cluster_vector(vectors, cluster_id):
@@ -230,24 +185,6 @@ class VectorIndex:
         return found
 
 
-def vector_index(ports):
-    """
-    The cached `VectorIndex` of this assistant's node vectors, rebuilt when they change.
-
-    The cache lives on the assistant's runtime (`caches["node_index"]`) and is checked against
-    the document's revision (which `save_vectors` renews), so a stale index is never used and
-    assistants never share one.
-    """
-    doc = ports.state.get(documents.NODE_VECTORS, None) or {}
-    revision = doc.get("revision")
-    cached = ports.runtime.caches.get(INDEX_CACHE)
-    if cached is not None and revision is not None and cached[0] == revision:
-        return cached[1]
-    index = VectorIndex.from_doc(doc)
-    ports.runtime.caches[INDEX_CACHE] = (revision, index)
-    return index
-
-
 # ----------------------------------------------------------------------------------------------
 # Embedding (off the reactor)
 
@@ -282,7 +219,7 @@ def get_node_embedder(ports, embedder=None):
         return _EMBEDDING["embedder"]
     from ai_assistant.memory.embedder import get_embedder  # heavy (mem0): imported on use
 
-    return get_embedder(setting(ports, "embedder"))
+    return get_embedder(ports.settings.get("nodes.embedder"))
 
 
 def embed_texts(ports, texts, *, embedder=None, runner=None):

@@ -18,7 +18,12 @@ State documents (per assistant, so every assistant's memory is isolated from eve
   except the vector.
 - "memory_clusters": `{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}}`;
   a root's `parent_id` is its own id.
-- "node_vectors": the node vectors and cluster centroids (`memory.node_vectors`).
+- "node_vectors": the node vectors and cluster centroids (`memory.node_vectors` encodes and
+  indexes them).
+
+`Nodes(ports)` (or `npc.assistant.nodes`) is the only code that reads or writes these four
+documents; the patrol, the node tools, the prompt's blocks, corrections and the inspector go
+through it.
 
 Decay, as the specification's own code computes it (its plain formula could never revive a
 node): `eff_imp = importance * exp(-(session_count - reactivation_count) / decay_sessions)`.
@@ -28,6 +33,9 @@ import json
 import math
 import uuid
 
+import numpy as np
+
+from ai_assistant.memory import node_vectors
 from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -37,7 +45,6 @@ PENDING = "pending"
 
 ACTIVE, DYING, DEAD = "active", "dying", "dead"
 STATUSES = (ACTIVE, DYING, DEAD)
-ROOT_NAMES = ("Business", "Private")
 
 # VADSNT: Valence, Arousal, Dominance, Safety, Novelty, Trust. Each in [-1, 1].
 EMOTION_AXES = ("valence", "arousal", "dominance", "safety", "novelty", "trust")
@@ -234,51 +241,6 @@ def today(ports):
 
 
 # ----------------------------------------------------------------------------------------------
-# Scene notes
-
-
-def scene_notes(ports):
-    """The "scene_notes" list (a copy to change and `set` back)."""
-    return [dict(note) for note in ports.state.get(documents.SCENE_NOTES, None) or []]
-
-
-def add_scene_note(ports, scene_input, audience=PUBLIC):
-    """
-    Record a scene note for the next patrol. Text that is not a valid scene is kept too,
-    marked `[PARSE_FAILED]`, so a later patrol can repair it.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        scene_input (dict or str): A SceneInput, or the raw text the model wrote.
-        audience (str, optional): Who may see it (`memory.audience`): the whisperer in a
-            private conversation; the node filed from it keeps it.
-
-    Returns:
-        dict: The stored note.
-    """
-    text = scene_input if isinstance(scene_input, str) else json.dumps(scene_input)
-    limit = int(setting(ports, "max_note_chars"))
-    note = {
-        "id": uuid.uuid4().hex,
-        "type": "scene",
-        "created_at": iso(ports.clock.now()),
-        "text": text[: limit * 2],  # oversized raw text is cut, never rejected: it is repairable
-        "status": PENDING,
-        "error": None,
-    }
-    if audience is not PUBLIC:
-        note["audience"] = str(audience)
-    try:
-        parse_scene_input(text, default_date=today(ports))
-    except SceneError as err:
-        note.update(status=PARSE_FAILED, error=str(err))
-    notes = scene_notes(ports)
-    notes.append(note)
-    ports.state.set(documents.SCENE_NOTES, notes)
-    return note
-
-
-# ----------------------------------------------------------------------------------------------
 # Nodes
 
 
@@ -307,15 +269,12 @@ def new_node(node_id, parsed, *, cluster_id=None, now=None, default_importance=0
 
 
 def load_nodes(ports):
-    """The "memory_nodes" document: `{id: node}` (a copy to change and `set` back)."""
+    """
+    `{id: node}`, copies, for readers (recall reads the nodes through it); only `Nodes`
+    writes them.
+    """
     stored = ports.state.get(documents.MEMORY_NODES, None) or {}
     return {key: dict(node) for key, node in stored.items()}
-
-
-def load_clusters(ports):
-    """The "memory_clusters" document: `{id: cluster}` (a copy to change and `set` back)."""
-    stored = ports.state.get(documents.MEMORY_CLUSTERS, None) or {}
-    return {key: dict(cluster) for key, cluster in stored.items()}
 
 
 def effective_importance(node, decay_sessions=30):
@@ -410,3 +369,189 @@ def find_cluster(clusters, key):
         if str(cluster.get("name", "")).lower() == wanted:
             return cluster
     return None
+
+
+def recompute_centroids(nodes, vectors, cluster_ids):
+    """
+    Set each cluster's centroid to the normalised mean of its active nodes' vectors (in the
+    vectors document); a cluster with no active vectors loses its centroid.
+
+    Args:
+        nodes (dict): `{id: node}`.
+        vectors (dict): The "node_vectors" document, changed in place.
+        cluster_ids (iterable): The clusters to recompute.
+    """
+    wanted = set(cluster_ids)
+    rows = {cluster_id: [] for cluster_id in wanted}
+    for node in nodes.values():
+        cluster_id = node.get("cluster_id")
+        if cluster_id in wanted and node.get("status") == ACTIVE:
+            encoded = vectors["nodes"].get(node["id"])
+            if encoded:
+                rows[cluster_id].append(node_vectors.decode_vector(encoded))
+    for cluster_id, members in rows.items():
+        if members:
+            centroid = node_vectors.unit(np.mean(members, axis=0))
+            vectors["clusters"][cluster_id] = node_vectors.encode_vector(centroid)
+        else:
+            vectors["clusters"].pop(cluster_id, None)
+
+
+# ----------------------------------------------------------------------------------------------
+# The owner
+
+
+class Nodes:
+    """
+    One assistant's memory nodes: the only code that reads or writes its scene notes, nodes,
+    clusters and node vectors.
+
+    Cheap to build (`Nodes(ports)`, or `npc.assistant.nodes` in a game): it keeps nothing and
+    reads the documents afresh on every call. The patrol rewrites the graph as a whole: it
+    reads copies (`nodes`, `clusters`, `vectors`), changes them and writes back whichever it
+    changed with `save_graph`, with no yield in between.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+    """
+
+    def __init__(self, ports):
+        self.ports = ports
+
+    # -- scene notes
+
+    def scene_notes(self):
+        """The scene notes, oldest first (copies)."""
+        return [dict(note) for note in self.ports.state.get(documents.SCENE_NOTES, None) or []]
+
+    def add_scene_note(self, scene_input, audience=PUBLIC):
+        """
+        Record a scene note for the next patrol. Text that is not a valid scene is kept too,
+        marked `[PARSE_FAILED]`, so a later patrol can repair it.
+
+        Args:
+            scene_input (dict or str): A SceneInput, or the raw text the model wrote.
+            audience (str, optional): Who may see it (`memory.audience`): the whisperer in a
+                private conversation; the node filed from it keeps it.
+
+        Returns:
+            dict: The stored note.
+        """
+        text = scene_input if isinstance(scene_input, str) else json.dumps(scene_input)
+        limit = int(setting(self.ports, "max_note_chars"))
+        note = {
+            "id": uuid.uuid4().hex,
+            "type": "scene",
+            "created_at": iso(self.ports.clock.now()),
+            "text": text[: limit * 2],  # oversized raw text is cut, never rejected
+            "status": PENDING,
+            "error": None,
+        }
+        if audience is not PUBLIC:
+            note["audience"] = str(audience)
+        try:
+            parse_scene_input(text, default_date=today(self.ports))
+        except SceneError as err:
+            note.update(status=PARSE_FAILED, error=str(err))
+        notes = self.scene_notes()
+        notes.append(note)
+        self.replace_scene_notes(notes)
+        return note
+
+    def replace_scene_notes(self, notes):
+        """Write the queue of scene notes back (the patrol drops the notes it converted)."""
+        self.ports.state.set(documents.SCENE_NOTES, notes)
+
+    # -- the graph
+
+    def stored(self):
+        """`{id: node}` as stored, to read only (no copy: cheap on a large graph)."""
+        return self.ports.state.get(documents.MEMORY_NODES, None) or {}
+
+    def nodes(self):
+        """`{id: node}`: copies to change and `save_graph`."""
+        return load_nodes(self.ports)
+
+    def clusters(self):
+        """`{id: cluster}`: copies to change and `save_graph`."""
+        stored = self.ports.state.get(documents.MEMORY_CLUSTERS, None) or {}
+        return {key: dict(cluster) for key, cluster in stored.items()}
+
+    def vectors(self):
+        """The vectors document (`memory.node_vectors`): a copy to change and `save_graph`."""
+        doc = self.ports.state.get(documents.NODE_VECTORS, None) or {}
+        return {
+            "dims": doc.get("dims"),
+            "revision": doc.get("revision"),
+            "nodes": dict(doc.get("nodes") or {}),
+            "clusters": dict(doc.get("clusters") or {}),
+        }
+
+    def save_graph(self, nodes=None, clusters=None, vectors=None):
+        """
+        Write back whichever of the nodes, clusters and vectors changed. Vectors get a new
+        revision, so every cached index of them is dropped.
+        """
+        if nodes is not None:
+            self.ports.state.set(documents.MEMORY_NODES, nodes)
+        if clusters is not None:
+            self.ports.state.set(documents.MEMORY_CLUSTERS, clusters)
+        if vectors is not None:
+            vectors["revision"] = uuid.uuid4().hex
+            self.ports.state.set(documents.NODE_VECTORS, vectors)
+
+    def vector_index(self):
+        """
+        The cached `VectorIndex` of the node vectors, rebuilt when they change.
+
+        The cache lives on the assistant's runtime (`caches["node_index"]`) and is checked
+        against the document's revision (renewed by every `save_graph` of vectors), so a stale
+        index is never used and assistants never share one.
+        """
+        doc = self.ports.state.get(documents.NODE_VECTORS, None) or {}
+        revision = doc.get("revision")
+        caches = self.ports.runtime.caches
+        cached = caches.get(node_vectors.INDEX_CACHE)
+        if cached is not None and revision is not None and cached[0] == revision:
+            return cached[1]
+        index = node_vectors.VectorIndex.from_doc(doc)
+        caches[node_vectors.INDEX_CACHE] = (revision, index)
+        return index
+
+    # -- what recall and staff change
+
+    def recalled(self, node_ids, amount=None):
+        """
+        Count a recall of these nodes (`reactivate`: +1 live, +2 dead unless `amount` says).
+
+        Returns:
+            list: The nodes recalled (those that still exist), as stored now.
+        """
+        nodes = self.nodes()
+        now = self.ports.clock.now()
+        touched = []
+        for node_id in node_ids:
+            node = nodes.get(node_id)
+            if node is None:
+                continue
+            reactivate(node, amount if amount is not None else reactivation_amount(node), now)
+            touched.append(node)
+        if touched:
+            self.save_graph(nodes)
+        return touched
+
+    def pin(self, node_id, pinned):
+        """
+        Pin (or unpin) a node: a pinned node never starts dying.
+
+        Returns:
+            dict: The node.
+
+        Raises:
+            KeyError: When there is no such node.
+        """
+        nodes = self.nodes()
+        node = nodes[str(node_id)]
+        node["pinned"] = bool(pinned)
+        self.save_graph(nodes)
+        return node

@@ -5,9 +5,9 @@ One module, used by reflection (insights), session memory (facts and patterns) a
 extraction, so the three agree on what counts as self-reference (the specification's persona
 protection for insights and for session memory, and its `ASSISTANT_FACT_EXTRACTION_PROMPT`).
 
-It also keeps the versions of the guidelines the assistant writes for itself: every change is
-numbered and kept with its text, so admins see them and can revert one (`versions`, `revert`;
-`@assistant/persona/history` and `/revert`).
+It also owns who the assistant is told to be (`Persona`): the guidelines it writes for itself,
+whose every change is numbered and kept with its text, so admins see them and can revert one
+(`@assistant/persona/history` and `/revert`), and the admins' own instructions.
 """
 
 import re
@@ -81,7 +81,7 @@ def filter_insights(insights):
 
 
 # ----------------------------------------------------------------------------------------------
-# Versions of the assistant's own guidelines (`documents.SYSTEM_PROMPT_HISTORY`)
+# Who the assistant is: its own guidelines and the admins' instructions
 #
 # Every change the assistant makes to its guidelines (`update_system_prompt`) and every revert an
 # admin orders (`@assistant/persona/revert`) is one numbered version: `{"version", "time", "by",
@@ -94,91 +94,126 @@ class PersonaVersionError(ValueError):
     """A revert that cannot be done (unknown version, its text not kept); the message says why."""
 
 
-def _history(ports):
-    history = ports.state.get(documents.SYSTEM_PROMPT_HISTORY, None)
-    return [entry for entry in history if isinstance(entry, dict)] if isinstance(
-        history, list) else []
-
-
-def record_version(ports, *, previous, prompt, reason, by):
+def admin_instructions_attribute(text):
     """
-    Set the assistant's guidelines to `prompt` and record it as a new version.
+    The `(Attribute name, value)` that gives an assistant made from a prototype its admins'
+    instructions (`prototypes.assistant_prototype`).
+    """
+    return str(documents.USER_SYSTEM_PROMPT), text
+
+
+class Persona:
+    """
+    Who the assistant is told to be, read fresh from its state on every call.
+
+    It owns three documents: `documents.ASSISTANT_SYSTEM_PROMPT` (the guidelines the assistant
+    writes for itself), `documents.SYSTEM_PROMPT_HISTORY` (their numbered versions) and
+    `documents.USER_SYSTEM_PROMPT` (the admins' instructions, which the assistant cannot change
+    and which the prompt places last, so they win).
 
     Args:
         ports (AssistantPorts): The assistant.
-        previous (str or None): The text replaced.
-        prompt (str or None): The new text (None: no guidelines of its own).
-        reason (str): Why (kept with the version).
-        by (str): Who made the change: "assistant", or "admin <name>".
-
-    Returns:
-        dict: The version recorded.
     """
-    history = _history(ports)
-    number = max([int(entry.get("version") or 0) for entry in history] or [0]) + 1
-    if not any("version" in entry for entry in history):
-        number = len(history) + 1  # continue an unnumbered history where it stands
-    version = {
-        "version": number,
-        "time": iso(ports.clock.now()),
-        "by": by,
-        "reason": reason,
-        "prompt": prompt,
-        "previous": previous,
-        "old_len": len(previous or ""),
-        "new_len": len(prompt or ""),
-    }
-    keep = max(int(ports.settings.get("workspace.system_prompt.history_max")), 1)
-    ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, prompt)
-    ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, version][-keep:])
-    return version
 
+    def __init__(self, ports):
+        self.ports = ports
 
-def versions(ports):
-    """
-    The versions an admin may see and revert to, oldest first.
+    # --- the admins' instructions -------------------------------------------------------------
 
-    Returns:
-        list[dict]: `{"version", "time", "by", "reason", "prompt", "kept"}`; the first is the
-        text before the oldest kept change (its `version` one less), `kept` is False for an
-        old-format change whose text was not kept.
-    """
-    history = _history(ports)
-    listed = []
-    for index, entry in enumerate(history, 1):
-        number = int(entry.get("version") or index)
-        if not listed:
-            listed.append({"version": number - 1, "time": None, "by": None,
-                           "reason": "before the oldest change kept",
-                           "prompt": entry.get("previous"), "kept": "previous" in entry})
-        listed.append({"version": number, "time": entry.get("time") or entry.get("timestamp"),
-                       "by": entry.get("by") or "assistant",
-                       "reason": entry.get("reason") or entry.get("reasoning"),
-                       "prompt": entry.get("prompt"), "kept": "prompt" in entry})
-    return listed
+    def admin_instructions(self):
+        """The admins' instructions (str), or None when they gave none."""
+        return self.ports.state.get(documents.USER_SYSTEM_PROMPT, None)
 
+    def instruct(self, text):
+        """Set the admins' instructions to `text` (None removes them)."""
+        self.ports.state.set(documents.USER_SYSTEM_PROMPT, text)
 
-def revert(ports, number, by):
-    """
-    Put back the guidelines of version `number`, recorded as a new version.
+    # --- its own guidelines -------------------------------------------------------------------
 
-    Args:
-        ports (AssistantPorts): The assistant.
-        number (int): A version of `versions(ports)`.
-        by (str): Who orders it ("admin <name>").
+    def own_guidelines(self):
+        """The guidelines the assistant wrote for itself (str), or None."""
+        return self.ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, None)
 
-    Returns:
-        dict: The new version.
+    def rewrite(self, prompt, *, reason, by):
+        """
+        Set the assistant's guidelines to `prompt` and record it as a new version.
 
-    Raises:
-        PersonaVersionError: Unknown version, or its text was not kept.
-    """
-    known = {item["version"]: item for item in versions(ports)}
-    if number not in known:
-        choices = ", ".join(str(key) for key in sorted(known)) or "none yet"
-        raise PersonaVersionError(f"no version {number}; versions: {choices}")
-    if not known[number]["kept"]:
-        raise PersonaVersionError(f"the text of version {number} was not kept")
-    current = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, None)
-    return record_version(ports, previous=current, prompt=known[number]["prompt"],
-                          reason=f"reverted to version {number}", by=by)
+        Args:
+            prompt (str or None): The new text (None: no guidelines of its own).
+            reason (str): Why (kept with the version).
+            by (str): Who made the change: "assistant", or "admin <name>".
+
+        Returns:
+            dict: The version recorded.
+        """
+        current = self.own_guidelines()
+        previous = current if isinstance(current, str) and current else None
+        history = self._history()
+        number = max([int(entry.get("version") or 0) for entry in history] or [0]) + 1
+        if not any("version" in entry for entry in history):
+            number = len(history) + 1  # continue an unnumbered history where it stands
+        version = {
+            "version": number,
+            "time": iso(self.ports.clock.now()),
+            "by": by,
+            "reason": reason,
+            "prompt": prompt,
+            "previous": previous,
+            "old_len": len(previous or ""),
+            "new_len": len(prompt or ""),
+        }
+        keep = max(int(self.ports.settings.get("workspace.system_prompt.history_max")), 1)
+        self.ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, prompt)
+        self.ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, version][-keep:])
+        return version
+
+    def _history(self):
+        history = self.ports.state.get(documents.SYSTEM_PROMPT_HISTORY, None)
+        return [entry for entry in history if isinstance(entry, dict)] if isinstance(
+            history, list) else []
+
+    def versions(self):
+        """
+        The versions an admin may see and revert to, oldest first.
+
+        Returns:
+            list[dict]: `{"version", "time", "by", "reason", "prompt", "kept"}`; the first is
+            the text before the oldest kept change (its `version` one less), `kept` is False for
+            an old-format change whose text was not kept.
+        """
+        listed = []
+        for index, entry in enumerate(self._history(), 1):
+            number = int(entry.get("version") or index)
+            if not listed:
+                listed.append({"version": number - 1, "time": None, "by": None,
+                               "reason": "before the oldest change kept",
+                               "prompt": entry.get("previous"), "kept": "previous" in entry})
+            listed.append({"version": number,
+                           "time": entry.get("time") or entry.get("timestamp"),
+                           "by": entry.get("by") or "assistant",
+                           "reason": entry.get("reason") or entry.get("reasoning"),
+                           "prompt": entry.get("prompt"), "kept": "prompt" in entry})
+        return listed
+
+    def revert(self, number, by):
+        """
+        Put back the guidelines of version `number`, recorded as a new version.
+
+        Args:
+            number (int): A version of `versions()`.
+            by (str): Who orders it ("admin <name>").
+
+        Returns:
+            dict: The new version.
+
+        Raises:
+            PersonaVersionError: Unknown version, or its text was not kept.
+        """
+        known = {item["version"]: item for item in self.versions()}
+        if number not in known:
+            choices = ", ".join(str(key) for key in sorted(known)) or "none yet"
+            raise PersonaVersionError(f"no version {number}; versions: {choices}")
+        if not known[number]["kept"]:
+            raise PersonaVersionError(f"the text of version {number} was not kept")
+        return self.rewrite(known[number]["prompt"], reason=f"reverted to version {number}",
+                            by=by)

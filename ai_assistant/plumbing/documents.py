@@ -137,30 +137,28 @@ SLEEP_SCHEDULE = Document(
 # Perception and conversation
 
 PENDING_EVENTS = Document(
-    "pending_events", on=CHARACTER, default=[], owner="agent.perception",
-    writers=("agent.awake",),
-    shape="queued perceived events, highest priority first (perception.make_event)")
+    "pending_events", on=CHARACTER, default=[], owner="memory.perception_queue",
+    shape="queued perceived events (perception.make_event), taken highest priority first")
 PERCEPTION_STATS = Document(
-    "perception_stats", on=CHARACTER, default={}, owner="agent.perception",
+    "perception_stats", on=CHARACTER, default={}, owner="memory.perception_queue",
     shape='{"queued", "dropped", ...} counters')
 WORKING_MEMORY = Document(
-    "working_memory", on=CHARACTER, default={}, owner="memory.working",
+    "working_memory", on=CHARACTER, default={}, owner="memory.conversation",
     shape='{entity id: {"name", "topic", "started_at", "last_active", "messages", '
           '"pending_actions"}} per interlocutor')
 CONVERSATION_HISTORY = Document(
-    "conversation_history", on=SCRIPT, default=[], owner="sleep.compaction",
-    writers=("agent.awake",),
+    "conversation_history", on=SCRIPT, default=[], owner="memory.conversation",
     shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up, '
           'and by every sleep past `compaction.history_days` days')
 COMPACTION_STATE = Document(
     "compaction_state", on=CHARACTER, default={}, owner="sleep.compaction",
     shape='{"version", "extracted_version", "compactions", "pending", ...}')
 LOOP_STATE = Document(
-    "loop_state", on=SCRIPT, default={}, owner="agent.react",
+    "loop_state", on=SCRIPT, default={}, owner="workspace.loop_state",
     shape='the running ReAct cycle: {"iteration", "max_iterations", "pending_tools", ...}, and '
           '"last_unanswered": why the last person who addressed it got the fallback line')
 SESSION_METRICS = Document(
-    "session_metrics", on=SCRIPT, default={}, owner="agent.react",
+    "session_metrics", on=SCRIPT, default={}, owner="workspace.loop_state",
     shape='{"tools_this_cycle", "tool_count_this_cycle", "last_context_tokens", ...}')
 LLM_STATS = Document(
     "llm_stats", on=CHARACTER, default={}, owner="plumbing.llm",
@@ -173,7 +171,7 @@ ASSISTANT_SYSTEM_PROMPT = Document(
     "assistant_system_prompt", on=CHARACTER, default=None, owner="memory.persona",
     shape="the guidelines the assistant wrote for itself (str)")
 USER_SYSTEM_PROMPT = Document(
-    "user_system_prompt", on=CHARACTER, default=None, owner="commands",
+    "user_system_prompt", on=CHARACTER, default=None, owner="memory.persona",
     shape="the admins' instructions, which the assistant cannot change (str)")
 SYSTEM_PROMPT_HISTORY = Document(
     "system_prompt_history", on=CHARACTER, default=[], owner="memory.persona",
@@ -185,7 +183,6 @@ SYSTEM_PROMPT_HISTORY = Document(
 
 JOURNAL = Document(
     "journal", on=CHARACTER, default=None, owner="memory.journal",
-    writers=("sleep.scoring", "sleep.facts", "sleep.reflection", "memory.corrections"),
     shape='{"entries": [entry], "entry_count", "max_entries", "last_reflection", '
           '"consolidated_entry_ids"} (journal.new_journal)')
 IMPORTANCE_SCORING = Document(
@@ -193,16 +190,16 @@ IMPORTANCE_SCORING = Document(
     shape='{"attempts": {entry id: failed LLM scoring attempts}}')
 REFLECTION_STATE = Document(
     "reflection_state", on=SCRIPT, default=None, owner="memory.reflection_state",
-    writers=("memory.journal", "sleep.scoring", "sleep.reflection"),
     shape='{"cumulative_importance", "threshold", "last_reflection_time", "reflection_count", '
           '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 
 # ----------------------------------------------------------------------------------------------
-# Long-term (semantic) memory
+# Long-term (semantic) memory: the memories themselves live in the mem0 store, behind their
+# owner (`memory.longterm.memories.Memories`); this document links them to each other and to
+# the journal entries they came from
 
 MEMORY_LINKS = Document(
-    "memory_links", on=SCRIPT, default={}, owner="memory.links",
-    writers=("sleep.consolidation", "sleep.linking"),
+    "memory_links", on=SCRIPT, default={}, owner="memory.longterm.links",
     shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
           'most `memory.links_max_records` records, the longest processed dropped first; '
           'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '
@@ -218,10 +215,9 @@ MEMORY_CONSOLIDATION = Document(
 
 ENTITY_PROFILES = Document(
     "entity_profiles", on=CHARACTER, default={}, owner="memory.entities",
-    writers=("sleep.entity_consolidation", "memory.corrections", "memory.entity_pruning"),
     shape="{entity id: profile with attributes, observations and relationship}: at most "
           "`entities.max_profiles`, `entities.max_observations` observations each; passers-by "
-          "unseen for `entities.forget_after_days` are forgotten (memory.entity_pruning)")
+          "unseen for `entities.forget_after_days` are forgotten (People.prune)")
 
 # ----------------------------------------------------------------------------------------------
 # Workspace
@@ -240,22 +236,20 @@ SESSION_MEMORY = Document(
 # Memory nodes and patrol
 
 SCENE_NOTES = Document(
-    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes", writers=("sleep.patrol",),
+    "scene_notes", on=CHARACTER, default=[], owner="memory.nodes",
     shape='[{"id", "type", "created_at", "text", "status", "error"}]: "scene" notes wait for '
           'the patrol to turn them into nodes; other types (todos) show until "read"')
 MEMORY_NODES = Document(
     "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
-    writers=("sleep.patrol", "tools.nodes", "memory.corrections"),
     shape="{node id: node (scene, emotion, importance, status, timeline)}: at most "
           "`nodes.max_nodes`, dead then dying then least important dropped first "
           "(sleep.patrol.archive)")
 MEMORY_CLUSTERS = Document(
-    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes", writers=("sleep.patrol",),
+    "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}} under the '
           "Business and Private roots")
 NODE_VECTORS = Document(
-    "node_vectors", on=CHARACTER, default={}, owner="memory.node_vectors",
-    writers=("sleep.patrol",),
+    "node_vectors", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
           'centroid}}: one vector per node, so bounded with memory_nodes; a node older than '
           '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)')

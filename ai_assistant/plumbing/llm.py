@@ -89,6 +89,39 @@ def empty_stats():
     }
 
 
+class LLMStats:
+    """
+    One NPC's LLM statistics (`documents.LLM_STATS`): calls, tokens and errors per purpose,
+    consecutive errors and the emergency stop. The client writes them; `@assistant` and the
+    memory inspector read them (`LLMStats(ports.state).read()`), with or without a client.
+
+    Args:
+        state (StateStore, optional): Where they live; kept in memory when None.
+    """
+
+    def __init__(self, state=None):
+        self.state = state
+        self._memory = empty_stats()
+
+    def read(self):
+        """The statistics, every key present (the stored dict: `save` it back once changed)."""
+        if self.state is None:
+            return self._memory
+        stats = self.state.get(documents.LLM_STATS, None)
+        if not isinstance(stats, dict):
+            stats = empty_stats()
+        for key, value in empty_stats().items():
+            stats.setdefault(key, value)
+        return stats
+
+    def save(self, stats):
+        """Keep `stats` (from `read`, changed)."""
+        if self.state is None:
+            self._memory = stats
+        else:
+            self.state.set(documents.LLM_STATS, stats)
+
+
 def mask_secret(key):
     """
     Show an API key safely: a short prefix and the last four characters.
@@ -167,7 +200,7 @@ class LLMClient:
         self._rng = rng or random.Random()
         self._sdk = sdk_client
         self._sdk_lock = threading.Lock()
-        self._memory_stats = empty_stats()
+        self._stats = LLMStats(state)
         self._refusal_logged = False
         self.breaker = get_breaker(
             self.base_url,
@@ -226,21 +259,11 @@ class LLMClient:
     # -- stats document ------------------------------------------------------------------------
 
     def stats(self):
-        """The current `documents.LLM_STATS` document (a copy-safe read)."""
-        if self.state is None:
-            return self._memory_stats
-        stats = self.state.get(documents.LLM_STATS, None)
-        if not isinstance(stats, dict):
-            stats = empty_stats()
-        for key, value in empty_stats().items():
-            stats.setdefault(key, value)
-        return stats
+        """The current statistics (`LLMStats.read`)."""
+        return self._stats.read()
 
     def _save_stats(self, stats):
-        if self.state is None:
-            self._memory_stats = stats
-        else:
-            self.state.set(documents.LLM_STATS, stats)
+        self._stats.save(stats)
 
     @property
     def emergency_stopped(self):

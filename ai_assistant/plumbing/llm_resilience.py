@@ -174,12 +174,6 @@ def get_breaker(base_url, threshold=5, cooldown=30.0):
         return breaker
 
 
-def reset_breakers():
-    """Forget every breaker (tests; an admin after fixing an endpoint)."""
-    with _breakers_lock:
-        _breakers.clear()
-
-
 # ----------------------------------------------------------------------------------------------
 # Concurrency caps
 

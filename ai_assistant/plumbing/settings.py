@@ -145,7 +145,7 @@ DEFAULTS = {
         "link_min_importance": 5,
         "link_max_per_memory": 5,
         # The memory_links document keeps at most this many records (one per memory): past it,
-        # the records processed longest ago go first (memory/links.py, bound_memory_links).
+        # the records processed longest ago go first (memory/longterm/links.py, bound_memory_links).
         "links_max_records": 2000,
         "links_full_days": 30, "links_old_kept": 2,  # older records keep fewer links (links.py)
         # Results of search_facts (formerly recall_memories) when the model names no limit.

@@ -3,22 +3,19 @@ Context compaction: keep the assistant's conversation history inside its context
 
 It is both a dreaming step of the sleep cycle and the awake-time emergency compaction.
 
-State doc `documents.CONVERSATION_HISTORY` ("conversation_history") is the chronological list
-of everything heard and said::
-
-    [{"role": "user"|"assistant"|"system", "name": "Alice", "content": "...",
-      "time": "2025-12-06T14:30:00Z", "tokens": 12}, ...]
-
-(`tokens` is the message's cached token count, so checking usage stays cheap.) Its usage is its
-token count (`tokens.count_message_tokens`) over `llm.context_limit`. Two triggers:
+The conversation history is the conversation's (`memory.conversation.Conversation`, which
+caches each line's token count); compaction reads it and replaces its head
+(`Conversation.replace_span`). Its usage is its token count over `llm.context_limit`. Two
+triggers:
 
 - during sleep, the dreaming phase compacts when usage reaches `compaction.sleep_threshold`
   (70%), or when lines older than `compaction.history_days` head it (`due_stretch`: only
   those go, so the document stops growing after those days): first
   `run_pre_compaction_extraction` gives the assistant one journal-only ReAct pass over what is
   about to be summarised, then `compact_conversation_history` summarises it;
-- while awake, `append_history` reports when usage reaches `compaction.emergency_threshold`
-  (80%) and the awake tick calls `compact_if_emergency`, which does both at once.
+- while awake, when usage reaches `compaction.emergency_threshold` (80%) the awake tick calls
+  `compact_if_emergency` (handed to it by the shell: the agent never imports sleep), which
+  does both at once.
 
 The ReAct pass is the agent's: it is handed in as `run_cycle` (this sleep step never imports
 the agent), by the sleep cycle and by the awake tick.
@@ -53,14 +50,21 @@ from datetime import timedelta
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal
+from ai_assistant.memory.conversation import (
+    SUMMARY_PREFIX,
+    Conversation,
+    history_tokens,
+    line_tokens,
+    summary_marker,
+    transcript,
+)
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso, parse_iso
 from ai_assistant.plumbing.quoting import quote_untrusted
-from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
+from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER
 
-SUMMARY_PREFIX = "[Summary of earlier conversation]"
 SYNTHESIS_LABEL = "[SYNTHESIS] Conversation summary:"
 SUMMARY_TAGS = ["synthesis", "conversation_summary"]
 TRANSCRIPT_LABEL = "[TRANSCRIPT] Earlier conversation:"
@@ -87,49 +91,15 @@ EXTRACTION_TASK = (
 )
 
 # ----------------------------------------------------------------------------------------------
-# History and usage
+# Usage
 
 
-def _message_tokens(message):
-    """The tokens one message adds to a prompt (format overhead included)."""
-    return count_message_tokens([message]) - TOKENS_REPLY_PRIMER
+def _history(ports):
+    return Conversation(ports).history()
 
 
-def _for_counting(message):
-    return {key: message.get(key) for key in ("role", "name", "content") if message.get(key)}
-
-
-def get_history(ports):
-    """The `documents.CONVERSATION_HISTORY` document (a list; `set` it back after changing it)."""
-    return list(ports.state.get(documents.CONVERSATION_HISTORY, []) or [])
-
-
-def history_tokens(history):
-    """
-    Args:
-        history (list[dict]): Conversation history messages.
-
-    Returns:
-        int: Their prompt tokens, as `count_message_tokens` counts them (cached per message).
-    """
-    if not history:
-        return 0
-    return sum(_cached_tokens(message) for message in history) + TOKENS_REPLY_PRIMER
-
-
-def _cached_tokens(message):
-    cached = message.get("tokens")
-    if isinstance(cached, int) and not isinstance(cached, bool):
-        return cached
-    return _message_tokens(_for_counting(message))
-
-
-def usage(ports, history=None):
-    """
-    Returns:
-        float: History tokens over `llm.context_limit` (0.0-1.0 and beyond).
-    """
-    history = get_history(ports) if history is None else history
+def _usage(ports, history):
+    """`history`'s tokens over `llm.context_limit` (0.0-1.0 and beyond)."""
     limit = max(1, int(ports.settings.get("llm.context_limit") or 1))
     return history_tokens(history) / limit
 
@@ -138,42 +108,6 @@ def _state(ports):
     progress = dict(ports.state.get(documents.COMPACTION_STATE, {}) or {})
     progress.setdefault("version", 0)
     return progress
-
-
-def append_history(ports, role, name, content):
-    """
-    Append one heard or spoken line to the conversation history.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        role (str): "user" (someone else spoke) or "assistant" (the NPC did).
-        name (str): Who spoke.
-        content (str): The words.
-
-    Returns:
-        bool: True when the assistant is awake and the history has reached
-        `compaction.emergency_threshold`: the caller should run `compact_if_emergency`.
-    """
-    message = {"role": role, "name": name, "content": str(content or "")}
-    message["tokens"] = _message_tokens(_for_counting(message))
-    message["time"] = iso(ports.clock.now())
-    history = get_history(ports)
-    history.append(message)
-    ports.state.set(documents.CONVERSATION_HISTORY, history)
-    if (ports.state.get(documents.OPERATING_MODE) or "awake") != "awake":
-        return False
-    return usage(ports, history) >= ports.settings.get("compaction.emergency_threshold")
-
-
-def latest_summary(ports):
-    """
-    Returns:
-        str or None: The text of the summary marker heading the history, if there is one.
-    """
-    history = get_history(ports)
-    if history and history[0].get("summary"):
-        return history[0].get("content")
-    return None
 
 
 def is_due(ports, threshold=None):
@@ -189,7 +123,7 @@ def is_due(ports, threshold=None):
     by_age = threshold is None
     if threshold is None:
         threshold = ports.settings.get("compaction.sleep_threshold")
-    return bool(due_stretch(ports, get_history(ports), threshold, by_age))
+    return bool(due_stretch(ports, _history(ports), threshold, by_age))
 
 
 def due_stretch(ports, history, threshold, by_age):
@@ -199,7 +133,7 @@ def due_stretch(ports, history, threshold, by_age):
     days, so the history of a talkative assistant stops growing after those days.
     """
     old = split_history(ports, history)[0]
-    if usage(ports, history) >= threshold or not old:
+    if _usage(ports, history) >= threshold or not old:
         return old
     days = ports.settings.get("compaction.history_days")
     if not by_age or days <= 0:
@@ -236,7 +170,7 @@ def split_history(ports, history):
     budget = limit * float(ports.settings.get("compaction.summary_input_share"))
     taken, spent = 0, TOKENS_REPLY_PRIMER
     for message in old:
-        cost = _cached_tokens(message)
+        cost = line_tokens(message)
         if taken and spent + cost > budget:
             break
         taken += 1
@@ -256,20 +190,6 @@ def _key(messages):
     return digest.hexdigest()[:32]
 
 
-def transcript(messages, assistant_name):
-    """The messages as plain lines for the summary prompt."""
-    lines = []
-    for message in messages:
-        if message.get("summary"):
-            lines.append(f"(Earlier summary) {message.get('content')}")
-            continue
-        speaker = assistant_name if message.get("role") == "assistant" else message.get("name")
-        lines.append(
-            f"[{message.get('time', '?')}] {speaker or 'someone'}: {message.get('content')}"
-        )
-    return "\n".join(lines)
-
-
 # ----------------------------------------------------------------------------------------------
 # Compaction
 
@@ -280,8 +200,7 @@ def _journal_summary(ports, summary):
     text = f"{SYNTHESIS_LABEL} {summary}"
     if len(text) > limit:
         text = text[: limit - 3] + "..."
-    entry = journal.add_entry(
-        ports,
+    entry = Journal(ports).add(
         text,
         tags=list(SUMMARY_TAGS),
         source_type="observation",
@@ -298,19 +217,10 @@ def _install_summary(ports, old, summary, tokens_before):
     Returns:
         dict or None: The marker, or None when the history no longer starts with `old`.
     """
-    history = get_history(ports)
-    if _key(history[: len(old)]) != _key(old):
+    marker = summary_marker(summary, iso(ports.clock.now()))
+    new_history = Conversation(ports).replace_span(old, marker)
+    if new_history is None:
         return None
-    marker = {
-        "role": "system",
-        "name": "summary",
-        "content": f"{SUMMARY_PREFIX} {summary}",
-        "summary": True,
-        "time": iso(ports.clock.now()),
-    }
-    marker["tokens"] = _message_tokens(_for_counting(marker))
-    new_history = [marker] + history[len(old) :]
-    ports.state.set(documents.CONVERSATION_HISTORY, new_history)
     progress = _state(ports)
     progress.update(
         version=progress["version"] + 1,
@@ -344,8 +254,8 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
     by_age = threshold is None
     if threshold is None:
         threshold = ports.settings.get("compaction.sleep_threshold")
-    history = get_history(ports)
-    ratio = usage(ports, history)
+    history = _history(ports)
+    ratio = _usage(ports, history)
     report = {"compacted": False, "usage": round(ratio, 4)}
     old = split_history(ports, history)[0] if force else due_stretch(
         ports, history, threshold, by_age)
@@ -357,7 +267,7 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
     progress = _state(ports)
     pending = progress.get("pending") or {}
     tokens_before = history_tokens(history)
-    if pending.get("key") == key and journal.get_entry(ports, pending.get("entry_id")):
+    if pending.get("key") == key and Journal(ports).entry(pending.get("entry_id")):
         # an earlier run stored this summary but was cut off before replacing the history
         marker = _install_summary(ports, old, pending["summary"], tokens_before)
         report.update(compacted=marker is not None, messages=len(old), resumed=True,
@@ -381,7 +291,7 @@ def compact_conversation_history(ports, force=False, *, threshold=None):
         report["error"] = str(LLMBadResponse("empty summary"))
         return report
     # fresh reads after the yield, then every write with no yield in between
-    if _key(get_history(ports)[: len(old)]) != key:
+    if _key(_history(ports)[: len(old)]) != key:
         report["reason"] = "history changed while summarising"
         return report
     return _store_summary(ports, old, key, summary, report, tokens_before)
@@ -426,7 +336,7 @@ def _store_summary(ports, old, key, summary, report, tokens_before):
         messages=len(old),
         entry_id=entry_id,
         tokens_before=tokens_before,
-        tokens_after=history_tokens(get_history(ports)),
+        tokens_after=history_tokens(_history(ports)),
     )
     ports.log(
         f"{ports.name}: compacted {len(old)} messages of conversation history "
@@ -464,7 +374,7 @@ def _archive_without_llm(ports, old, report, tokens_before):
     marker = _install_summary(ports, old, f"{carried} {note}".strip(), tokens_before)
     report.update(compacted=marker is not None, mechanical=True, messages=len(old),
                   archived=len(to_archive), entry_ids=entry_ids, tokens_before=tokens_before,
-                  tokens_after=history_tokens(get_history(ports)))  # fmt: skip
+                  tokens_after=history_tokens(_history(ports)))  # fmt: skip
     ports.log(f"{ports.name}: trimmed {len(old)} messages of conversation history without an "
               f"LLM ({len(to_archive)} archived to the journal)")  # fmt: skip
     return report
@@ -492,8 +402,7 @@ def _chunks(text, ports):
 
 
 def _journal_transcript(ports, chunk):
-    entry = journal.add_entry(
-        ports,
+    entry = Journal(ports).add(
         f"{TRANSCRIPT_LABEL} {chunk}",
         tags=list(TRANSCRIPT_TAGS),
         source_type="observation",
@@ -538,7 +447,7 @@ def run_pre_compaction_extraction(ports, *, run_cycle=None, threshold=None, mode
         ports.log(f"{ports.name}: pre-compaction extraction skipped (no ReAct cycle given)")
         return {"ran": False, "reason": "no ReAct cycle given"}
     by_age = threshold is None
-    old = due_stretch(ports, get_history(ports), threshold if threshold is not None else
+    old = due_stretch(ports, _history(ports), threshold if threshold is not None else
                       ports.settings.get("compaction.sleep_threshold"), by_age)
     mode = mode or ports.state.get(documents.OPERATING_MODE) or "awake"
     situation = {
@@ -568,7 +477,8 @@ def run_pre_compaction_extraction(ports, *, run_cycle=None, threshold=None, mode
 @defer.inlineCallbacks
 def compact_if_emergency(ports, *, run_cycle):
     """
-    Awake-time emergency: at `compaction.emergency_threshold`, extract then compact at once.
+    Awake-time emergency: at `compaction.emergency_threshold`, extract then compact at once
+    (never once the assistant is asleep: its sleep compacts).
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -578,6 +488,8 @@ def compact_if_emergency(ports, *, run_cycle):
         Deferred[dict]: `{"compacted": bool, "extraction": {...}, ...}`; never errbacks on LLM
         failures.
     """
+    if (ports.state.get(documents.OPERATING_MODE) or "awake") != "awake":
+        return {"compacted": False, "reason": "asleep"}
     threshold = ports.settings.get("compaction.emergency_threshold")
     if not is_due(ports, threshold):
         return {"compacted": False, "reason": "below emergency threshold"}

@@ -51,10 +51,10 @@ goes on from there, and the store lookup of step 2 keeps that from storing anyth
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.audience import PUBLIC, audience_of
-from ai_assistant.memory.links import get_links, link_entry_to_memories, save_links
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.journal import Journal, is_synthesis
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMUnavailable, iso
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
@@ -87,7 +87,7 @@ def consolidation_metadata(entry):
 
 def _is_synthesis(entry):
     tags = {str(tag).lower() for tag in entry.get("tags") or ()}
-    return journal_module.is_synthesis(entry) or "synthesis" in tags
+    return is_synthesis(entry) or "synthesis" in tags
 
 
 def pending_entries(ports):
@@ -99,7 +99,7 @@ def pending_entries(ports):
     """
     min_importance = ports.settings.get("memory.min_importance")
     return [
-        entry for entry in journal_module.unconsolidated_entries(ports)
+        entry for entry in Journal(ports).unconsolidated()
         if not _is_synthesis(entry) and (entry.get("importance") or 0) >= min_importance
     ]
 
@@ -115,7 +115,7 @@ def entries_awaiting_scoring(ports):
         list: Entries for which `scoring.awaiting_llm_score` holds, oldest first.
     """
     attempts = get_scoring_attempts(ports)
-    return [entry for entry in journal_module.unconsolidated_entries(ports)
+    return [entry for entry in Journal(ports).unconsolidated()
             if not _is_synthesis(entry)
             and awaiting_llm_score(ports, entry, attempts)]  # fmt: skip
 
@@ -140,16 +140,10 @@ def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
     An entry stored word for word (no LLM, or fact extraction gave up on it) says so:
     `entry["consolidated_verbatim"]` is True.
     """
-    links = get_links(ports)
-    link_entry_to_memories(links, entry_id, memory_ids)
-    save_links(ports, links)
+    MemoryLinks(ports).link_entry(entry_id, memory_ids)
     if verbatim:
-        journal = journal_module.get_journal(ports)
-        for entry in journal["entries"]:
-            if entry["id"] == entry_id:
-                entry["consolidated_verbatim"] = True
-        journal_module.save_journal(ports, journal)
-    journal_module.mark_consolidated(ports, [entry_id])
+        Journal(ports).update({entry_id: {"consolidated_verbatim": True}})
+    Journal(ports).mark_consolidated([entry_id])
     progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
     progress.setdefault("in_flight", {}).pop(entry_id, None)
     (progress.get("extraction_attempts") or {}).pop(entry_id, None)
@@ -212,8 +206,8 @@ def run_sleep_consolidation(ports, max_entries=None):
     """
     result = {"success": True, "completed": False, "consolidated": [], "stored": 0,
               "reused": 0, "extracted": [], "remaining": 0, "waiting_for_scoring": 0}
-    store = ports.semantic
-    if store is None or not ports.settings.get("memory.enabled"):
+    store = Memories(ports)
+    if not store.available or not ports.settings.get("memory.enabled"):
         result.update(completed=True, skipped="semantic memory is off")
         return result
     limit = max_entries or ports.settings.get("memory.consolidation_per_tick")
@@ -380,8 +374,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
             metadata["verbatim"] = True
         for index, text in texts:
             part = dict(metadata) if index == VERBATIM_PART else {**metadata, "fact_index": index}
-            stored = yield store.add(text, metadata=part, infer=False)
-            recall_mirror.record(ports, stored, text, part)  # searchable at once
+            stored = yield store.add(text, part)  # recallable at once (the owner's mirror)
             new_ids = [item["id"] for item in stored or ()]
             _record_stored(ports, entry_id, index, new_ids)  # before the entry is marked
             memory_ids += [i for i in new_ids if i not in memory_ids]
@@ -407,9 +400,9 @@ def _consolidate_batch(ports, store, batch, result):
         if ports.state.get(documents.OPERATING_MODE) == "awake":
             result["interrupted"] = "woken"  # a forced wake: the next sleep goes on from here
             return
-        journal = journal_module.get_journal(ports)
-        entry = next((item for item in journal["entries"] if item["id"] == entry_id), None)
-        if entry is None or entry_id in journal["consolidated_entry_ids"]:
+        journal = Journal(ports)
+        entry = journal.entry(entry_id)
+        if entry is None or entry_id in journal.consolidated_ids():
             continue  # deleted, or consolidated meanwhile
         stored = yield _store_entry(ports, store, entry, existing[entry_id],
                                     entry_id in verbatim, result)

@@ -16,10 +16,9 @@ report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` sta
 
 from twisted.internet import defer
 
-from ai_assistant.memory.entity_pruning import prune_entity_profiles
-from ai_assistant.memory.journal import prune_low_importance_entries
-from ai_assistant.memory.links import prune_orphaned_memory_links
-from ai_assistant.memory.working import clear_stale_conversations
+from ai_assistant.memory.conversation import clear_stale_conversations
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import modes, reports
@@ -29,7 +28,7 @@ from ai_assistant.sleep.compaction import (
 )
 from ai_assistant.sleep.consolidation import run_sleep_consolidation
 from ai_assistant.sleep.entity_consolidation import run_entity_consolidation_batch
-from ai_assistant.sleep.linking import run_dreaming_tick
+from ai_assistant.sleep.linking import run_dreaming_tick, run_link_cleanup
 from ai_assistant.sleep.patrol import run_patrol_if_due
 from ai_assistant.sleep.reflection import run_reflection_if_triggered
 from ai_assistant.sleep.scoring import score_pending_entries
@@ -41,11 +40,11 @@ COMPACTING_STEPS = (
 )
 DREAMING_STEPS = (
     ("memory_links", run_dreaming_tick),
-    ("link_cleanup", prune_orphaned_memory_links),
+    ("link_cleanup", run_link_cleanup),
     ("entity_consolidation", run_entity_consolidation_batch),
-    ("entity_pruning", prune_entity_profiles),
+    ("entity_pruning", lambda ports: People(ports).prune()),
     ("reflection", run_reflection_if_triggered),
-    ("episodic_pruning", prune_low_importance_entries),
+    ("episodic_pruning", lambda ports: Journal(ports).prune_low_importance()),
     ("stale_conversations", clear_stale_conversations),
     ("pre_compaction", run_pre_compaction_extraction),
     ("context_compaction", compact_conversation_history),

@@ -12,7 +12,7 @@ failure leaves the profile untouched for the next tick.
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
-from ai_assistant.memory.entities import get_profiles, merge_attributes, pending_consolidation
+from ai_assistant.memory.entities import People
 from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
@@ -98,7 +98,7 @@ def consolidate_entity(ports, entity_id):
         Deferred[dict]: `{"entity_id", "attributes": {...}, "pruned": n}`; errbacks on an LLM
         failure or an unusable reply, with the profile untouched.
     """
-    profile = get_profiles(ports).get(entity_id)
+    profile = People(ports).profiles().get(entity_id)
     if profile is None:
         return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
     consumed = {o.get("id") for o in public_observations(profile)}
@@ -111,7 +111,7 @@ def consolidate_entity(ports, entity_id):
     )
     attributes = parse_attributes(text, max_attributes)
     # fresh read after the yield: observations may have arrived while the LLM thought
-    return merge_attributes(ports, entity_id, attributes, consumed, max_attributes)
+    return People(ports).merge_attributes(entity_id, attributes, consumed, max_attributes)
 
 
 @defer.inlineCallbacks
@@ -127,7 +127,7 @@ def run_entity_consolidation_batch(ports, max_entities=None):
         Deferred[dict]: `{"consolidated": [ids], "failed": {id: reason}, "pending": n}`, or
         `{"skipped": "mechanical mode", "pending": n}` without an LLM.
     """
-    due = pending_consolidation(ports)
+    due = People(ports).due_for_consolidation()
     if ports.mechanical:
         if due:
             ports.log(f"{ports.name}: entity consolidation skipped (mechanical mode, no LLM)")
@@ -146,5 +146,5 @@ def run_entity_consolidation_batch(ports, max_entities=None):
         report["consolidated"].append(entity_id)
         report["attributes"] += len(result["attributes"])
         report["pruned"] += result["pruned"]
-    report["pending"] = len(pending_consolidation(ports))
+    report["pending"] = len(People(ports).due_for_consolidation())
     return report

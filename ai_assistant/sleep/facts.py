@@ -26,7 +26,7 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal as journal_module
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT, is_self_referential
 from ai_assistant.plumbing.replies import find_json
 
@@ -198,8 +198,8 @@ def extracted_facts(entry):
 
 def store_facts(ports, entry, raw_facts):
     """
-    Clean `raw_facts` and keep them on `entry` (`facts`, `facts_method` "llm"). The caller
-    saves the journal.
+    Clean `raw_facts` and keep them on `entry` (`facts`, `facts_method` "llm"): a journal
+    entry, or the fields the caller then sets on one (`Journal.update`).
 
     Returns:
         list: The self-referential facts that were rejected.
@@ -257,12 +257,14 @@ def extract_missing_facts(ports, entries):
     if not facts:
         raise ValueError("fact extraction reply had no usable facts")
     # No yield from here on: fresh state.
-    journal = journal_module.get_journal(ports)
+    journal = Journal(ports)
+    changes = {}
     rejected = 0
-    for entry in journal["entries"]:
+    for entry in journal.entries():
         if entry["id"] in facts:
-            rejected += len(store_facts(ports, entry, facts[entry["id"]]))
-    journal_module.save_journal(ports, journal)
+            rejected += len(store_facts(ports, changes.setdefault(entry["id"], {}),
+                                        facts[entry["id"]]))
+    journal.update(changes)
     if rejected:
         ports.log(f"{ports.name}: dropped {rejected} self-referential extracted fact(s)")
     return set(facts)

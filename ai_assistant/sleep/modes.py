@@ -19,6 +19,7 @@ State docs used (`plumbing.documents`): `OPERATING_MODE`, `SLEEP_PHASE` ("compac
 
 from datetime import timedelta
 
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
@@ -243,7 +244,7 @@ def check_wake_conditions(ports):
         if should and target == "awake":
             reason = why
     if reason is None:
-        pending = ports.state.get(documents.PENDING_EVENTS) or []
+        pending = PerceptionQueue(ports).waiting()
         urgent = [event for event in pending if is_urgent(event)]
         if urgent:
             reason = f"urgent event from {urgent[0].get('sender', 'someone')}"

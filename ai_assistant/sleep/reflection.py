@@ -2,7 +2,7 @@
 Generative reflection (Park et al. 2023, as the specification's reflection system adapts it).
 
 When the importance written since the last reflection reaches the threshold
-(`memory.reflection_state.check_reflection_trigger`, default 150), the dreaming phase runs
+(`memory.reflection_state.ReflectionState.due`, default 150), the dreaming phase runs
 `run_reflection`:
 
 1. question generation - the LLM reads the entries of the reflection window and asks
@@ -27,14 +27,11 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.audience import PUBLIC, visible_to
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.persona import filter_insights
-from ai_assistant.memory.reflection_state import (
-    check_reflection_trigger,
-    get_reflection_state,
-    reset_reflection_state,
-)
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.replies import find_json
 
 SYNTHESIS_IMPORTANCE = 8
@@ -129,7 +126,7 @@ def _window_entries(ports, journal, state):
     """The entries this reflection reads: its window, or the most recent ones."""
     wanted = set(state["entries_since_reflection"])
     # a synthesis is public: what was whispered (an entry with an audience) stays out of it
-    public = [e for e in journal["entries"] if visible_to(e, PUBLIC)]
+    public = [e for e in journal.entries() if visible_to(e, PUBLIC)]
     entries = [e for e in public if e["id"] in wanted]
     if not entries:
         entries = public
@@ -207,9 +204,10 @@ def gather_evidence(ports, question, limit=None):
     """
     if limit is None:
         limit = ports.settings.get("reflection.evidence_per_question")
-    if ports.semantic is not None:
+    memories = Memories(ports)
+    if memories.available:
         try:
-            hits = yield ports.semantic.search(question, limit=limit)
+            hits = yield memories.search(question, limit=limit)
         except Exception as err:  # noqa: BLE001 - the journal is a fine fallback
             ports.log(f"{ports.name}: reflection evidence search failed ({err}); using journal")
         else:
@@ -280,8 +278,7 @@ def _store_synthesis(ports, kept, numbered):
         lines.append(f"{item['insight']} (evidence: {refs})" if refs else item["insight"])
     content = f"{journal_module.SYNTHESIS_PREFIX} " + " | ".join(lines)
     max_chars = ports.settings.get("journal.max_content_chars")
-    return journal_module.add_entry(
-        ports,
+    return Journal(ports).add(
         content[:max_chars],
         tags=list(journal_module.SYNTHESIS_TAGS),
         source_type="inference",
@@ -303,10 +300,8 @@ def _finish(ports, report, insights, numbered, covered_ids, covered_importance):
     else:
         report["reason"] = "every insight was self-referential; nothing stored"
 
-    reset_reflection_state(ports, covered_ids, covered_importance)
-    journal = journal_module.get_journal(ports)
-    journal["last_reflection"] = iso(ports.clock.now())
-    journal_module.save_journal(ports, journal)
+    ReflectionState(ports).reset(covered_ids, covered_importance)
+    Journal(ports).mark_reflected()
     ports.log(
         f"{ports.name}: reflection stored {len(report['insights'])} insight(s), "
         f"rejected {len(report['rejected'])}"
@@ -319,7 +314,7 @@ def run_reflection(ports):
     """
     Reflect once on the entries gathered since the last reflection (see the module doc).
 
-    It does not check the trigger: the dreaming phase calls it when `check_reflection_trigger`
+    It does not check the trigger: the dreaming phase calls it when `ReflectionState.due`
     says so, an admin's `@assistant/reflect` whenever asked.
 
     Args:
@@ -335,9 +330,8 @@ def run_reflection(ports):
         report["reason"] = "mechanical mode"
         return report
 
-    journal = journal_module.get_journal(ports)
-    state = get_reflection_state(ports)
-    window = _window_entries(ports, journal, state)
+    state = ReflectionState(ports).current()
+    window = _window_entries(ports, Journal(ports), state)
     if not window:
         report["reason"] = "no journal entries to reflect on"
         return report
@@ -365,8 +359,9 @@ def run_reflection_if_triggered(ports):
         dict or Deferred[dict]: `{"ran": False, "reason": ...}` below the threshold, else the
         report of `run_reflection`.
     """
-    if not check_reflection_trigger(ports):
-        state = get_reflection_state(ports)
+    reflection = ReflectionState(ports)
+    if not reflection.due():
+        state = reflection.current()
         return {"ran": False, "reason": f"below threshold ({state['cumulative_importance']:g}"
                                         f"/{state['threshold']:g})"}
     return run_reflection(ports)

@@ -28,9 +28,9 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.importance import clamp_importance
-from ai_assistant.memory.reflection_state import get_reflection_state, save_reflection_state
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.replies import find_json
 from ai_assistant.sleep.facts import (
@@ -203,7 +203,7 @@ def awaiting_llm_score(ports, entry, attempts=None):
 
 
 def _heuristic_entries(journal):
-    return [entry for entry in journal["entries"]
+    return [entry for entry in journal.entries()
             if entry.get("importance_method") == "heuristic"]  # fmt: skip
 
 
@@ -237,7 +237,7 @@ def _new_report(ports, pending):
 
 def _facts_wanted(journal, batch):
     """Facts only where consolidation still needs them, and only from text the LLM sees whole."""
-    consolidated = set(journal["consolidated_entry_ids"])
+    consolidated = set(journal.consolidated_ids())
     return [entry["id"] for entry in batch
             if entry["id"] not in consolidated
             and len(entry.get("content") or "") <= SCORING_CONTENT_CHARS]  # fmt: skip
@@ -254,32 +254,27 @@ def _give_up_for_now(ports, report, asked, error, message):
 
 def _apply_scores(ports, report, asked, scores, facts):
     """Write the scores and facts onto fresh state (no yield inside), filling in `report`."""
-    journal = journal_module.get_journal(ports)
-    by_id = {entry["id"]: entry for entry in journal["entries"]}
-    consolidated = set(journal["consolidated_entry_ids"])
-    reflection = get_reflection_state(ports)
-    window = set(reflection["entries_since_reflection"])
+    journal = Journal(ports)
+    by_id = {entry["id"]: entry for entry in journal.entries()}
+    consolidated = set(journal.consolidated_ids())
+    changes, rescored = {}, {}
     for entry_id in asked:
         entry = by_id.get(entry_id)
         if entry is None or entry.get("importance_method") != "heuristic":
             report["skipped"].append(entry_id)
             continue
+        change = changes.setdefault(entry_id, {})
         if entry_id in facts and entry_id not in consolidated:
-            report["facts_rejected"] += len(store_facts(ports, entry, facts[entry_id]))
+            report["facts_rejected"] += len(store_facts(ports, change, facts[entry_id]))
             report["with_facts"].append(entry_id)
         if entry_id not in scores:
             report["unscored"].append(entry_id)
             continue
-        old, new = entry.get("importance", 0), scores[entry_id]
-        entry["importance"] = new
-        entry["importance_method"] = "llm"
-        if entry_id in window:
-            reflection["cumulative_importance"] = max(
-                0.0, reflection["cumulative_importance"] + new - old
-            )
+        rescored[entry_id] = (entry.get("importance", 0), scores[entry_id])
+        change.update(importance=scores[entry_id], importance_method="llm")
         report["scored"].append(entry_id)
-    journal_module.save_journal(ports, journal)
-    save_reflection_state(ports, reflection)
+    journal.update(changes)
+    ReflectionState(ports).rescore(rescored)
     _save_scoring_attempts(ports, report["unscored"], report["scored"], set(by_id))
     if report["facts_rejected"]:
         ports.log(f"{ports.name}: dropped {report['facts_rejected']} self-referential "
@@ -317,7 +312,7 @@ def score_pending_entries(ports, max_per_tick=None):
     if max_per_tick is None:
         max_per_tick = settings.get("journal.scoring_max_per_tick")
     batch_size = max(0, min(int(max_per_tick), int(settings.get("journal.scoring_batch_size"))))
-    journal = journal_module.get_journal(ports)
+    journal = Journal(ports)
     pending = _still_to_score(ports, journal)
     report = _new_report(ports, pending)
     if ports.mechanical:

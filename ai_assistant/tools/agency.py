@@ -28,7 +28,6 @@ from ai_assistant.tools.registry import SCOPED, lean_tools
 OWN = "own"
 ADMIN = "admin"
 PLAYER = "player"
-AUTHORITIES = (OWN, ADMIN, PLAYER)
 
 # What a player says to the assistant is at best a direct statement: that is its trust.
 PLAYER_SOURCE_TRUST = DEFAULT_SOURCE_TRUST["direct"]

@@ -34,13 +34,13 @@ TOOLS = (
     journal.SearchJournalTool,
     journal.ReviewJournalTool,
     # long-term (semantic) memory
-    memory.StoreMemory,
-    memory.RecallMemories,
+    memory.StoreMemoryTool,
+    memory.SearchFactsTool,
     # memory nodes
-    nodes.NoteScene,
-    nodes.Recall,
-    nodes.RecallMemory,
-    nodes.SearchMemory,
+    nodes.NoteSceneTool,
+    nodes.RecallScenesTool,
+    nodes.OpenMemoryClusterTool,
+    nodes.FindScenesByKeywordTool,
     # workspace: goals, projects, session memory, status and persona
     goals.AddGoalTool,
     goals.UpdateGoalTool,

@@ -16,7 +16,8 @@ from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.memory.audience import turn_audience, turn_viewer, visible_to
-from ai_assistant.memory.journal import JournalError
+from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.recall.lines import MEMORY_TIER
 from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
 from ai_assistant.memory.search.dense import default_embed, dense_similarities
@@ -112,14 +113,13 @@ class AddJournalEntryTool(Tool):
     def run(self, ports, content=None, **fields):
         try:
             # journaled in a whispered conversation: private to the whisperer
-            entry = journal.add_entry(ports, content, **fields,
-                                      audience=turn_audience(ports.world))
+            entry = Journal(ports).add(content, **fields, audience=turn_audience(ports.world))
         except JournalError as err:
             return error_result(str(err))
         except TypeError as err:  # an unexpected argument when called directly
             return error_result(f"bad arguments: {err}")
         result = {"success": True, "entry": entry_summary(entry)}
-        if journal.get_entry(ports, entry["id"]) is None:
+        if Journal(ports).entry(entry["id"]) is None:
             result["note"] = (
                 "the journal was full and this entry was the least important; it was not kept"
             )
@@ -189,7 +189,7 @@ class SearchJournalTool(Tool):
         limit = min(limit, MAX_SEARCH_LIMIT)
         filters = SearchFilters(tags=tags, days_back=days_back,
                                 related_to_project=related_to_project)  # fmt: skip
-        use_semantic = (semantic is None or semantic) and ports.semantic is not None
+        use_semantic = (semantic is None or semantic) and Memories(ports).available
         embed = default_embed(ports.settings) if semantic is None or semantic else None
         if query.strip() and use_semantic:
             return self._recall_search(ports, query, limit, filters, embed)
@@ -200,7 +200,7 @@ class SearchJournalTool(Tool):
 
     @staticmethod
     def _journal_search(ports, query, limit, filters, semantic_scores=None):
-        entries = journal.get_journal(ports)["entries"]
+        entries = Journal(ports).entries()
         # what was told in private is found for its teller only (`memory.audience`): ranked
         # over the whole journal (its index is shared), the others' private entries dropped
         viewer = turn_viewer(ports.world)
@@ -253,7 +253,7 @@ class SearchJournalTool(Tool):
         """
         similarities, memories, notes, modes = {}, [], [], []
         if embed is not None:
-            entries = journal.get_journal(ports)["entries"]
+            entries = Journal(ports).entries()
             ids = [entry["id"] for entry in entries]
             texts = [entry.get("content", "") for entry in entries]
             try:
@@ -268,7 +268,8 @@ class SearchJournalTool(Tool):
         if use_semantic:
             try:
                 # over-fetch: the fusion needs similarities beyond the final top `limit`
-                hits = yield ports.semantic.search(query, limit=max(limit * SEMANTIC_FETCH, 50))
+                hits = yield Memories(ports).search(query,
+                                                    limit=max(limit * SEMANTIC_FETCH, 50))
             except Exception as err:  # noqa: BLE001 - the text search still answers
                 ports.log(f"{ports.name}: semantic journal search failed ({err})")
                 notes.append("semantic memory unavailable")
@@ -276,7 +277,7 @@ class SearchJournalTool(Tool):
             else:
                 modes.append("semantic")
             # After the yield: read the journal fresh.
-            known = {entry["id"] for entry in journal.get_journal(ports)["entries"]}
+            known = {entry["id"] for entry in Journal(ports).entries()}
             for hit in hits or ():
                 if not isinstance(hit, dict):
                     continue
@@ -327,7 +328,7 @@ class ReviewJournalTool(Tool):
         if problem:
             return error_result(problem)
         now = ports.clock.now()
-        entries = journal.get_journal(ports)["entries"]
+        entries = Journal(ports).entries()
         reviewed = [
             entry
             for entry in entries
@@ -348,8 +349,7 @@ class ReviewJournalTool(Tool):
             if not text.startswith(journal.SYNTHESIS_PREFIX):
                 text = f"{journal.SYNTHESIS_PREFIX} {text}"
             try:
-                entry = journal.add_entry(
-                    ports,
+                entry = Journal(ports).add(
                     text,
                     tags=list(journal.SYNTHESIS_TAGS),
                     source_type="inference",

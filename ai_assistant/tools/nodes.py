@@ -22,16 +22,12 @@ from ai_assistant.memory.nodes import (
     ACTIVE,
     DEAD,
     EMOTION_AXES,
+    Nodes,
     SceneError,
     find_cluster,
-    load_clusters,
-    load_nodes,
-    reactivate,
-    reactivation_amount,
     scene_to_text,
     setting,
 )
-from ai_assistant.plumbing import documents
 from ai_assistant.tools.registry import (
     CONVERSATION,
     MEMORY,
@@ -42,7 +38,7 @@ from ai_assistant.tools.registry import (
 )
 
 __all__ = [
-    "NoteScene", "Recall", "RecallMemory", "SearchMemory",
+    "NoteSceneTool", "RecallScenesTool", "OpenMemoryClusterTool", "FindScenesByKeywordTool",
     "recall_nodes", "search_nodes", "to_fragments", "RECALL_TAG",
 ]
 
@@ -77,22 +73,6 @@ def to_fragments(node_list, rng=None):
     return " / ".join(fisher_yates(pieces, rng))
 
 
-def _touch(ports, node_ids, amount=None):
-    """Count a recall of these nodes (reads fresh state, writes once). Returns the nodes."""
-    nodes = load_nodes(ports)
-    now = ports.clock.now()
-    touched = []
-    for node_id in node_ids:
-        node = nodes.get(node_id)
-        if node is None:
-            continue
-        reactivate(node, amount if amount is not None else reactivation_amount(node), now)
-        touched.append(node)
-    if touched:
-        ports.state.set(documents.MEMORY_NODES, nodes)
-    return touched
-
-
 @defer.inlineCallbacks
 def recall_nodes(ports, query, *, rng=None, embedder=None, runner=None):
     """
@@ -103,15 +83,15 @@ def recall_nodes(ports, query, *, rng=None, embedder=None, runner=None):
         Deferred[dict]: `{"success", "result", "count", "node_ids"}`; `result` is
         `<memory>fragment / fragment</memory>`, or "" when nothing matched.
     """
-    index = node_vectors.vector_index(ports)
+    index = Nodes(ports).vector_index()
     if not len(index):
         return {"success": True, "result": "", "count": 0, "node_ids": []}
     model = node_vectors.get_node_embedder(ports, embedder)
     matrix = yield node_vectors.embed_texts(ports, [query], embedder=model, runner=runner)
     cut = node_vectors.threshold(ports, "recall_threshold", model)
     limit = int(setting(ports, "recall_top_k"))
-    index = node_vectors.vector_index(ports)  # re-read: a patrol may have written meanwhile
-    current = ports.state.get(documents.MEMORY_NODES, None) or {}
+    index = Nodes(ports).vector_index()  # re-read: a patrol may have written meanwhile
+    current = Nodes(ports).stored()
     viewer = turn_viewer(ports.world)  # a scene told in private comes back to its teller only
     hits = index.search(
         matrix[0], threshold=cut, limit=limit,
@@ -120,7 +100,7 @@ def recall_nodes(ports, query, *, rng=None, embedder=None, runner=None):
     )
     if not hits:
         return {"success": True, "result": "", "count": 0, "node_ids": []}
-    touched = _touch(ports, [node_id for node_id, _ in hits], amount=1)
+    touched = Nodes(ports).recalled([node_id for node_id, _ in hits], amount=1)
     text = to_fragments(touched, rng)
     return {
         "success": True,
@@ -152,12 +132,12 @@ def search_nodes(ports, query, mode="or", limit=None):
     terms = [term for term in str(query).split() if term]
     limit = int(limit or setting(ports, "search_limit"))
     combine = all if mode == "and" else any
-    nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
+    nodes = Nodes(ports).stored()
     viewer = turn_viewer(ports.world)
     hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)
             and visible_to(n, viewer)]
     hits.sort(key=lambda n: (-float(n.get("importance", 0)), n.get("created_at") or ""))
-    return _touch(ports, [node["id"] for node in hits[:limit]])
+    return Nodes(ports).recalled([node["id"] for node in hits[:limit]])
 
 
 def _node_summary(node):
@@ -171,7 +151,7 @@ def _node_summary(node):
     }
 
 
-class NoteScene(Tool):
+class NoteSceneTool(Tool):
     name = "note_scene"
     description = (
         "Note a scene you lived through, to be filed in long-term memory at your next memory "
@@ -223,12 +203,12 @@ class NoteScene(Tool):
         if not scene.get("when"):
             scene["when"] = [nodes_model.today(ports)]
         # a scene noted in a whispered conversation stays private to the whisperer
-        note = nodes_model.add_scene_note(ports, scene, audience=turn_audience(ports.world))
+        note = Nodes(ports).add_scene_note(scene, audience=turn_audience(ports.world))
         return {"success": True, "note_id": note["id"],
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 
 
-class Recall(Tool):
+class RecallScenesTool(Tool):
     name = "recall_scenes"
     aliases = ("recall",)
     description = (
@@ -257,7 +237,7 @@ class Recall(Tool):
         return deferred.addErrback(_failed)
 
 
-class RecallMemory(Tool):
+class OpenMemoryClusterTool(Tool):
     name = "open_memory_cluster"
     aliases = ("recall_memory",)
     description = (
@@ -276,14 +256,14 @@ class RecallMemory(Tool):
     kit = MEMORY
 
     def run(self, ports, cluster_id=""):
-        clusters = load_clusters(ports)
+        clusters = Nodes(ports).clusters()
         cluster = find_cluster(clusters, cluster_id)
         if cluster is None:
             names = ", ".join(sorted(c.get("name", "?") for c in clusters.values())) or "none"
             return error_result(f"no memory cluster '{cluster_id}' (clusters: {names})")
-        members = [node for node in nodes_model.cluster_members(load_nodes(ports), cluster["id"])
+        members = [node for node in nodes_model.cluster_members(Nodes(ports).nodes(), cluster["id"])
                    if visible_to(node, turn_viewer(ports.world))]
-        touched = _touch(ports, [node["id"] for node in members])
+        touched = Nodes(ports).recalled([node["id"] for node in members])
         return {
             "success": True,
             "cluster": {"id": cluster["id"], "name": cluster.get("name")},
@@ -292,7 +272,7 @@ class RecallMemory(Tool):
         }
 
 
-class SearchMemory(Tool):
+class FindScenesByKeywordTool(Tool):
     name = "find_scenes_by_keyword"
     aliases = ("search_memory",)
     description = (

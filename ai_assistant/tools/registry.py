@@ -57,7 +57,6 @@ KITS = (CONVERSATION, WORKSPACE, MEMORY)
 # Reach: how far a tool's effects go, which decides who may have it run (`tools.agency`).
 SCOPED = "scoped"  # stays in the conversation: speech to the speaker, lookups, journaling
 LASTING = "lasting"  # lasting or wide: persona, session facts, goals, projects, sleep, reviews
-REACHES = (SCOPED, LASTING)
 
 # Words in what the assistant was told that ask for a kit (an explicit request).
 KIT_TRIGGERS = {

@@ -11,11 +11,13 @@ from twisted.internet import defer
 
 from ai_assistant.memory import entities
 from ai_assistant.memory.corrections import audit_trail, is_wrong
-from ai_assistant.memory.journal import get_journal
-from ai_assistant.memory.links import SCAN_LIMIT, get_links
-from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_clusters, load_nodes
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT
+from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
+from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.reports import provider_line
@@ -43,23 +45,23 @@ def assistant_summary(npc):
 
 
 def _tier_counts(ports):
-    journal = get_journal(ports)
-    nodes = load_nodes(ports)
+    journal = Journal(ports)
+    nodes = Nodes(ports).nodes()
     by_status = {}
     for node in nodes.values():
         by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
                                                                 0) + 1
     return {
-        "journal_entries": len(journal["entries"]),
-        "journal_consolidated": len(journal.get("consolidated_entry_ids") or ()),
-        "journal_wrong": sum(1 for entry in journal["entries"] if is_wrong(entry)),
-        "memory_links": len(get_links(ports)),
-        "entity_profiles": len(entities.get_profiles(ports)),
+        "journal_entries": len(journal.entries()),
+        "journal_consolidated": len(journal.consolidated_ids()),
+        "journal_wrong": sum(1 for entry in journal.entries() if is_wrong(entry)),
+        "memory_links": len(MemoryLinks(ports).records()),
+        "entity_profiles": len(People(ports).profiles()),
         "goals": len(load_goals(ports)),
         "projects": len(list_projects(ports)),
         "memory_nodes": len(nodes),
         "memory_nodes_by_status": by_status,
-        "memory_clusters": len(load_clusters(ports)),
+        "memory_clusters": len(Nodes(ports).clusters()),
         "corrections": len(audit_trail(ports)),
     }
 
@@ -75,13 +77,14 @@ def status(npc):
     """
     ports = npc.assistant.ports()
     long_term, note = None, None
-    if ports.semantic is not None:
+    memories = npc.assistant.memories
+    if memories.available:
         try:
-            long_term = len((yield ports.semantic.list(limit=SCAN_LIMIT)) or ())
+            long_term = len((yield memories.list(limit=SCAN_LIMIT)) or ())
         except Exception as err:  # noqa: BLE001 - the rest of the status still shows
             note = f"long-term memory unavailable: {err}"
     state = ports.state
-    stats = state.get(documents.LLM_STATS) or {}
+    stats = npc.assistant.llm_stats.read()
     llm = ports.settings.get("llm")
     summary = assistant_summary(npc)
     counts = _tier_counts(ports)
@@ -99,7 +102,7 @@ def status(npc):
                  "consecutive_errors")},
         "last_error": stats.get("last_error"),
         "emergency_stop": bool(stats.get("emergency_stop")),
-        "pending_events": len(state.get(documents.PENDING_EVENTS) or ()),
+        "pending_events": len(npc.assistant.perception.waiting()),
         "counts": counts,
         "note": note,
     }
@@ -130,18 +133,18 @@ def journal_entries(npc, query=""):
         list[dict]: `entry_view`s (with `score` for a search).
     """
     ports = npc.assistant.ports()
-    journal = get_journal(ports)
-    consolidated = set(journal.get("consolidated_entry_ids") or ())
+    journal = npc.assistant.journal
+    consolidated = set(journal.consolidated_ids())
     if query and query.strip():
         hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
         return [entry_view(entry, consolidated, score) for score, entry in hits]
-    return [entry_view(entry, consolidated) for entry in reversed(journal["entries"])]
+    return [entry_view(entry, consolidated) for entry in reversed(journal.entries())]
 
 
 def importance_points(npc):
     """Every entry as a point of the importance-over-time plot: `(time, importance, entry)`."""
     points = []
-    for entry in get_journal(npc.assistant.ports())["entries"]:
+    for entry in npc.assistant.journal.entries():
         moment = parse_iso(entry.get("timestamp"))
         if moment is not None and entry.get("importance") is not None:
             points.append((moment, float(entry["importance"]), entry))
@@ -172,7 +175,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     }
     if hit.get("score") is not None:
         view["score"] = round(float(hit["score"]), 4)
-        # whether the assistant's own recall would return it (semantic_recall's two stages)
+        # whether the assistant's own recall would return it (`recall.long_term`'s two stages)
         view["recalled"] = bool(view["score"] > threshold and trust >= min_trust
                                 and not view["wrong"])
     return view
@@ -188,14 +191,15 @@ def long_term_memories(npc, query="", limit=SCAN_LIMIT):
         Deferred[dict]: `{"available": bool, "memories": [...], "threshold", "min_trust"}`.
     """
     ports = npc.assistant.ports()
-    if ports.semantic is None:
+    memories = npc.assistant.memories
+    if not memories.available:
         return {"available": False, "memories": [], "threshold": None, "min_trust": None}
     if query and query.strip():
-        hits = yield ports.semantic.search(query.strip(), limit=min(limit, 50))
+        hits = yield memories.search(query.strip(), limit=min(limit, 50))
     else:
-        hits = yield ports.semantic.list(limit=limit)
-    links = get_links(ports)  # read after the yield: the links as they are now
-    threshold = calibrated_threshold(ports, "relevance_threshold")
+        hits = yield memories.list(limit=limit)
+    links = MemoryLinks(ports).records()  # read after the yield: the links as they are now
+    threshold = memories.threshold("relevance_threshold")
     min_trust = float(ports.settings.get("memory.min_source_trust"))
     memories = [_memory_view(ports, hit, links, threshold, min_trust) for hit in hits or ()]
     if not query:
@@ -229,9 +233,10 @@ def _relationship_course(ports, profile):
 def profiles(npc):
     """Entity profiles: attributes, observations, the relationship now and its recent course."""
     ports = npc.assistant.ports()
+    people = People(ports)
     rows = []
-    for entity_id, stored in entities.get_profiles(ports).items():
-        profile = entities.get_profile(ports, entity_id)
+    for entity_id, stored in people.profiles().items():
+        profile = people.profile(entity_id)
         rows.append({
             **{key: profile.get(key) for key in (
                 "entity_id", "name", "entity_type", "first_seen", "last_seen",
@@ -292,8 +297,8 @@ def memory_nodes(npc):
     """
     ports = npc.assistant.ports()
     decay = float(ports.settings.get("nodes.decay_sessions"))
-    nodes = load_nodes(ports)
-    clusters = load_clusters(ports)
+    graph = Nodes(ports)
+    nodes, clusters = graph.nodes(), graph.clusters()
     rows = []
     for node in nodes.values():
         scene = node.get("scene") or {}

@@ -2,27 +2,22 @@
 Self-monitoring and self-modification.
 
 `system_status` is what the `get_system_status` tool returns: token usage of the context window
-with an advisory level, and the ReAct loop's own counters, read from the state documents the
-loop writes:
+with an advisory level, and the ReAct loop's own counters, read from what the loop records
+(`workspace.loop_state.LoopState`: the running cycle and the session's tool metrics); when the
+loop has not yet recorded the size of the last prompt it sent, the conversation history
+(`memory.conversation`) is counted instead.
 
-- `"loop_state"`: `{"iteration", "max_iterations", "tools_this_cycle", "tool_count_this_cycle",
-  "in_chain", "chain_depth", "pending_tools", "last_context_tokens"}`;
-- `"session_metrics"`: `{"total_tool_calls", "successful_calls", "failed_calls",
-  "session_start"}`;
-- `"conversation_history"`: `[{"role", "content"}, ...]`, counted when the loop has not yet
-  recorded the size of the last prompt it sent.
-
-`update_system_prompt` lets the assistant rewrite its own behavioural guidelines (state document
-`"assistant_system_prompt"`), logging why and keeping each change as a numbered version with its
-text in the bounded `"system_prompt_history"` (`memory.persona.record_version`), which admins
-list and revert with `@assistant/persona/history` and `/revert`. The admins'
-`"user_system_prompt"` is never written by anything here: it always takes precedence and the
-assistant cannot change it.
+`update_system_prompt` lets the assistant rewrite its own behavioural guidelines, logging why and
+keeping each change as a numbered version with its text (`memory.persona.Persona.rewrite`),
+which admins list and revert with `@assistant/persona/history` and `/revert`. The admins'
+instructions are never written by anything here: they always take precedence and the assistant
+cannot change them.
 """
 
-from ai_assistant.memory import persona
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.persona import Persona
 from ai_assistant.plumbing.ports import iso
+from ai_assistant.workspace.loop_state import LoopState
 
 MAX_REASONING_CHARS = 500
 
@@ -103,12 +98,9 @@ def token_usage(ports):
     Returns:
         dict: `{"estimated_used", "model_limit", "available", "usage_percentage"}`.
     """
-    loop = ports.state.get(documents.LOOP_STATE, {})
-    loop = loop if isinstance(loop, dict) else {}
-    used = _count(loop.get("last_context_tokens"))
+    used = _count(LoopState(ports).current().get("last_context_tokens"))
     if not used:  # 0 is the loop's "not measured yet": no real prompt is empty
-        history = ports.state.get(documents.CONVERSATION_HISTORY, [])
-        used = count_history_tokens(history if isinstance(history, list) else [])
+        used = count_history_tokens(Conversation(ports).history())
     limit = _count(ports.settings.get("llm.context_limit")) or 1
     return {
         "estimated_used": used,
@@ -129,10 +121,8 @@ def system_status(ports):
         dict: `{"success", "timestamp", "token_usage", "token_advisory", "loop_state",
         "session_metrics", "chain_state"}`.
     """
-    loop = ports.state.get(documents.LOOP_STATE, {})
-    loop = loop if isinstance(loop, dict) else {}
-    metrics = ports.state.get(documents.SESSION_METRICS, {})
-    metrics = metrics if isinstance(metrics, dict) else {}
+    record = LoopState(ports)
+    loop, metrics = record.current(), record.metrics()
 
     usage = token_usage(ports)
     advisory = token_advisory(
@@ -202,14 +192,14 @@ def update_system_prompt(ports, new_prompt, reasoning):
         raise SystemPromptError("say why the prompt should change (reasoning)")
     reasoning = " ".join(reasoning.split())[:MAX_REASONING_CHARS]
 
-    old_prompt = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, "")
+    guidelines = Persona(ports)
+    old_prompt = guidelines.own_guidelines()
     old_prompt = old_prompt if isinstance(old_prompt, str) else ""
     if old_prompt == new_prompt:
         return {"changed": False, "old_len": len(old_prompt), "new_len": len(new_prompt)}
 
     # a numbered version with its text: admins see it and may revert it (`memory.persona`)
-    version = persona.record_version(ports, previous=old_prompt or None, prompt=new_prompt,
-                                     reason=reasoning, by="assistant")
+    version = guidelines.rewrite(new_prompt, reason=reasoning, by="assistant")
     ports.log(
         f"{ports.name} rewrote its system prompt ({len(old_prompt)} -> {len(new_prompt)} "
         f"chars, version {version['version']}): {reasoning}"

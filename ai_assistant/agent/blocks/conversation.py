@@ -5,9 +5,9 @@ of earlier conversation, and the stretch about to be condensed (for the pre-comp
 Everything here was written by players or other characters, so it is shown only as quoted data.
 """
 
+from ai_assistant.memory.conversation import Conversation, transcript
 from ai_assistant.plumbing.quoting import defuse, quote_untrusted, safe_name
 from ai_assistant.plumbing.tokens import count_tokens
-from ai_assistant.sleep import compaction
 
 MAX_HISTORY_MESSAGES = 20
 
@@ -86,7 +86,7 @@ def events_block(ports, situation):
 
 def summary_block(ports, situation):
     """The latest summary of earlier conversation (the marker heading the history)."""
-    summary = compaction.latest_summary(ports)
+    summary = Conversation(ports).summary()
     if not summary:
         return None
     return quote_untrusted(summary, "SUMMARY OF EARLIER CONVERSATION")
@@ -97,4 +97,4 @@ def review_block(ports, situation):
     messages = situation.get("compaction_review") or []
     if situation.get("purpose") != "pre_compaction" or not messages:
         return None
-    return quote_untrusted(compaction.transcript(messages, ports.name), "CONVERSATION TO REVIEW")
+    return quote_untrusted(transcript(messages, ports.name), "CONVERSATION TO REVIEW")

@@ -13,8 +13,8 @@ Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
 from datetime import timedelta
 
 from ai_assistant.memory.audience import visible_to
-from ai_assistant.memory.entities import relationship_summary, relevant_profiles
-from ai_assistant.memory.nodes import scene_to_text, setting
+from ai_assistant.memory.entities import People, relationship_summary
+from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.quoting import defuse, safe_name
@@ -39,8 +39,8 @@ def relationships_text(ports, situation=None):
     A line per relevant person - those present first, then the most recently met - with the
     relationship as `memory.entities` keeps it (at most `nodes.relationships_max`).
     """
-    chosen = relevant_profiles(ports, people_in(situation),
-                               limit=int(setting(ports, "relationships_max")))  # fmt: skip
+    chosen = People(ports).relevant(people_in(situation),
+                                    limit=int(setting(ports, "relationships_max")))
     now = ports.clock.now()
     lines = []
     for profile, present in chosen:
@@ -68,7 +68,7 @@ def snapshot_block(ports, situation):
     """Unread notes (todos, reminders) and the diary of the last days."""
     parts = []
     unread = [
-        n for n in ports.state.get(documents.SCENE_NOTES, None) or []
+        n for n in Nodes(ports).scene_notes()
         if n.get("type", "scene") != "scene" and not n.get("read")
     ]
     if unread:
@@ -89,7 +89,7 @@ def snapshot_block(ports, situation):
 def recent_nodes_block(ports, situation):
     """The most recently activated nodes that have an action."""
     limit = int(setting(ports, "recent_nodes"))
-    nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
+    nodes = Nodes(ports).stored()
     viewer = ((situation or {}).get("interlocutor") or {}).get("id")
     activated = [
         n for n in nodes.values()

@@ -12,7 +12,7 @@ out: each fact appears once.
 
 from ai_assistant.agent.blocks.memory_nodes import people_in
 from ai_assistant.memory.audience import visible_to
-from ai_assistant.memory.entities import get_profiles
+from ai_assistant.memory.entities import People
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
 
 
@@ -37,7 +37,7 @@ def entity_context_block(ports, situation):
         str or None: The block, or None when it has no notes about anybody here.
     """
     situation = situation or {}
-    profiles = get_profiles(ports)
+    profiles = People(ports).profiles()
     limit = int(ports.settings.get("entities.context_max_profiles"))
     recent = int(ports.settings.get("entities.context_observations"))
     already = said_in_prompt(situation)

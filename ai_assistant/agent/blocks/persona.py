@@ -1,13 +1,12 @@
 """
 Persona blocks: who the assistant is, in the system message.
 
-The persona comes from two state documents: `documents.ASSISTANT_SYSTEM_PROMPT`, which the
-assistant may rewrite itself (the `update_system_prompt` tool), and
-`documents.USER_SYSTEM_PROMPT`, set by admins, which the assistant cannot change and which is
-placed last in the system message so it wins.
+The persona (`memory.persona.Persona`) has two parts: the guidelines the assistant may rewrite
+itself (the `update_system_prompt` tool), and the admins' instructions, which the assistant
+cannot change and which are placed last in the system message so they win.
 """
 
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.persona import Persona
 
 DEFAULT_PERSONA = (
     "You are {name}, a character living in a text-based multiplayer game (a MUD). You talk "
@@ -18,7 +17,7 @@ DEFAULT_PERSONA = (
 
 def persona_block(ports, situation):
     """The assistant's self-managed prompt, or a default persona."""
-    custom = ports.state.get(documents.ASSISTANT_SYSTEM_PROMPT, None)
+    custom = Persona(ports).own_guidelines()
     persona = DEFAULT_PERSONA.format(name=ports.name)
     if custom and str(custom).strip():
         return f"{persona}\n\nYour own guidelines (you may revise these):\n{str(custom).strip()}"
@@ -27,7 +26,7 @@ def persona_block(ports, situation):
 
 def user_prompt_block(ports, situation):
     """The admin's prompt: placed last in the system message, it takes precedence."""
-    prompt = ports.state.get(documents.USER_SYSTEM_PROMPT, None)
+    prompt = Persona(ports).admin_instructions()
     if not prompt or not str(prompt).strip():
         return None
     return (

@@ -9,13 +9,12 @@ memory's metadata by consolidation; the store's own `created_at` otherwise), its
 support group yesterday" can tell which day that was.
 """
 
-from ai_assistant.memory.supersede import is_superseded
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.plumbing.ports import parse_iso
 
 MEMORY_TIER = "memory"
 # The trust of a memory that records none (the specification's neutral middle).
 UNKNOWN_TRUST = 0.5
-JOURNAL_TIER = "journal"
 NODE_TIER = "node"
 PROFILE_TIER = "profile"
 

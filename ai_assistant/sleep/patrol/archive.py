@@ -16,9 +16,15 @@ month "node_vectors" grows by a quarter of what it did.
 from datetime import timedelta
 
 from ai_assistant.memory import node_vectors
-from ai_assistant.memory.nodes import DEAD, DYING, effective_importance, load_nodes, setting
+from ai_assistant.memory.nodes import (
+    DEAD,
+    DYING,
+    Nodes,
+    effective_importance,
+    recompute_centroids,
+    setting,
+)
 from ai_assistant.plumbing.ports import parse_iso
-from ai_assistant.sleep.patrol.graph import save_graph
 
 # Which nodes go first: dead, then dying, then active.
 _STATUS_ORDER = {DEAD: 0, DYING: 1}
@@ -51,13 +57,13 @@ def bound_node_graph(ports):
         dict: `{"dropped": n, "kept": n}` (and the dropped ids when any; `"compacted": n`
         when vectors were compacted).
     """
-    nodes = load_nodes(ports)
+    nodes = Nodes(ports).nodes()
     excess = len(nodes) - int(setting(ports, "max_nodes"))
     if excess <= 0:
-        vectors = node_vectors.load_vectors(ports)
+        vectors = Nodes(ports).vectors()
         compacted = compact_old_vectors(ports, nodes, vectors)
         if compacted:
-            save_graph(ports, vectors=vectors)
+            Nodes(ports).save_graph(vectors=vectors)
             return {"dropped": 0, "kept": len(nodes), "compacted": compacted}
         return {"dropped": 0, "kept": len(nodes)}
     decay = float(setting(ports, "decay_sessions"))
@@ -70,11 +76,11 @@ def bound_node_graph(ports):
     clusters = {nodes[node_id].get("cluster_id") for node_id in dropped}
     for node_id in dropped:
         del nodes[node_id]
-    vectors = node_vectors.load_vectors(ports)
+    vectors = Nodes(ports).vectors()
     for node_id in dropped:
         vectors["nodes"].pop(node_id, None)
-    node_vectors.recompute_centroids(nodes, vectors, clusters - {None})
+    recompute_centroids(nodes, vectors, clusters - {None})
     compacted = compact_old_vectors(ports, nodes, vectors)
-    save_graph(ports, nodes, vectors=vectors)
+    Nodes(ports).save_graph(nodes, vectors=vectors)
     report = {"dropped": len(dropped), "kept": len(nodes), "ids": dropped}
     return {**report, "compacted": compacted} if compacted else report

@@ -19,20 +19,19 @@ from twisted.internet import defer
 
 from ai_assistant.memory import node_vectors
 from ai_assistant.memory import nodes as nodes_model
-from ai_assistant.memory.node_vectors import load_vectors, recompute_centroids
 from ai_assistant.memory.nodes import (
     ACTIVE,
     DEAD,
     DYING,
+    Nodes,
     cluster_members,
-    load_clusters,
-    load_nodes,
     public_members,
+    recompute_centroids,
     setting,
 )
 from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.sleep.patrol.decay import kill
-from ai_assistant.sleep.patrol.graph import embedder_or_none, now_iso, save_graph
+from ai_assistant.sleep.patrol.graph import embedder_or_none, now_iso
 from ai_assistant.sleep.patrol.prompts import (
     CONSOLIDATE_PROMPT,
     SPLIT_PROMPT,
@@ -119,14 +118,14 @@ def apply_consolidation(nodes, cluster_id, labels, reply, shown, bonus=0.05):
 @defer.inlineCallbacks
 def refresh_stale_vectors(ports, *, embedder=None, runner=None):
     """Re-embed nodes whose text changed (merge survivors) in one batch; returns a count."""
-    stale = [node for node in load_nodes(ports).values() if node.get("stale_vector")]
+    stale = [node for node in Nodes(ports).nodes().values() if node.get("stale_vector")]
     if not stale:
         return 0
     matrix = yield node_vectors.embed_texts(
         ports, [nodes_model.node_embed_text(node) for node in stale],
         embedder=embedder, runner=runner,
     )
-    nodes, vectors = load_nodes(ports), load_vectors(ports)
+    nodes, vectors = Nodes(ports).nodes(), Nodes(ports).vectors()
     affected, refreshed = set(), 0
     for node, vector in zip(stale, matrix, strict=True):
         current = nodes.get(node["id"])
@@ -139,7 +138,7 @@ def refresh_stale_vectors(ports, *, embedder=None, runner=None):
         affected.add(current.get("cluster_id"))
         refreshed += 1
     recompute_centroids(nodes, vectors, affected)
-    save_graph(ports, nodes, vectors=vectors)
+    Nodes(ports).save_graph(nodes, vectors=vectors)
     return refreshed
 
 
@@ -156,7 +155,7 @@ def consolidate_clusters(ports, *, embedder=None, runner=None):
         return {"skipped": "mechanical mode"}
     max_clusters = int(setting(ports, "consolidation_max_clusters"))
     max_nodes = int(setting(ports, "consolidation_max_nodes"))
-    nodes, clusters = load_nodes(ports), load_clusters(ports)
+    nodes, clusters = Nodes(ports).nodes(), Nodes(ports).clusters()
     targets = [
         cluster for cluster in sorted(clusters.values(), key=lambda c: c.get("created_at") or "")
         if any(n.get("fresh") or n.get("status") == DYING
@@ -178,7 +177,7 @@ def consolidate_clusters(ports, *, embedder=None, runner=None):
             errors.append(f"{cluster['name']}: {err}")
             continue
         plans.append((cluster["id"], labels, reply, [n["id"] for n in members]))
-    nodes, vectors = load_nodes(ports), load_vectors(ports)
+    nodes, vectors = Nodes(ports).nodes(), Nodes(ports).vectors()
     bonus = float(setting(ports, "merge_importance_bonus"))
     report = {"clusters": len(plans), "merged": 0, "absorbed": 0, "made_dead": 0}
     for cluster_id, labels, reply, shown in plans:
@@ -188,7 +187,7 @@ def consolidate_clusters(ports, *, embedder=None, runner=None):
         report["made_dead"] += outcome["made_dead"]
     if plans:
         recompute_centroids(nodes, vectors, {plan[0] for plan in plans})
-        save_graph(ports, nodes, vectors=vectors)
+        Nodes(ports).save_graph(nodes, vectors=vectors)
     if errors:
         report["errors"] = errors
         ports.log(f"{ports.name}: patrol consolidation failed for {len(errors)} cluster(s)")
@@ -254,7 +253,7 @@ def split_large_clusters(ports):
     limit = int(setting(ports, "split_min_active"))
     min_part = int(setting(ports, "split_min_part"))
     min_remaining = int(setting(ports, "split_min_remaining"))
-    nodes, clusters = load_nodes(ports), load_clusters(ports)
+    nodes, clusters = Nodes(ports).nodes(), Nodes(ports).clusters()
     sizes = {cid: len(cluster_members(nodes, cid, (ACTIVE,))) for cid in clusters}
     targets = sorted((cid for cid, size in sizes.items() if size > limit),
                      key=lambda cid: -sizes[cid])[: int(setting(ports, "split_max_clusters"))]
@@ -274,7 +273,7 @@ def split_large_clusters(ports):
             errors.append(f"{clusters[cluster_id]['name']}: {err}")
             continue
         plans.append((cluster_id, labels, reply))
-    nodes, clusters, vectors = load_nodes(ports), load_clusters(ports), load_vectors(ports)
+    nodes, clusters, vectors = Nodes(ports).nodes(), Nodes(ports).clusters(), Nodes(ports).vectors()
     created = []
     for cluster_id, labels, reply in plans:
         if cluster_id not in clusters:
@@ -285,7 +284,7 @@ def split_large_clusters(ports):
             recompute_centroids(nodes, vectors, [cluster_id, *new_ids])
             created += new_ids
     if created:
-        save_graph(ports, nodes, clusters, vectors)
+        Nodes(ports).save_graph(nodes, clusters, vectors)
     report = {"split": len({c for c, *_ in plans}), "created": len(created)}
     if errors:
         report["errors"] = errors
@@ -307,7 +306,7 @@ def merge_small_clusters(ports, *, embedder=None):
     """
     small = int(setting(ports, "small_cluster_max"))
     cut = node_vectors.threshold(ports, "cluster_threshold", embedder_or_none(ports, embedder))
-    nodes, clusters, vectors = load_nodes(ports), load_clusters(ports), load_vectors(ports)
+    nodes, clusters, vectors = Nodes(ports).nodes(), Nodes(ports).clusters(), Nodes(ports).vectors()
     report = {"deleted": 0, "merged_into_sibling": 0, "merged_into_root": 0}
     changed = False
     order = sorted(clusters.values(), key=lambda c: (c.get("created_at") or "", c["id"]))
@@ -351,5 +350,5 @@ def merge_small_clusters(ports, *, embedder=None):
         vectors["clusters"].pop(cluster_id, None)
         recompute_centroids(nodes, vectors, [target])
     if changed:
-        save_graph(ports, nodes, clusters, vectors)
+        Nodes(ports).save_graph(nodes, clusters, vectors)
     return report

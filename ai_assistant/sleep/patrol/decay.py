@@ -11,29 +11,28 @@ died ("eff_imp rose above" the threshold); a dying node whenever its eff_imp is 
 (in mechanical mode nothing else would ever finish dying).
 """
 
-from ai_assistant.memory import node_vectors
 from ai_assistant.memory.nodes import (
     ACTIVE,
     DEAD,
     DYING,
+    Nodes,
     effective_importance,
-    load_nodes,
+    recompute_centroids,
     setting,
 )
-from ai_assistant.plumbing import documents
-from ai_assistant.sleep.patrol.graph import save_graph
 
 
 def increment_session_counts(ports):
     """One more patrol cycle for every active node. Returns how many were counted."""
-    nodes = load_nodes(ports)
+    graph = Nodes(ports)
+    nodes = graph.nodes()
     count = 0
     for node in nodes.values():
         if node.get("status") == ACTIVE:
             node["session_count"] = int(node.get("session_count", 0)) + 1
             count += 1
     if count:
-        ports.state.set(documents.MEMORY_NODES, nodes)
+        graph.save_graph(nodes)
     return {"incremented": count}
 
 
@@ -41,7 +40,7 @@ def flag_dying_nodes(ports):
     """Active, unpinned nodes whose eff_imp is at or below the threshold start dying."""
     cut = float(setting(ports, "dying_threshold"))
     decay = float(setting(ports, "decay_sessions"))
-    nodes = load_nodes(ports)
+    nodes = Nodes(ports).nodes()
     dying = [
         node for node in nodes.values()
         if node.get("status") == ACTIVE and not node.get("pinned")
@@ -51,9 +50,9 @@ def flag_dying_nodes(ports):
         return {"dying": 0}
     for node in dying:
         node["status"] = DYING
-    vectors = node_vectors.load_vectors(ports)
-    node_vectors.recompute_centroids(nodes, vectors, {node.get("cluster_id") for node in dying})
-    save_graph(ports, nodes, vectors=vectors)
+    vectors = Nodes(ports).vectors()
+    recompute_centroids(nodes, vectors, {node.get("cluster_id") for node in dying})
+    Nodes(ports).save_graph(nodes, vectors=vectors)
     return {"dying": len(dying), "ids": [node["id"] for node in dying]}
 
 
@@ -64,7 +63,7 @@ def revive_nodes(ports):
     """
     cut = float(setting(ports, "dying_threshold"))
     decay = float(setting(ports, "decay_sessions"))
-    nodes = load_nodes(ports)
+    nodes = Nodes(ports).nodes()
     revived = []
     for node in nodes.values():
         status = node.get("status")
@@ -79,9 +78,9 @@ def revive_nodes(ports):
         revived.append(node)
     if not revived:
         return {"revived": 0}
-    vectors = node_vectors.load_vectors(ports)
-    node_vectors.recompute_centroids(nodes, vectors, {node.get("cluster_id") for node in revived})
-    save_graph(ports, nodes, vectors=vectors)
+    vectors = Nodes(ports).vectors()
+    recompute_centroids(nodes, vectors, {node.get("cluster_id") for node in revived})
+    Nodes(ports).save_graph(nodes, vectors=vectors)
     return {"revived": len(revived), "ids": [node["id"] for node in revived]}
 
 

@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory import nodes as nodes_model
 from ai_assistant.memory.audience import PUBLIC, visible_to
-from ai_assistant.memory.nodes import load_nodes, scene_to_text, setting
+from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.plumbing.quoting import defuse
@@ -65,7 +65,7 @@ def write_diary_and_think(ports):
     if ports.mechanical:
         return {"skipped": "mechanical mode"}
     pending = list(patrol_state(ports).get("diary_pending") or [])
-    nodes = load_nodes(ports)
+    nodes = Nodes(ports).nodes()
     # the diary and the think notes are for everyone: a scene told in private stays out
     scenes = [nodes[i] for i in pending if i in nodes and visible_to(nodes[i], PUBLIC)][-40:]
     if not scenes:

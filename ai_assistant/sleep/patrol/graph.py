@@ -1,6 +1,7 @@
 """
-The memory graph as a patrol step reads and writes it: the patrol's own state document, saving
-nodes, clusters and vectors together, and the embedder whose scale the thresholds follow.
+What every patrol step shares: the time as the graph stores it, the patrol's own state
+document, and the embedder whose scale the thresholds follow. The graph itself (nodes, clusters,
+vectors) is read and written through `memory.nodes.Nodes`.
 """
 
 from ai_assistant.memory import node_vectors
@@ -16,16 +17,6 @@ def now_iso(ports):
 def patrol_state(ports):
     """The "patrol_state" document (a copy to change and `set` back)."""
     return dict(ports.state.get(documents.PATROL_STATE, None) or {})
-
-
-def save_graph(ports, nodes=None, clusters=None, vectors=None):
-    """Write back whichever of the nodes, clusters and vectors documents a step changed."""
-    if nodes is not None:
-        ports.state.set(documents.MEMORY_NODES, nodes)
-    if clusters is not None:
-        ports.state.set(documents.MEMORY_CLUSTERS, clusters)
-    if vectors is not None:
-        node_vectors.save_vectors(ports, vectors)
 
 
 def embedder_or_none(ports, embedder):

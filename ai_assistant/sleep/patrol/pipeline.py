@@ -25,7 +25,7 @@ or on demand (`run_patrol`, for `@assistant/patrol <npc>`).
 
 from twisted.internet import defer
 
-from ai_assistant.memory.nodes import scene_notes
+from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.sleep.patrol.archive import bound_node_graph
 from ai_assistant.sleep.patrol.clusters import (
@@ -117,8 +117,9 @@ def run_patrol_if_due(ports):
         return defer.succeed({"skipped": "not asleep"})
     if patrol_state(ports).get("last_sleep") == sleep_started:
         return defer.succeed({"skipped": "already patrolled this sleep"})
-    has_notes = any(n.get("type", "scene") == "scene" for n in scene_notes(ports))
-    if not has_notes and not ports.state.get(documents.MEMORY_NODES, None):
+    graph = Nodes(ports)
+    has_notes = any(n.get("type", "scene") == "scene" for n in graph.scene_notes())
+    if not has_notes and not graph.stored():
         return defer.succeed({"skipped": "nothing to patrol"})
 
     def _record(report):

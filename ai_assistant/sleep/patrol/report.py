@@ -3,7 +3,7 @@ The memory patrol and the memory graph as text for admins (`@assistant/patrol`,
 `@assistant/nodes`).
 """
 
-from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, cluster_members
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, cluster_members
 from ai_assistant.plumbing import documents
 
 # The report's steps in patrol order, with their titles.
@@ -60,9 +60,8 @@ def format_nodes_overview(ports):
     Returns:
         str: Readable lines.
     """
-    nodes = ports.state.get(documents.MEMORY_NODES, None) or {}
-    clusters = ports.state.get(documents.MEMORY_CLUSTERS, None) or {}
-    notes = ports.state.get(documents.SCENE_NOTES, None) or []
+    graph = Nodes(ports)
+    nodes, clusters, notes = graph.stored(), graph.clusters(), graph.scene_notes()
     scene = [n for n in notes if n.get("type", "scene") == "scene"]
     failed = sum(1 for n in scene if n.get("status") == PARSE_FAILED)
     counts = {status: 0 for status in (ACTIVE, DYING, DEAD)}

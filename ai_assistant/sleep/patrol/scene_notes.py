@@ -14,11 +14,17 @@ from twisted.internet import defer
 from ai_assistant.memory import node_vectors
 from ai_assistant.memory import nodes as nodes_model
 from ai_assistant.memory.audience import PUBLIC, audience_of
-from ai_assistant.memory.nodes import PARSE_FAILED, SceneError, scene_notes, setting
+from ai_assistant.memory.nodes import (
+    PARSE_FAILED,
+    Nodes,
+    SceneError,
+    recompute_centroids,
+    setting,
+)
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.plumbing.quoting import defuse
-from ai_assistant.sleep.patrol.graph import embedder_or_none, now_iso, patrol_state, save_graph
+from ai_assistant.sleep.patrol.graph import embedder_or_none, now_iso, patrol_state
 from ai_assistant.sleep.patrol.prompts import CLASSIFY_PROMPT, REPAIR_PROMPT, ask_json
 
 
@@ -35,7 +41,7 @@ def repair_failed_notes(ports):
         return repaired
     limit = int(setting(ports, "repair_max_per_patrol"))
     candidates = []
-    for note in scene_notes(ports):
+    for note in Nodes(ports).scene_notes():
         if note.get("type", "scene") != "scene" or note.get("status") != PARSE_FAILED:
             continue
         try:  # edited since it failed: nothing to repair
@@ -92,7 +98,7 @@ def _parse_notes(ports, repaired):
     """
     default_importance = float(setting(ports, "default_importance"))
     prepared, failed = [], {}
-    for note in scene_notes(ports):
+    for note in Nodes(ports).scene_notes():
         if note.get("type", "scene") != "scene":
             continue
         text = repaired.get(note["id"], note.get("text"))
@@ -119,7 +125,7 @@ def _match_clusters(ports, matrix, embedder):
         nodes that matched none.
     """
     cut = node_vectors.threshold(ports, "cluster_threshold", embedder_or_none(ports, embedder))
-    vectors = node_vectors.load_vectors(ports)
+    vectors = Nodes(ports).vectors()
     targets, unmatched = [None] * len(matrix), []
     for position, vector in enumerate(matrix):
         cluster_id, score = node_vectors.best_cluster(vectors, vector)
@@ -139,9 +145,9 @@ def _file_nodes(ports, prepared, matrix, targets, root_of, report):
         set: The ids of the notes converted (now nodes).
     """
     stamp = now_iso(ports)
-    nodes = nodes_model.load_nodes(ports)
-    clusters = nodes_model.load_clusters(ports)
-    vectors = node_vectors.load_vectors(ports)
+    nodes = Nodes(ports).nodes()
+    clusters = Nodes(ports).clusters()
+    vectors = Nodes(ports).vectors()
     vectors["dims"] = int(matrix.shape[1])
     converted, affected = set(), set()
     for position, node in enumerate(prepared):
@@ -161,8 +167,8 @@ def _file_nodes(ports, prepared, matrix, targets, root_of, report):
         vectors["nodes"][node["id"]] = node_vectors.encode_vector(matrix[position])
         affected.add(cluster_id)
         report["converted"] += 1
-    node_vectors.recompute_centroids(nodes, vectors, affected)
-    save_graph(ports, nodes, clusters, vectors)
+    recompute_centroids(nodes, vectors, affected)
+    Nodes(ports).save_graph(nodes, clusters, vectors)
     state = patrol_state(ports)
     pending = list(state.get("diary_pending") or [])
     state["diary_pending"] = pending + [i for i in converted if i not in pending]
@@ -180,7 +186,7 @@ def _keep_unconverted(ports, notes, converted, failed):
             note.update(status=PARSE_FAILED, error=failed[note["id"]])
         kept.append(note)
     if len(kept) != len(notes) or failed:
-        ports.state.set(documents.SCENE_NOTES, kept)
+        Nodes(ports).replace_scene_notes(kept)
 
 
 @defer.inlineCallbacks
@@ -204,7 +210,7 @@ def convert_scene_notes(ports, *, embedder=None, runner=None):
         roots = yield classify_actions(ports, [prepared[position] for position in unmatched])
         root_of = dict(zip(unmatched, roots, strict=True))
     # -- every yield is done: read, change and write state
-    notes = scene_notes(ports)
+    notes = Nodes(ports).scene_notes()
     converted = set()
     if prepared:
         converted = _file_nodes(ports, prepared, matrix, targets, root_of, report)
