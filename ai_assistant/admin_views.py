@@ -11,7 +11,6 @@ import textwrap
 
 from evennia.utils.ansi import raw
 
-from ai_assistant.plumbing import documents
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import SCOPED, ToolCategory, execute_tool
 
@@ -167,7 +166,7 @@ class AdminViews:
             return
         from ai_assistant.workspace.goals import format_goal_tree
 
-        goals = npc.assistant.ports().state.get(documents.CURRENT_GOALS) or []
+        goals = npc.assistant.goals.all()
         self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
 
     def do_projects(self):
@@ -176,7 +175,7 @@ class AdminViews:
             return
         from ai_assistant.workspace.projects import format_projects
 
-        doc = npc.assistant.ports().state.get(documents.PROJECTS)
+        doc = npc.assistant.projects.document()
         self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
 
     def do_reflect(self):
@@ -222,7 +221,8 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+        from ai_assistant.sleep.patrol import run_patrol
+        from ai_assistant.workspace.status import format_patrol_report
 
         caller = self.caller
         caller.msg(f"{npc.key} patrols its memories...")
@@ -235,7 +235,7 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol.report import format_nodes_overview
+        from ai_assistant.workspace.status import format_nodes_overview
 
         self.caller.msg(format_nodes_overview(npc.assistant.ports()))
 

@@ -41,13 +41,15 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
+from ai_assistant.workspace.goals import Goals
 from ai_assistant.workspace.loop_state import LoopState
+from ai_assistant.workspace.mode import Mode
+from ai_assistant.workspace.projects import Projects
+from ai_assistant.workspace.session_memory import SessionMemory
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
 TOOL_CMDSET_KEY = "AssistantToolCmdSet"
-MODES = ("awake", "sleep")
-MODE_HISTORY_LENGTH = 20
 
 
 def is_assistant(obj):
@@ -308,9 +310,29 @@ class AssistantHandler:
         return MemoryLinks(self.ports())
 
     @property
+    def mode(self):
+        """Its mode and sleep state (`workspace.mode.Mode`)."""
+        return Mode(self.ports())
+
+    @property
+    def goals(self):
+        """Its goals (`workspace.goals.Goals`)."""
+        return Goals(self.ports())
+
+    @property
+    def projects(self):
+        """Its projects (`workspace.projects.Projects`)."""
+        return Projects(self.ports())
+
+    @property
+    def session(self):
+        """Its session memory (`workspace.session_memory.SessionMemory`)."""
+        return SessionMemory(self.ports())
+
+    @property
     def operating_mode(self):
         """The operating mode: "awake" or "sleep"."""
-        return self.ports().state.get(documents.OPERATING_MODE) or "awake"
+        return self.mode.current()
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -327,19 +349,11 @@ class AssistantHandler:
         Returns:
             bool: False if already in `target`.
         """
-        if target not in MODES:
-            raise ValueError(f"unknown mode {target!r}")
         ports = self.ports()
-        state = ports.state
-        current = state.get(documents.OPERATING_MODE) or "awake"
-        if current == target:
+        current = Mode(ports).switch(target, reason)
+        if current is None:
             return False
-        state.set(documents.OPERATING_MODE, target)
-        history = list(state.get(documents.MODE_HISTORY) or [])
-        history.append({"from": current, "to": target, "reason": reason,
-                        "time": iso(ports.clock.now())})
-        state.set(documents.MODE_HISTORY, history[-MODE_HISTORY_LENGTH:])
-        state.flush()  # a mode change (and all before it) reaches the database at once
+        ports.state.flush()  # a mode change (and all before it) reaches the database at once
         if self.script:
             self.script.subscribe()
         logger.log_info(f"[ai_assistant] {self.obj.key}: {current} -> {target} ({reason})")
@@ -457,9 +471,7 @@ class AssistantHandler:
         """An awake tick: a sleep request or the schedule first, then what was heard."""
         from ai_assistant.sleep import modes
 
-        awake = dict(ports.state.get(documents.AWAKE_STATE) or {})
-        awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
-        ports.state.set(documents.AWAKE_STATE, awake)
+        Mode(ports).count_awake_tick()
         if modes.take_sleep_request(ports, self.set_mode):
             return None
         should_sleep, target, reason = modes.check_sleep_schedule(ports)

@@ -34,9 +34,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
 from ai_assistant.plumbing.settings import Settings
+from ai_assistant.workspace.mode import Mode
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -137,7 +137,7 @@ def measure_size(size, repeat):
     def sleep_tick(_):
         run_sleep_tick(ports, lambda target, reason: None).addBoth(reports.append)
 
-    ports.state.set(documents.OPERATING_MODE, "sleep")
+    Mode(ports).switch("sleep", "benchmark")
     result["sleep_tick"] = timed(sleep_tick, max(5, repeat // 4))
     failures = [r for r in reports if not isinstance(r, dict)]
     if failures:

@@ -291,7 +291,8 @@ def test_the_diary_keeps_its_last_days():
 
 
 def test_the_patrol_keeps_the_graph_within_its_bound():
-    from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+    from ai_assistant.sleep.patrol import run_patrol
+    from ai_assistant.workspace.status import format_patrol_report
 
     ports = make_ports(overrides={"nodes.max_nodes": 2})
     _graph(ports, [(DEAD, False), (ACTIVE, False), (ACTIVE, False), (DEAD, False)])

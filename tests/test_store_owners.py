@@ -25,22 +25,8 @@ CONSTANTS = {name: value for name, value in vars(documents).items()
 # name here once its owner is the only module that names it (the last test keeps this honest).
 NOT_YET_OWNED = {
 
-    # modes and sleep, the shell's own documents, workspace, patrol, sleep reports
-    "OPERATING_MODE",
-    "SLEEP_PHASE",
-    "SLEEP_STATE",
-    "TICK_COUNT",
-    "SKIPPED_TICKS",
+    # the shell's own documents
     "CONFIG_OVERRIDES",
-    "MODE_HISTORY",
-    "LAST_SLEEP_TICK",
-    "AWAKE_STATE",
-    "SLEEP_REQUEST",
-    "PROJECTS",
-    "CURRENT_GOALS",
-    "PATROL_STATE",
-    "DIARY",
-    "THINK_NOTES",
 }
 
 
