@@ -10,6 +10,7 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 
 import copy
 import pickle
+import uuid
 from base64 import b64decode
 
 from evennia.utils import logger
@@ -356,15 +357,10 @@ class LazySemanticStore:
 
 
 def semantic_data_dir():
-    """The game's folder for the semantic tier: `<game>/server/ai_assistant_data`."""
-    import os
+    """The semantic tier's folder: the data folder of this database (`game_data`)."""
+    from ai_assistant.game_data import data_folder
 
-    from django.conf import settings as django_settings
-
-    from ai_assistant.memory.longterm.mem0_store import DATA_FOLDER
-
-    return os.path.join(getattr(django_settings, "GAME_DIR", None) or os.getcwd(), "server",
-                        DATA_FOLDER)
+    return data_folder()
 
 
 def semantic_store(settings, key, log, runtime):
@@ -377,6 +373,26 @@ def semantic_store(settings, key, log, runtime):
     if not settings.get("memory.enabled"):
         return None
     return runtime.cache("semantic_store", lambda: LazySemanticStore(settings, key, log))
+
+
+def memory_scope(character):
+    """
+    The id that scopes the NPC's long-term memories (mem0's user_id), drawn if it has none.
+
+    Random, so that a database that reuses object ids never hands a new assistant an old one's
+    memories; kept as long as the NPC has it (a typeclass swapped away and back included).
+
+    Args:
+        character (AssistantMixin): The NPC.
+
+    Returns:
+        str: `assistant_<random hex>`.
+    """
+    scope = character.attributes.get(documents.MEMORY_SCOPE)
+    if not scope:
+        scope = f"assistant_{uuid.uuid4().hex}"
+        character.attributes.add(documents.MEMORY_SCOPE, scope)
+    return scope
 
 
 def npc_overrides(character):
@@ -393,6 +409,12 @@ def store_overrides(character, overrides):
         overrides (dict): `{dotted key: value}`, each checked by the caller (`validate`).
     """
     character.attributes.add(documents.CONFIG_OVERRIDES, dict(overrides))
+
+
+def keep_or_start_overrides(character):
+    """Give a new assistant empty `@assistant/config` overrides; keep those it has."""
+    if not character.attributes.has(documents.CONFIG_OVERRIDES):
+        store_overrides(character, {})
 
 
 def overrides_attribute(overrides):
@@ -464,8 +486,7 @@ def build_ports(character, *, runtime):
         log_to_server(f"{character.key}: ignored setting {problem['key']} = "
                       f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
-    # an assistant made before scopes were stored gets its own from the handler
-    key = straight[documents.MEMORY_SCOPE] or character.assistant.memory_scope
+    key = straight[documents.MEMORY_SCOPE] or memory_scope(character)
     return AssistantPorts(
         key=key,
         name=character.key,

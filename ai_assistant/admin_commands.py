@@ -20,7 +20,6 @@ from ai_assistant.admin_texts import (
     persona_versions_text,
 )
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError, Settings, validate
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import execute_tool
@@ -263,7 +262,7 @@ class CmdAssistant(MuxCommand):
             return
         if persona:
             set_persona(npc, persona, f"admin {caller.key}", "given at creation")
-        interval = npc.assistant.script.attributes.get(documents.TICKER_INTERVAL)
+        interval = npc.assistant.script.ticker_interval
         with_persona = " with your persona" if persona else ""
         caller.msg(f"Created assistant {npc.key} ({npc.dbref}){with_persona}: awake, ticking "
                    f"every {interval}s. Describe it with @desc {npc.key} = <description>.")
@@ -328,7 +327,7 @@ class CmdAssistant(MuxCommand):
 
         enter_sleep(assistant.ports(), f"admin {self.caller.key}", assistant.set_mode)
         assistant.script.poke()
-        interval = assistant.script.attributes.get(documents.TICKER_INTERVAL)
+        interval = assistant.script.ticker_interval
         self.caller.msg(f"{npc.key} is now asleep (phase: compacting; ticker {interval}s).")
 
     def do_wake(self):

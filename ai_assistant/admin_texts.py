@@ -7,6 +7,8 @@ to send. Nothing here reads the command line or answers anyone.
 import json
 import textwrap
 
+from evennia.utils.ansi import raw
+
 from ai_assistant.tools.registry import SCOPED, ToolCategory
 
 TOOL_TEXT_WIDTH = 78
@@ -115,10 +117,12 @@ def format_tools(npc, registry):
         # least agency (tools.agency): a lasting tool never runs on a player's word
         reach = "players' turns too" if tool.reach == SCOPED else "own turns and admins only"
         lines.append(f"  |c{tool.name}|n ({tool.category.value}; {reach}){marker}")
-        # the whole description, wrapped at word boundaries, never cut
+        # the whole description, wrapped at word boundaries, never cut; shown as written: a
+        # "|" in it ("high|medium|low") is text, not the start of a colour code
         for paragraph in " ".join(tool.description.split()).split("\n"):
-            lines += textwrap.wrap(paragraph, TOOL_TEXT_WIDTH, initial_indent="      ",
-                                   subsequent_indent="      ")
-        lines += textwrap.wrap(f"arguments: {tool_arguments(tool)}", TOOL_TEXT_WIDTH,
-                               initial_indent="      ", subsequent_indent="        ")
+            lines += [raw(line) for line in textwrap.wrap(
+                paragraph, TOOL_TEXT_WIDTH, initial_indent="      ", subsequent_indent="      ")]
+        lines += [raw(line) for line in textwrap.wrap(
+            f"arguments: {tool_arguments(tool)}", TOOL_TEXT_WIDTH, initial_indent="      ",
+            subsequent_indent="        ")]
     return "\n".join(lines)

@@ -8,7 +8,6 @@ NPC's name, room and ticker).
 import json
 
 from ai_assistant.adapters import npc_overrides
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import mask_secret
 from ai_assistant.workspace.status import settings_problem_lines, status_text
 
@@ -24,7 +23,7 @@ def format_status(npc):
     script = npc.assistant.script
     heading = (f"|w{npc.key}|n ({npc.dbref}) in "
                f"{npc.location.key if npc.location else 'nowhere'}")
-    interval = script.attributes.get(documents.TICKER_INTERVAL) if script else None
+    interval = script.ticker_interval if script else None
     return status_text(npc.assistant.ports(), heading, interval)
 
 
