@@ -23,7 +23,8 @@ from ai_assistant.memory.semantic import COLLECTION, make_semantic_store
 from ai_assistant.memory.vector_collections import collection_name
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
-pytestmark = pytest.mark.core
+# the embedded layout itself: skipped where tests/memory_store.py keeps memories in PostgreSQL
+pytestmark = [pytest.mark.core, pytest.mark.embedded_store_only]
 
 ASSISTANTS = 100
 TRADES = ("baker", "smith", "miller", "weaver", "fisher", "tanner", "cooper", "mason", "potter",

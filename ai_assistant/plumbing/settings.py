@@ -141,6 +141,8 @@ DEFAULTS = {
         "link_similarity": 0.7,
         "link_batch": 5,
         "mem0": {},
+        # "embedded" (qdrant files under server/) or "postgres" (memory/pgvector_store.py)
+        "store": "embedded", "postgres_url": "", "postgres_database": "default",
         # Dreaming links memories at least this important; each gets at most this many links.
         "link_min_importance": 5,
         "link_max_per_memory": 5,
@@ -297,7 +299,8 @@ RANGES = {
     "journal.context_weight": (0.0, 100.0), "journal.time_boost": (0.0, 100.0),
     "journal.embedding_weight": (0.0, 1.0), "journal.feedback_docs": (0, 100),
     "journal.feedback_terms": (0, 100), "journal.feedback_weight": (0.0, 10.0),
-    "journal.fusion": ("score", "rrf"), "journal.relevance_gate": (0.0, 1.0),
+    "journal.fusion": ("score", "rrf"), "memory.store": ("embedded", "postgres"),
+    "journal.relevance_gate": (0.0, 1.0),
     "journal.rerank_pool": (0, 100_000), "reflection.threshold": (1, BIG),
     "reflection.questions": (1, 20), "reflection.evidence_per_question": (1, 1000),
     "reflection.max_prompt_entries": (1, 10_000), "memory.min_importance": (0, 10),
