@@ -326,7 +326,8 @@ class LazySemanticStore:
                 waiter.errback(failure)
 
         run_cpu_bound(make_semantic_store, self._settings, semantic_data_dir(), self._key,
-                     log=self._log).addCallbacks(_opened, _failed)
+                      log=self._log, database=game_database(self._settings),
+                      ).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):
         return self._ready().addCallback(lambda store: getattr(store, method)(*args, **kwargs))
@@ -363,6 +364,13 @@ def semantic_data_dir():
 
     return os.path.join(getattr(django_settings, "GAME_DIR", None) or os.getcwd(), "server",
                         DATA_FOLDER)
+
+
+def game_database(settings):
+    """The game's Django database the postgres memory store may use (`memory.postgres_database`)."""
+    from django.conf import settings as django_settings
+
+    return dict(django_settings.DATABASES.get(settings.get("memory.postgres_database")) or {})
 
 
 def semantic_store(settings, key, log, runtime):
