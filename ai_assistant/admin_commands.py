@@ -100,6 +100,8 @@ class CmdAssistant(AdminViews, MuxCommand):
       @assistant/config <npc> [= key value]  - show or set a per-NPC setting
       @assistant/journal <npc> [= <query>]   - recent journal entries, or a scored search
       @assistant/memory <npc> = <query>      - semantic recall (mem0), with scores and trust
+      @assistant/memory/move = postgres      - move every assistant's memories to PostgreSQL
+                                               (= embedded moves them back); game keeps running
       @assistant/goals <npc>                 - the goal tree with progress
       @assistant/projects <npc>              - project slots
       @assistant/reflect <npc>               - run a reflection now
@@ -131,7 +133,7 @@ class CmdAssistant(AdminViews, MuxCommand):
                       "goals", "projects", "reflect", "profile", "patrol", "nodes", "tools",
                       "tool")
     # switches that only modify another: /wake/force
-    modifiers = {"force": "wake", "history": "persona", "revert": "persona"}
+    modifiers = {"force": "wake", "history": "persona", "revert": "persona", "move": "memory"}
 
     def func(self):
         switches = [name for name in self.switches if name not in self.modifiers]

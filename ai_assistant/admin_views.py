@@ -134,6 +134,11 @@ class AdminViews:
         self.caller.msg("\n".join(lines))
 
     def do_memory(self):
+        if "move" in self.switches:  # every assistant's memories to another store
+            from ai_assistant.admin_memory_move import start_move
+
+            start_move(self.caller, self.rhs)
+            return
         npc = self._npc()
         if not npc:
             return
