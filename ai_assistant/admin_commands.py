@@ -14,6 +14,7 @@ from ai_assistant.admin_views import AdminViews, format_json
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError, Settings, validate
+from ai_assistant.reports import HIDDEN_SETTINGS
 
 MAX_NAME_LENGTH = 40
 RESET_WORD = "default"  # `/config <npc> = <key> default` and `/persona <npc> = default`
@@ -343,7 +344,7 @@ class CmdAssistant(AdminViews, MuxCommand):
                 self.caller.msg(f"{npc.key}: not changed: {err}.")
                 return
             overrides[key] = value
-            shown = "(hidden)" if key == "llm.api_key" else format_json(value)
+            shown = "(hidden)" if key in HIDDEN_SETTINGS else format_json(value)
             message = f"{npc.key}: {key} = {shown}"
         npc.attributes.add(documents.CONFIG_OVERRIDES, overrides)
         npc.assistant.reset()

@@ -6,6 +6,9 @@ import json
 
 from ai_assistant.plumbing import documents
 
+# settings whose value may hold a password: never echoed in game
+HIDDEN_SETTINGS = ("llm.api_key", "memory.postgres_url")
+
 
 def mask_secret(secret):
     """Show a key's shape, never the key: `sk-...abcd`."""
@@ -116,7 +119,7 @@ def format_config(npc):
     settings = npc.assistant.ports().settings
     llm = dict(settings.get("llm"))
     llm["api_key"] = mask_secret(llm.get("api_key"))
-    shown = {key: ("(hidden)" if key == "llm.api_key" else value)
+    shown = {key: ("(hidden)" if key in HIDDEN_SETTINGS else value)
              for key, value in overrides.items()}
     lines = [
         f"|wConfig of {npc.key}|n",

@@ -57,3 +57,22 @@ class TestMemoryMoveCommand(EvenniaCommandTest):
             out = self.call(CmdAssistant(), "/memory/move = postgres")
         assert "The move stopped" in out and "not PostgreSQL" in out
         assert "Traceback" not in out
+
+    def test_the_database_url_is_never_echoed(self):
+        from evennia.utils import create
+
+        from ai_assistant.admin_commands import all_assistants
+        from ai_assistant.typeclasses import AssistantCharacter
+
+        create.create_object(AssistantCharacter, key="Ada", location=self.room1,
+                             home=self.room1)
+        try:
+            out = self.call(CmdAssistant(),
+                            "/config Ada = memory.postgres_url postgresql://u:pw1234@db/mem")
+            shown = self.call(CmdAssistant(), "/config Ada")
+        finally:
+            for npc in all_assistants():
+                if npc.assistant.script:
+                    npc.assistant.script.unsubscribe()
+        assert "memory.postgres_url = (hidden)" in out
+        assert "pw1234" not in out + shown and "(hidden)" in shown
