@@ -53,7 +53,9 @@ class TestMemoryMoveCommand(EvenniaCommandTest):
     def test_bad_requests_get_a_clear_message(self):
         out = self.call(CmdAssistant(), "/memory/move = redis")
         assert out.startswith("Usage: @assistant/memory/move = postgres")
-        with override_settings(AI_ASSISTANT={"memory": {"postgres_url": ""}}):
+        # no URL, and a game database that is not PostgreSQL (on any run: an alias it lacks)
+        with override_settings(AI_ASSISTANT={"memory": {"postgres_url": "",
+                                                        "postgres_database": "absent"}}):
             out = self.call(CmdAssistant(), "/memory/move = postgres")
         assert "The move stopped" in out and "not PostgreSQL" in out
         assert "Traceback" not in out
