@@ -306,7 +306,7 @@ class LazySemanticStore:
     def _open(self):
         from twisted.internet import reactor
 
-        from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+        from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
         from ai_assistant.plumbing.threads import run_cpu_bound
 
         if not _shutdown_hooked:
@@ -360,7 +360,7 @@ def semantic_data_dir():
 
     from django.conf import settings as django_settings
 
-    from ai_assistant.memory.semantic import DATA_FOLDER
+    from ai_assistant.memory.longterm.mem0_store import DATA_FOLDER
 
     return os.path.join(getattr(django_settings, "GAME_DIR", None) or os.getcwd(), "server",
                         DATA_FOLDER)

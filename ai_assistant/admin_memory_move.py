@@ -1,6 +1,6 @@
 """
 `@assistant/memory/move = postgres` (or `= embedded`): move every assistant's long-term memories
-between the embedded store and PostgreSQL while the game runs (`memory/store_move.py`).
+between the embedded store and PostgreSQL while the game runs (`memory/longterm/store_move.py`).
 
 The move runs in a worker thread and joins the game's own embedded store, so assistants keep
 talking, journaling and recalling meanwhile; the admin hears when it starts and what the check
@@ -25,7 +25,7 @@ MOVE_RUNNER = _default_runner  # tests run it synchronously
 
 
 def _move(direction, tree, data_dir, database):
-    from ai_assistant.memory.store_move import move_memories, open_stores
+    from ai_assistant.memory.longterm.store_move import move_memories, open_stores
 
     embedded, postgres, close = open_stores(tree, data_dir, database)
     try:

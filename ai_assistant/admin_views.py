@@ -9,7 +9,6 @@ uses the command's `caller`, `rhs` and `_npc()`.
 import json
 import textwrap
 
-from ai_assistant.plumbing import documents
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import SCOPED, ToolCategory, execute_tool
 
@@ -146,11 +145,11 @@ class AdminViews:
             self.caller.msg("Usage: @assistant/memory <npc> = <query>")
             return
         ports = npc.assistant.ports()
-        if ports.semantic is None:
+        if not npc.assistant.memories.available:
             self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
                             "off). Try @assistant/journal instead.")
             return
-        from ai_assistant.memory.semantic_recall import (
+        from ai_assistant.memory.recall.long_term import (
             format_memory_results,
             retrieve_relevant_memories,
         )
@@ -168,7 +167,7 @@ class AdminViews:
             return
         from ai_assistant.workspace.goals import format_goal_tree
 
-        goals = npc.assistant.ports().state.get(documents.CURRENT_GOALS) or []
+        goals = npc.assistant.goals.all()
         self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
 
     def do_projects(self):
@@ -177,7 +176,7 @@ class AdminViews:
             return
         from ai_assistant.workspace.projects import format_projects
 
-        doc = npc.assistant.ports().state.get(documents.PROJECTS)
+        doc = npc.assistant.projects.document()
         self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
 
     def do_reflect(self):
@@ -223,7 +222,8 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+        from ai_assistant.sleep.patrol import run_patrol
+        from ai_assistant.workspace.status import format_patrol_report
 
         caller = self.caller
         caller.msg(f"{npc.key} patrols its memories...")
@@ -236,7 +236,7 @@ class AdminViews:
         npc = self._npc()
         if not npc:
             return
-        from ai_assistant.sleep.patrol.report import format_nodes_overview
+        from ai_assistant.workspace.status import format_nodes_overview
 
         self.caller.msg(format_nodes_overview(npc.assistant.ports()))
 

@@ -41,7 +41,7 @@ def log_folder():
     """`<game>/server/ai_assistant_data/state_log`."""
     from django.conf import settings as django_settings
 
-    from ai_assistant.memory.semantic import DATA_FOLDER
+    from ai_assistant.memory.longterm.mem0_store import DATA_FOLDER
 
     game = getattr(django_settings, "GAME_DIR", None) or os.getcwd()
     return os.path.join(game, "server", DATA_FOLDER, FOLDER)

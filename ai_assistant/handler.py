@@ -32,6 +32,8 @@ from ai_assistant.agent import perception
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
@@ -39,12 +41,14 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
+from ai_assistant.workspace.goals import Goals
 from ai_assistant.workspace.loop_state import LoopState
+from ai_assistant.workspace.mode import Mode
+from ai_assistant.workspace.projects import Projects
+from ai_assistant.workspace.session_memory import SessionMemory
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
-MODES = ("awake", "sleep")
-MODE_HISTORY_LENGTH = 20
 
 
 def is_assistant(obj):
@@ -109,8 +113,8 @@ class AssistantHandler:
         Returns:
             Deferred or None: Fires with the count deleted; None when memory is off.
         """
-        store = self.ports().semantic
-        if store is None:
+        memories = self.memories
+        if not memories.available:
             return None
         name, scope = self.obj.key, self.memory_scope
 
@@ -122,7 +126,7 @@ class AssistantHandler:
             logger.log_err(f"[ai_assistant] {name}: could not delete the memories of {scope}: "
                            f"{failure.getErrorMessage()}")
 
-        return store.delete_all().addCallbacks(_done, _failed)
+        return memories.forget_all().addCallbacks(_done, _failed)
 
     def ports(self):
         """The core's ports for this NPC, cached until its config changes (`reset`)."""
@@ -234,9 +238,39 @@ class AssistantHandler:
         return Persona(self.ports())
 
     @property
+    def memories(self):
+        """Its long-term memories (`memory.longterm.memories.Memories`): add, search, correct."""
+        return Memories(self.ports())
+
+    @property
+    def memory_links(self):
+        """The links of its long-term memories (`memory.longterm.links.MemoryLinks`)."""
+        return MemoryLinks(self.ports())
+
+    @property
+    def mode(self):
+        """Its mode and sleep state (`workspace.mode.Mode`)."""
+        return Mode(self.ports())
+
+    @property
+    def goals(self):
+        """Its goals (`workspace.goals.Goals`)."""
+        return Goals(self.ports())
+
+    @property
+    def projects(self):
+        """Its projects (`workspace.projects.Projects`)."""
+        return Projects(self.ports())
+
+    @property
+    def session(self):
+        """Its session memory (`workspace.session_memory.SessionMemory`)."""
+        return SessionMemory(self.ports())
+
+    @property
     def operating_mode(self):
         """The operating mode: "awake" or "sleep"."""
-        return self.ports().state.get(documents.OPERATING_MODE) or "awake"
+        return self.mode.current()
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -253,19 +287,11 @@ class AssistantHandler:
         Returns:
             bool: False if already in `target`.
         """
-        if target not in MODES:
-            raise ValueError(f"unknown mode {target!r}")
         ports = self.ports()
-        state = ports.state
-        current = state.get(documents.OPERATING_MODE) or "awake"
-        if current == target:
+        current = Mode(ports).switch(target, reason)
+        if current is None:
             return False
-        state.set(documents.OPERATING_MODE, target)
-        history = list(state.get(documents.MODE_HISTORY) or [])
-        history.append({"from": current, "to": target, "reason": reason,
-                        "time": iso(ports.clock.now())})
-        state.set(documents.MODE_HISTORY, history[-MODE_HISTORY_LENGTH:])
-        state.flush()  # a mode change (and all before it) reaches the database at once
+        ports.state.flush()  # a mode change (and all before it) reaches the database at once
         if self.script:
             self.script.subscribe()
         logger.log_info(f"[ai_assistant] {self.obj.key}: {current} -> {target} ({reason})")
@@ -383,9 +409,7 @@ class AssistantHandler:
         """An awake tick: a sleep request or the schedule first, then what was heard."""
         from ai_assistant.sleep import modes
 
-        awake = dict(ports.state.get(documents.AWAKE_STATE) or {})
-        awake["awake_ticks"] = awake.get("awake_ticks", 0) + 1
-        ports.state.set(documents.AWAKE_STATE, awake)
+        Mode(ports).count_awake_tick()
         if modes.take_sleep_request(ports, self.set_mode):
             return None
         should_sleep, target, reason = modes.check_sleep_schedule(ports)

@@ -19,6 +19,7 @@ from twisted.internet import defer, reactor
 from ai_assistant import durability
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin
 from ai_assistant.plumbing import documents
+from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
 
 
 class AssistantScript(DefaultScript):
@@ -34,9 +35,7 @@ class AssistantScript(DefaultScript):
         self.key = SCRIPT_KEY
         self.desc = "Drives an AI assistant's awake and sleep ticks"
         self.persistent = True
-        for document in (documents.OPERATING_MODE, documents.SLEEP_PHASE, documents.TICK_COUNT,
-                         documents.SKIPPED_TICKS, documents.TICKER_INTERVAL,
-                         documents.MODE_HISTORY):
+        for document in (*SCRIPT_DOCUMENTS, documents.TICKER_INTERVAL):
             self.attributes.add(document, document.default())
 
     # --- ticker ---------------------------------------------------------------------------
@@ -123,9 +122,9 @@ class AssistantScript(DefaultScript):
         ports = assistant.ports()
         state = ports.state
         if self.ndb.busy:
-            state.set(documents.SKIPPED_TICKS, (state.get(documents.SKIPPED_TICKS) or 0) + 1)
+            assistant.mode.skip_tick()
             return None
-        state.set(documents.TICK_COUNT, (state.get(documents.TICK_COUNT) or 0) + 1)
+        assistant.mode.record_tick()
         # flush every few awake ticks (a minute at 5 s) and every sleep tick (one a minute).
         # The ticks since the last flush are counted in ndb: a stored counter would be rolled
         # back by the very crash it is meant to limit, and a server crashing more often than a

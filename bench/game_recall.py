@@ -233,9 +233,12 @@ class Game:
 
     def memories(self):
         """`{memory id: (entry id, text)}` of every memory in the assistant's mem0 store."""
-        if self.ports.semantic is None:
+        from ai_assistant.memory.longterm.memories import Memories
+
+        memories = Memories(self.ports)
+        if not memories.available:
             return {}
-        found = settle(self.ports.semantic.list(limit=1_000_000)) or []
+        found = settle(memories.list(limit=1_000_000)) or []
         return {item["id"]: ((item.get("metadata") or {}).get("entry_id"), item.get("memory"))
                 for item in found}  # fmt: skip
 
@@ -541,7 +544,7 @@ def run(args, log=print):
                 figures.extend(found)
                 conversations.append(summary)
         finally:
-            from ai_assistant.memory.semantic import close_all_stores
+            from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
             close_all_stores()
     document = summarise(figures, conversations, time.perf_counter() - started)

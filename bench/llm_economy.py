@@ -110,10 +110,10 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     from twisted.python.failure import Failure
 
     from ai_assistant.memory.journal import Journal
-    from ai_assistant.memory.links import get_links
+    from ai_assistant.memory.longterm.links import MemoryLinks
+    from ai_assistant.memory.longterm.mem0_store import make_semantic_store
     from ai_assistant.memory.persona import is_self_referential
     from ai_assistant.memory.reflection_state import ReflectionState
-    from ai_assistant.memory.semantic import make_semantic_store
     from ai_assistant.plumbing.llm import LLMClient
     from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
     from ai_assistant.plumbing.settings import DEFAULTS, Settings
@@ -168,7 +168,7 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
         store.list(limit=10000).addBoth(memories.append)
         memories = memories[0]
         reflections = ReflectionState(ports).current()["reflection_count"]
-        linked = {entry_id for record in get_links(ports).values()
+        linked = {entry_id for record in MemoryLinks(ports).records().values()
                   for entry_id in record.get("journal_ids") or ()}  # fmt: skip
     finally:
         store.close()
@@ -215,7 +215,7 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
 def run(entries=100, log=print):
     from scripted_llm import ScriptedLLMServer
 
-    from ai_assistant.memory.semantic import close_all_stores
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
     configurations = {
         "seed: one scoring call per entry": {"journal.scoring_max_per_tick": 1,

@@ -244,7 +244,7 @@ def sync_runner(func, *args, **kwargs):
 
 
 def open_store(folder, key):
-    from ai_assistant.memory.semantic import make_semantic_store
+    from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 
     settings = Settings(overrides={"journal.max_entries": 100_000})
     return make_semantic_store(settings, data_dir=folder, key=key, runner=sync_runner)
@@ -252,7 +252,7 @@ def open_store(folder, key):
 
 def consolidate_all(ports, batch=200):
     """The sleep path: run_sleep_consolidation until every entry is in mem0 (no LLM)."""
-    from ai_assistant.memory.links import get_links
+    from ai_assistant.memory.longterm.links import MemoryLinks
     from ai_assistant.sleep.consolidation import run_sleep_consolidation
 
     while True:
@@ -263,7 +263,8 @@ def consolidate_all(ports, batch=200):
             raise RuntimeError(f"consolidation failed: {report}")
         if report["completed"] or not report["consolidated"]:
             break
-    return {memory_id: record["journal_ids"] for memory_id, record in get_links(ports).items()}
+    records = MemoryLinks(ports).records()
+    return {memory_id: record["journal_ids"] for memory_id, record in records.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -368,7 +369,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
                 store.close()
             log(f"  mem0: {len(subset)} turns consolidated in {elapsed:.1f}s")
     finally:
-        from ai_assistant.memory.semantic import close_all_stores
+        from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
         close_all_stores()
         shutil.rmtree(folder, ignore_errors=True)

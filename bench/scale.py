@@ -509,7 +509,7 @@ def run(args, log=print):
             document["rss_mb"] = round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         finally:
-            from ai_assistant.memory.semantic import close_all_stores
+            from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
             close_all_stores()
             if settings.GAME_DIR.startswith(SHARED_MEMORY):  # outside the temporary folder

@@ -34,9 +34,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
 from ai_assistant.plumbing.settings import Settings
+from ai_assistant.workspace.mode import Mode
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -137,7 +137,7 @@ def measure_size(size, repeat):
     def sleep_tick(_):
         run_sleep_tick(ports, lambda target, reason: None).addBoth(reports.append)
 
-    ports.state.set(documents.OPERATING_MODE, "sleep")
+    Mode(ports).switch("sleep", "benchmark")
     result["sleep_tick"] = timed(sleep_tick, max(5, repeat // 4))
     failures = [r for r in reports if not isinstance(r, dict)]
     if failures:
@@ -174,7 +174,7 @@ def measure_size(size, repeat):
 
 def make_recall_ports(size):
     """Ports with `size` consolidated memories mirrored and a journal of the last 100 lines."""
-    from ai_assistant.memory.recall.mirror import mirror_of
+    from ai_assistant.memory.longterm.mirror import mirror_of
 
     ports = make_ports(100)
     memories = make_journal(size, seed=11)["entries"]
@@ -191,7 +191,7 @@ def measure_prompt_recall(size, repeat):
     """The prompt's recall: its reactor part and its worker part (see the module doc)."""
     from twisted.internet import defer
 
-    from ai_assistant.agent.blocks import recall as recall_block
+    from ai_assistant.agent.blocks import remembered
     from ai_assistant.memory.recall import pipeline
 
     ports = make_recall_ports(size)
@@ -208,9 +208,9 @@ def measure_prompt_recall(size, repeat):
 
     def reactor_part(n):
         found = []
-        pipeline.recall(ports, recall_block.recall_query(ports, situation(n)),
+        pipeline.recall(ports, remembered.recall_query(ports, situation(n)),
                         runner=to_worker).addBoth(found.append)
-        recall_block.recall_block(ports, {**situation(n), "recall": found[0][1]})
+        remembered.remembered_block(ports, {**situation(n), "recall": found[0][1]})
 
     result = {"prompt_recall_reactor": timed(reactor_part, repeat)}
     worker = pipeline._recall_in_worker
@@ -221,7 +221,7 @@ def measure_prompt_recall(size, repeat):
     def after_write(n):
         run_tool(ports, "add_journal_entry", {"content": f"Fresh news number {n}"})
         found = []
-        pipeline.recall(ports, recall_block.recall_query(ports, situation(n)),
+        pipeline.recall(ports, remembered.recall_query(ports, situation(n)),
                         runner=to_worker).addBoth(found.append)
         worker(*handed[-1])
 

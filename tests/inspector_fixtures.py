@@ -44,9 +44,9 @@ def seed(npc):
                                 source="direct_message", entity_type="player")
     People(ports).observe("#90", "Alice", "Where is the pier?",
                                 source="direct_addressing")
-    root = goals.add_goal(ports, "Learn the harbour", priority="high")
-    goals.add_goal(ports, "Meet the harbour master", parent_id=root["goal"]["id"])
-    projects.create_project(ports, "harbour", "Map the harbour")
+    root = goals.Goals(ports).add("Learn the harbour", priority="high")
+    goals.Goals(ports).add("Meet the harbour master", parent_id=root["goal"]["id"])
+    projects.Projects(ports).create("harbour", "Map the harbour")
     fading = new_node("n-fading", {"scene": {"action": "watched the tide"}},
                       now="2025-01-01T00:00:00Z")
     fading.update(importance=0.4, session_count=60, status="dying")

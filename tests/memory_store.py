@@ -54,8 +54,8 @@ def empty_memory_table(url):
     """Close every open store and delete every memory of the postgres store at `url`."""
     import psycopg
 
-    from ai_assistant.memory import pgvector_store
-    from ai_assistant.memory.semantic import close_all_stores
+    from ai_assistant.memory.longterm import pgvector_store
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
     close_all_stores()
     pgvector_store.forget_prepared()
@@ -71,7 +71,7 @@ def memory_store_under_test(request, monkeypatch):
     if STORE != "postgres":
         yield
         return
-    from ai_assistant.memory import pgvector_store
+    from ai_assistant.memory.longterm import pgvector_store
     from ai_assistant.plumbing.settings import DEFAULTS
 
     monkeypatch.setitem(DEFAULTS["memory"], "store", "postgres")

@@ -14,10 +14,10 @@ from support import result_of, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.links import get_links, memory_ids_for_entry
-from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.memory.semantic_recall import (
-    calibrated_threshold,
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.recall.long_term import (
     format_memory_results,
     memory_context_block,
     retrieve_relevant_memories,
@@ -124,8 +124,8 @@ def test_consolidates_a_batch_per_tick_with_the_specified_metadata(make_ports):
         "verbatim": True,  # no LLM: the text itself, and it says so
         "timestamp": "2025-01-01T12:00:00Z",  # when it was heard: recall dates it
     }
-    assert memory_ids_for_entry(ports, "entry-0") == [memories[0]["id"]]
-    assert get_links(ports)[memories[0]["id"]]["journal_ids"] == ["entry-0"]
+    assert MemoryLinks(ports).memory_ids_for_entry("entry-0") == [memories[0]["id"]]
+    assert MemoryLinks(ports).records()[memories[0]["id"]]["journal_ids"] == ["entry-0"]
 
     second = result_of(run_sleep_consolidation(ports))
     assert second["consolidated"] == ["entry-5", "entry-6"] and second["completed"] is True
@@ -185,7 +185,7 @@ def test_stored_but_unmarked_entry_is_not_stored_again_after_a_reload(make_ports
     assert {m["id"] for m in result_of(reloaded.semantic.list())} == stored_ids
     consolidated = state.get(documents.JOURNAL)["consolidated_entry_ids"]
     assert consolidated == ["entry-0", "entry-1", "entry-2"]
-    assert set(get_links(reloaded)) == stored_ids
+    assert set(MemoryLinks(reloaded).records()) == stored_ids
 
 
 def test_mechanical_mode_stores_the_entry_text_without_inference(make_ports):
@@ -241,9 +241,10 @@ def test_extracted_facts_are_stored_one_memory_each_without_inference(make_ports
             "source_type": "observation", "source_trust": 0.8, "source_entity": "Alice",
             "importance": 6, "importance_method": "llm", "timestamp": "2025-01-01T12:00:00Z",
         }
-    assert sorted(memory_ids_for_entry(ports, "entry-0")) == sorted(m["id"] for m in memories)
+    links = MemoryLinks(ports)
+    assert sorted(links.memory_ids_for_entry("entry-0")) == sorted(m["id"] for m in memories)
     # an entry whose facts are all self-referential or absent is done, with no memories
-    assert memory_ids_for_entry(ports, "entry-1") == []
+    assert MemoryLinks(ports).memory_ids_for_entry("entry-1") == []
     assert len(result_of(ports.semantic.list())) == 2
 
 
@@ -350,7 +351,7 @@ def test_no_duplicates_after_a_failure_part_way_through_an_entrys_facts(make_por
     assert [text for text, _ in ports.semantic.adds[2:]] == FACTS[1:5]
     texts = sorted(m["memory"] for m in result_of(ports.semantic.list()))
     assert texts == sorted(FACTS[:5])
-    assert len(memory_ids_for_entry(ports, "entry-0")) == 3
+    assert len(MemoryLinks(ports).memory_ids_for_entry("entry-0")) == 3
 
 
 def test_waits_for_llm_scoring_until_it_has_failed_too_often(make_ports):
@@ -430,8 +431,8 @@ def test_two_stage_retrieval_filters_relevance_then_trust(make_ports):
 
     hits = result_of(retrieve_relevant_memories(ports, "Does Alice like tea?"))
     assert [hit["memory"] for hit in hits] == ["Alice prefers tea over coffee."]
-    assert hits[0]["trust"] == 0.9 and hits[0]["score"] > calibrated_threshold(
-        ports, "relevance_threshold")
+    threshold = Memories(ports).threshold("relevance_threshold")
+    assert hits[0]["trust"] == 0.9 and hits[0]["score"] > threshold
 
     trusting = result_of(retrieve_relevant_memories(ports, "Does Alice like tea?",
                                                     min_source_trust=0.0))
@@ -446,11 +447,11 @@ def test_two_stage_retrieval_filters_relevance_then_trust(make_ports):
 
 def test_calibrated_threshold_replaces_only_the_specified_default(make_ports):
     ports = make_ports()
-    assert calibrated_threshold(ports, "relevance_threshold") == 0.3
-    assert calibrated_threshold(ports, "link_similarity") == 0.5
+    assert Memories(ports).threshold("relevance_threshold") == 0.3
+    assert Memories(ports).threshold("link_similarity") == 0.5
     strict = make_ports(overrides={"memory.relevance_threshold": 0.95})
     seed_memories(strict)
-    assert calibrated_threshold(strict, "relevance_threshold") == 0.95
+    assert Memories(strict).threshold("relevance_threshold") == 0.95
     assert result_of(retrieve_relevant_memories(strict, "Does Alice like tea?")) == []
 
 

@@ -11,10 +11,10 @@ from twisted.internet import defer
 from ai_assistant.memory import corrections, journal
 from ai_assistant.memory.corrections import CorrectionError
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.nodes import new_node
+from ai_assistant.memory.recall.long_term import retrieve_relevant_memories
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.memory.semantic import make_semantic_store
-from ai_assistant.memory.semantic_recall import retrieve_relevant_memories
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.sleep import reports

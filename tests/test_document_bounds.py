@@ -13,13 +13,7 @@ from ai_assistant.memory import node_vectors
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People, get_profiles
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.links import (
-    bound_memory_links,
-    get_links,
-    linking_horizon,
-    prune_orphaned_memory_links,
-    save_links,
-)
+from ai_assistant.memory.longterm.links import MemoryLinks, bound_memory_links
 from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -71,12 +65,13 @@ def test_a_full_links_document_is_pruned_and_dropped_memories_are_not_linked_aga
     memories = [{"id": f"m{n}", "memory": f"fact {n}", "metadata": {"importance": 8},
                  "created_at": f"2025-01-0{n + 1}T10:00:00+00:00"} for n in range(4)]
     ports = make_ports(overrides={"memory.links_max_records": 2}, semantic=_Store(memories))
-    save_links(ports, {f"m{n}": _record(f"2025-01-0{n + 1}T12:00:00Z") for n in range(4)})
+    ports.state.set(documents.MEMORY_LINKS,
+                    {f"m{n}": _record(f"2025-01-0{n + 1}T12:00:00Z") for n in range(4)})
 
-    result = result_of(prune_orphaned_memory_links(ports))
+    result = result_of(MemoryLinks(ports).prune_orphaned())
     assert result["dropped_old"] == 2
-    assert set(get_links(ports)) == {"m2", "m3"}
-    assert linking_horizon(ports) == "2025-01-03T12:00:00Z"
+    assert set(MemoryLinks(ports).records()) == {"m2", "m3"}
+    assert MemoryLinks(ports).horizon() == "2025-01-03T12:00:00Z"
     # m0 and m1 are still in the store, unprocessed in the document: dreaming skips them
     report = result_of(linking.run_dreaming_tick(ports))
     assert report["processed"] == [] and report["remaining"] == 0
@@ -86,8 +81,8 @@ def test_links_under_the_bound_keep_every_memory_a_candidate():
     memories = [{"id": "m0", "memory": "fact", "metadata": {"importance": 8},
                  "created_at": "2024-01-01T10:00:00+00:00"}]
     ports = make_ports(semantic=_Store(memories))
-    save_links(ports, {"other": _record("2025-01-01T12:00:00Z")})
-    assert linking_horizon(ports) is None
+    ports.state.set(documents.MEMORY_LINKS, {"other": _record("2025-01-01T12:00:00Z")})
+    assert MemoryLinks(ports).horizon() is None
     assert result_of(linking.run_dreaming_tick(ports))["processed"] == ["m0"]
 
 
@@ -110,7 +105,8 @@ def test_linking_finds_a_new_memory_past_the_first_listing():
            "created_at": "2025-02-01T10:00:00+00:00"}
     store = _OrderedStore([*old, new])
     ports = make_ports(semantic=store)
-    save_links(ports, {memory["id"]: _record("2025-01-01T12:00:00Z") for memory in old})
+    ports.state.set(documents.MEMORY_LINKS,
+                    {memory["id"]: _record("2025-01-01T12:00:00Z") for memory in old})
     # every old memory was processed: the only candidate sorts after the first listing's end
     report = result_of(linking.run_dreaming_tick(ports))
     assert report["processed"] == ["z-new"]
@@ -118,7 +114,7 @@ def test_linking_finds_a_new_memory_past_the_first_listing():
 
 
 def test_links_processed_long_ago_keep_their_strongest_links_only():
-    from ai_assistant.memory.links import age_memory_links
+    from ai_assistant.memory.longterm.links import age_memory_links
 
     ports = make_ports(overrides={"memory.links_full_days": 30, "memory.links_old_kept": 2})
     kept_entry = Journal(ports).add("Bob sells bread at the market.")["id"]
@@ -143,10 +139,12 @@ def test_the_link_cleanup_step_ages_old_records():
     ports = make_ports(semantic=_Store(held))
     old = iso(ports.clock.now() - timedelta(days=40))
     linked = [{"id": f"x{n}", "score": round(0.9 - n / 10, 4)} for n in range(4)]
-    save_links(ports, {"m": {"linked_to": linked, "journal_ids": [], "processed_at": old}})
-    result = result_of(prune_orphaned_memory_links(ports))
+    ports.state.set(documents.MEMORY_LINKS,
+                    {"m": {"linked_to": linked, "journal_ids": [], "processed_at": old}})
+    result = result_of(MemoryLinks(ports).prune_orphaned())
     assert result["aged"] == 1 and result["removed_links"] == 0
-    assert get_links(ports)["m"]["linked_to"] == linked[:2]  # the default links_old_kept
+    # the default links_old_kept
+    assert MemoryLinks(ports).records()["m"]["linked_to"] == linked[:2]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -293,7 +291,8 @@ def test_the_diary_keeps_its_last_days():
 
 
 def test_the_patrol_keeps_the_graph_within_its_bound():
-    from ai_assistant.sleep.patrol import format_patrol_report, run_patrol
+    from ai_assistant.sleep.patrol import run_patrol
+    from ai_assistant.workspace.status import format_patrol_report
 
     ports = make_ports(overrides={"nodes.max_nodes": 2})
     _graph(ports, [(DEAD, False), (ACTIVE, False), (ACTIVE, False), (DEAD, False)])

@@ -18,7 +18,7 @@ from support import make_ports as support_ports
 from support import result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.memory.semantic import make_semantic_store
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings

@@ -115,7 +115,7 @@ def store_contents(data_dir, scope):
     """The memories stored under `scope` in a stopped game's store."""
     from support import result_of, sync_runner
 
-    from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
     from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
     store = make_semantic_store(Settings(DEFAULTS), data_dir, scope, runner=sync_runner)

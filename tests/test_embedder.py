@@ -14,7 +14,7 @@ from ai_assistant.memory.embedder import (
     WordLlamaEmbedder,
     get_embedder,
 )
-from ai_assistant.memory.mem0_embedding import Mem0Embedder
+from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder
 
 pytestmark = pytest.mark.core
 

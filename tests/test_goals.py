@@ -260,7 +260,7 @@ def test_core_rejects_out_of_range_progress_too():
     goal_id = add(ports, "A goal")
     for bad in (150, -5, True, "50"):
         with pytest.raises(GoalError, match="progress"):
-            goals.update_goal(ports, goal_id, progress=bad)
+            goals.Goals(ports).update(goal_id, progress=bad)
     assert goal(ports, goal_id)["progress"] == 0
 
 
@@ -389,7 +389,7 @@ def test_decompose_rechecks_the_goal_after_the_llm_answers():
     pending = defer.Deferred()
     ports, root = decomposable(ScriptedLLM(pending))
     results = []
-    goals.decompose_goal(ports, root).addBoth(results.append)
+    goals.Goals(ports).decompose(root).addBoth(results.append)
     assert results == []  # waiting on the model
     update(ports, root, status="completed")  # meanwhile the goal got finished
     pending.callback(LLMReply(content=json.dumps(FIVE[:3])))

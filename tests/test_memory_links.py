@@ -6,8 +6,8 @@ import pytest
 from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
-from ai_assistant.memory.links import get_links, prune_orphaned_memory_links
-from ai_assistant.memory.semantic import make_semantic_store
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.sleep.linking import run_dreaming_tick
@@ -36,7 +36,7 @@ def test_similar_memories_get_bidirectional_links(ports):
 
     result = result_of(run_dreaming_tick(ports))
     assert set(result["processed"]) == {tea, bridge}  # the unimportant one is not a source
-    links = get_links(ports)
+    links = MemoryLinks(ports).records()
     assert [link["id"] for link in links[tea]["linked_to"]] == [tea_again]
     score = links[tea]["linked_to"][0]["score"]
     assert score >= 0.5  # the calibrated link similarity
@@ -48,7 +48,7 @@ def test_similar_memories_get_bidirectional_links(ports):
     assert result["links_created"] == 1 and result["remaining"] == 0
 
     again = result_of(run_dreaming_tick(ports))
-    assert again["processed"] == [] and get_links(ports) == links
+    assert again["processed"] == [] and MemoryLinks(ports).records() == links
 
 
 def test_batch_size_and_importance_order(ports):
@@ -78,7 +78,7 @@ def test_search_failure_keeps_memories_unprocessed(ports):
     ports.semantic = SearchFails()
     result = result_of(run_dreaming_tick(ports))
     assert result["success"] is False and result["processed"] == []
-    assert get_links(ports) == {}
+    assert MemoryLinks(ports).records() == {}
     ports.semantic = real
     assert len(result_of(run_dreaming_tick(ports))["processed"]) == 1
 
@@ -87,14 +87,14 @@ def test_prune_removes_links_to_deleted_memories(ports):
     tea = remember(ports, "Alice prefers tea over coffee.")
     tea_again = remember(ports, "Alice likes tea more than coffee.")
     result_of(run_dreaming_tick(ports))
-    assert get_links(ports)[tea]["linked_to"]
+    assert MemoryLinks(ports).records()[tea]["linked_to"]
 
     result_of(ports.semantic.delete(tea_again))
-    result = result_of(prune_orphaned_memory_links(ports))
+    result = result_of(MemoryLinks(ports).prune_orphaned())
     assert result == {"success": True, "removed_records": 1, "removed_links": 1}
-    links = get_links(ports)
+    links = MemoryLinks(ports).records()
     assert tea_again not in links and links[tea]["linked_to"] == []
-    assert result_of(prune_orphaned_memory_links(ports))["removed_records"] == 0
+    assert result_of(MemoryLinks(ports).prune_orphaned())["removed_records"] == 0
 
 
 def test_prune_removes_nothing_when_the_store_cannot_answer(ports):
@@ -106,6 +106,6 @@ def test_prune_removes_nothing_when_the_store_cannot_answer(ports):
             return defer.fail(ConnectionError("store down"))
 
     ports.semantic = Down()
-    result = result_of(prune_orphaned_memory_links(ports))
+    result = result_of(MemoryLinks(ports).prune_orphaned())
     assert result["success"] is False
-    assert tea in get_links(ports)
+    assert tea in MemoryLinks(ports).records()

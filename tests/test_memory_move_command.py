@@ -13,8 +13,8 @@ from support import result_of, sync_runner
 from ai_assistant import admin_memory_move
 from ai_assistant.adapters import semantic_data_dir
 from ai_assistant.admin_commands import CmdAssistant
-from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
-from ai_assistant.memory.store_move import PostgresVectors
+from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
+from ai_assistant.memory.longterm.store_move import PostgresVectors
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 TEXTS = ["The lighthouse keeper is called Mora.", "The harbour closes at dusk.",

@@ -8,8 +8,8 @@ import pytest
 from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.persona import SELF_REFERENCE_ERROR
-from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.tools import memory as memory_tools
 from ai_assistant.tools.catalogue import load_all_tools

@@ -17,10 +17,10 @@ from ai_assistant.memory import node_vectors, nodes
 from ai_assistant.memory.nodes import DEAD, DYING, PARSE_FAILED, Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.sleep import patrol
-from ai_assistant.sleep.patrol.report import format_nodes_overview
 from ai_assistant.tools import nodes as node_tools
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import REGISTRY, execute_tool
+from ai_assistant.workspace.status import format_nodes_overview
 
 pytestmark = pytest.mark.core
 

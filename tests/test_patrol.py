@@ -23,6 +23,7 @@ from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 from ai_assistant.sleep import patrol
 from ai_assistant.tools.nodes import search_nodes
+from ai_assistant.workspace.status import format_nodes_overview, format_patrol_report
 
 pytestmark = pytest.mark.core
 
@@ -405,7 +406,7 @@ def test_mechanical_mode_logs_one_line_and_runs_the_mechanical_steps(embedder):
     assert steps["dying"] == {"dying": 0} and steps["revival"] == {"revived": 0}
     assert "deleted" in steps["small_clusters"]
     assert ports.state.get(documents.DIARY) is None
-    text = patrol.format_patrol_report(report)
+    text = format_patrol_report(report)
     assert "mechanical" in text and "scene notes -> nodes: converted 1" in text
 
 
@@ -618,7 +619,7 @@ def test_two_hundred_scenes_through_ten_patrols(llm_ports, llm_server):
     assert ports.state.get(documents.DIARY)["2025-01-01"]["text"].count("\n") == 2
     assert ports.state.get(documents.THINK_NOTES)["bullets"] == ["friends matter", "work piles up",
                                                              "rest"]
-    overview = patrol.format_nodes_overview(ports)
+    overview = format_nodes_overview(ports)
     assert "200 (172 active, 0 dying, 28 dead)" in overview and "Topic" in overview
 
 

@@ -16,13 +16,13 @@ import pytest
 from memory_store import empty_memory_table
 from support import result_of, sync_runner
 
-from ai_assistant.memory import pgvector_store
-from ai_assistant.memory.semantic import (
+from ai_assistant.memory.longterm import pgvector_store
+from ai_assistant.memory.longterm.mem0_store import (
     close_all_stores,
     default_mem0_config,
     make_semantic_store,
 )
-from ai_assistant.memory.supersede import is_superseded
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.plumbing.settings import DEFAULTS, SettingError, Settings, validate
 
 pytestmark = pytest.mark.core

@@ -247,7 +247,7 @@ def test_lookup_tools_in_another_players_turn_never_return_the_whisper(
 def test_delete_all_empties_one_scope_and_its_history_only(tmp_path):
     import sqlite3
 
-    from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
+    from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
     from ai_assistant.plumbing.settings import Settings
 
     settings = Settings(DEFAULTS)

@@ -231,7 +231,7 @@ def test_update_project_refusals(arguments, message):
 def test_update_project_needs_an_active_project():
     ports = make_ports()
     with pytest.raises(ProjectError, match="no project is active"):
-        projects.update_project(ports, context="x")
+        projects.Projects(ports).update(context="x")
 
 
 # ----------------------------------------------------------------------------------------------

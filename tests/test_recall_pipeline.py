@@ -15,15 +15,15 @@ from support import make_ports, result_of, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks import conversation
-from ai_assistant.agent.blocks.recall import recall_block, recall_lines
+from ai_assistant.agent.blocks.remembered import recall_lines, remembered_block
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.recall import mirror as recall_mirror
+from ai_assistant.memory.longterm import mirror as recall_mirror
+from ai_assistant.memory.longterm.mirror import MemoryMirror, ensure_loaded, mirror_of
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import memory_item, recall_line
-from ai_assistant.memory.recall.mirror import MemoryMirror, ensure_loaded, mirror_of
+from ai_assistant.memory.recall.long_term import search_long_term
 from ai_assistant.memory.recall.pipeline import RecallQuery, build_corpus, rank_items
-from ai_assistant.memory.semantic_recall import search_long_term
 from ai_assistant.plumbing.settings import Settings
 from ai_assistant.plumbing.tokens import count_tokens
 from ai_assistant.sleep.consolidation import run_sleep_consolidation
@@ -253,7 +253,7 @@ def test_what_sleep_consolidates_is_recalled_after_the_journal_forgot_it():
                  "interlocutor": {"id": "#12", "name": "Audrey"}, "history": []}  # fmt: skip
     lines = result_of(recall_lines(ports, situation))
     assert lines == ["- [8 May 2023] Audrey said to me: \"I adopted a puppy named Pixie.\""]
-    block = recall_block(ports, {**situation, "recall": lines})
+    block = remembered_block(ports, {**situation, "recall": lines})
     assert block.startswith("<<<BEGIN MEMORIES>>>") and "Pixie" in block
 
 

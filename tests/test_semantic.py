@@ -10,13 +10,13 @@ import os
 import pytest
 from support import result_of, sync_runner
 
-from ai_assistant.memory import semantic
-from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
-from ai_assistant.memory.semantic import (
+from ai_assistant.memory.longterm import mem0_store
+from ai_assistant.memory.longterm.mem0_store import (
     close_all_stores,
     default_mem0_config,
     make_semantic_store,
 )
+from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 pytestmark = pytest.mark.core
@@ -99,7 +99,7 @@ def test_memories_survive_close_and_reopen(open_store, tmp_path):
     store = open_store()
     memory_id = result_of(store.add("The bridge to the east collapsed."))[0]["id"]
     store.close()
-    assert str(tmp_path) not in repr(list(semantic._stores))  # the last user closed it
+    assert str(tmp_path) not in repr(list(mem0_store._stores))  # the last user closed it
     reopened = open_store()
     assert result_of(reopened.get(memory_id))["memory"] == "The bridge to the east collapsed."
 

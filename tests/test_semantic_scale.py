@@ -3,8 +3,7 @@ Many assistants, one vector store (issue 20, item 4).
 
 - One local store serves every assistant of a process: 100 assistants opened on one data folder
   share one mem0 instance (one qdrant client), and each recalls only its own memories. Each has
-  its own collection on that client, so its queries never scan another's points; memories
-  stored in the single collection of the earlier layout move into the owner's on first use.
+  its own collection on that client, so its queries never scan another's points.
 - Beyond one machine, a Qdrant server is a settings change (`memory.mem0`): the configuration
   path is driven against a fake Qdrant server on 127.0.0.1 (a small HTTP server answering the
   REST calls qdrant-client and mem0 make when a store opens), never a live one.
@@ -18,9 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from support import result_of, sync_runner
 
-from ai_assistant.memory import semantic
-from ai_assistant.memory.semantic import COLLECTION, make_semantic_store
-from ai_assistant.memory.vector_collections import collection_name
+from ai_assistant.memory.longterm import mem0_store
+from ai_assistant.memory.longterm.mem0_store import COLLECTION, make_semantic_store
+from ai_assistant.memory.longterm.vector_collections import collection_name
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 # the embedded layout itself: skipped where tests/memory_store.py keeps memories in PostgreSQL
@@ -38,8 +37,8 @@ def test_one_local_store_serves_a_hundred_isolated_assistants(tmp_path):
     try:
         # one mem0 instance (one qdrant client on the folder) for all of them
         assert len({id(store._memory) for store in stores}) == 1
-        assert len(semantic._stores) == 1
-        assert next(iter(semantic._stores.values())).users == ASSISTANTS
+        assert len(mem0_store._stores) == 1
+        assert next(iter(mem0_store._stores.values())).users == ASSISTANTS
         for number, store in enumerate(stores):
             fact = (f"Visitor number {number} is a {TRADES[number % len(TRADES)]} who lives by "
                     f"the gate {number}.")
@@ -67,43 +66,7 @@ def test_one_local_store_serves_a_hundred_isolated_assistants(tmp_path):
     finally:
         for store in stores:
             store.close()
-    assert not semantic._stores  # the last assistant closed the shared client
-
-
-def test_memories_of_the_single_collection_layout_move_to_their_owner(tmp_path):
-    settings = Settings(DEFAULTS)
-    folder = str(tmp_path)
-    stored = {}
-    for key in ("ada", "bert"):  # stored as the earlier layout did: all in one collection
-        store = make_semantic_store(settings, folder, key, runner=sync_runner)
-        store._shared.collections.per_assistant = False
-        stored[key] = {result_of(store.add(f"{key} keeps fact {n} about the {TRADES[n]}."))[0]["id"]
-                       for n in range(5)}
-        store.close()
-    ada = make_semantic_store(settings, folder, "ada", runner=sync_runner)
-    try:
-        client = ada._memory.vector_store.client
-        # a move cut short after copying a point but before deleting it is repeated safely
-        first = client.retrieve(COLLECTION, [sorted(stored["ada"])[0]], with_vectors=True)[0]
-        client.create_collection(collection_name(COLLECTION, "ada"),
-                                 vectors_config=client.get_collection(COLLECTION).config.params
-                                 .vectors)
-        client.upsert(collection_name(COLLECTION, "ada"), points=[
-            semantic_point(first)])
-        listed = result_of(ada.list())
-        assert {memory["id"] for memory in listed} == stored["ada"]
-        assert client.count(collection_name(COLLECTION, "ada")).count == 5
-        hits = result_of(ada.search("Who is the smith?", limit=3))
-        assert hits and hits[0]["memory"] == "ada keeps fact 1 about the smith."
-        # bert's memories wait in the old collection until bert is used
-        assert client.count(COLLECTION).count == 5
-        bert = make_semantic_store(settings, folder, "bert", runner=sync_runner)
-        assert {memory["id"] for memory in result_of(bert.list())} == stored["bert"]
-        assert client.count(COLLECTION).count == 0
-        assert result_of(ada.get(sorted(stored["bert"])[0])) is None
-        bert.close()
-    finally:
-        ada.close()
+    assert not mem0_store._stores  # the last assistant closed the shared client
 
 
 def test_an_own_collection_filters_on_everything_but_its_owner(tmp_path):
@@ -120,12 +83,6 @@ def test_an_own_collection_filters_on_everything_but_its_owner(tmp_path):
         assert own._create_filter({"user_id": "ada", "entry_id": "e2"}) is not None
     finally:
         store.close()
-
-
-def semantic_point(record):
-    from qdrant_client import models
-
-    return models.PointStruct(id=record.id, vector=record.vector, payload=record.payload)
 
 
 # ----------------------------------------------------------------------------------------------

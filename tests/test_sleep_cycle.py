@@ -30,12 +30,12 @@ from twisted.python.failure import Failure
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import entities, journal
-from ai_assistant.memory import links as memory_links
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.reflection_state import ReflectionState
-from ai_assistant.memory.semantic import make_semantic_store
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso, parse_iso
@@ -371,7 +371,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
         assert sorted(m["memory"] for m in memories) == sorted(facts_in(entry["content"]))
         assert all(m["metadata"]["source_trust"] == 0.9 for m in memories)
         assert all(m["metadata"]["importance_method"] == "llm" for m in memories)
-        assert memory_links.memory_ids_for_entry(ports, entry["id"]) == [
+        assert MemoryLinks(ports).memory_ids_for_entry(entry["id"]) == [
             m["id"] for m in memories]
     assert not set(old_ids) & set(stored)
     assert ports.state.get("sleep_phase") == modes.DREAMING
@@ -384,7 +384,7 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     first = dreams[0]["steps"]
     assert all(report["phase"] == "dreaming" and report["woke"] is None for report in dreams)
 
-    links = memory_links.get_links(ports)
+    links = MemoryLinks(ports).records()
     by_text = {m["memory"]: m["id"] for group in stored.values() for m in group}
     tea, mornings = (by_text[fact] for fact in TEA_FACTS)
     assert mornings in [link["id"] for link in links[tea]["linked_to"]]
@@ -527,7 +527,7 @@ def test_reload_in_the_middle_of_compacting(make_ports, responder):
     assert set(stored) == set(eligible)
     for entry_id in eligible:
         assert len(stored[entry_id]) == 1, f"entry {entry_id} stored {len(stored[entry_id])}x"
-        assert memory_links.memory_ids_for_entry(ports, entry_id) == [stored[entry_id][0]["id"]]
+        assert MemoryLinks(ports).memory_ids_for_entry(entry_id) == [stored[entry_id][0]["id"]]
     assert ports.state.get("memory_consolidation")["in_flight"] == {}
 
 

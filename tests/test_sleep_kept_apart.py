@@ -13,9 +13,8 @@ pytestmark = pytest.mark.core
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ai_assistant"
 
-# Still importing sleep/ (remove a name once it no longer does; the last test keeps this honest):
-# the go_to_sleep tool records its request through sleep.modes until the mode store takes it.
-STILL_IMPORTING = {"tools.modes"}
+# Still importing sleep/ (remove a name once it no longer does; the last test keeps this honest).
+STILL_IMPORTING = set()
 
 
 def imports_sleep(path):

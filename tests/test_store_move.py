@@ -1,7 +1,7 @@
 """
 Moving every assistant's memories between the embedded store and PostgreSQL
-(`memory/store_move.py`): real mem0, the real embedder, real qdrant files and a real PostgreSQL
-with pgvector (tests/memory_store.py).
+(`memory/longterm/store_move.py`): real mem0, the real embedder, real qdrant files and a real
+PostgreSQL with pgvector (tests/memory_store.py).
 
 The move copies ids, vectors and payloads, checks counts and a sample of vectors, writes
 nothing the second time, resumes after a kill -9, and moves back the same way.
@@ -17,10 +17,10 @@ import pytest
 from memory_store import empty_memory_table
 from support import result_of, sync_runner
 
-from ai_assistant.memory import pgvector_store
-from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
-from ai_assistant.memory.store_move import PostgresVectors, move_memories, open_stores
-from ai_assistant.memory.supersede import is_superseded
+from ai_assistant.memory.longterm import pgvector_store
+from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
+from ai_assistant.memory.longterm.store_move import PostgresVectors, move_memories, open_stores
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 pytestmark = pytest.mark.core
@@ -115,7 +115,7 @@ def test_a_newer_copy_wins_and_the_move_goes_back(game, tmp_path):
 KILLED_MOVE = textwrap.dedent("""
     import copy, os, signal, sys
     sys.path.insert(0, {root!r})
-    from ai_assistant.memory.store_move import move_memories, open_stores
+    from ai_assistant.memory.longterm.store_move import move_memories, open_stores
     from ai_assistant.plumbing.settings import DEFAULTS
     tree = copy.deepcopy(DEFAULTS)
     tree["memory"]["postgres_url"] = {url!r}

@@ -24,27 +24,11 @@ CONSTANTS = {name: value for name, value in vars(documents).items()
 # Stores not yet behind their owner class: their documents are still named elsewhere. Remove a
 # name here once its owner is the only module that names it (the last test keeps this honest).
 NOT_YET_OWNED = {
-    # long-term memory
-    "MEMORY_LINKS",
 
-    # modes and sleep, the shell's own documents, workspace, patrol, sleep reports
-    "OPERATING_MODE",
-    "SLEEP_PHASE",
-    "SLEEP_STATE",
-    "TICK_COUNT",
-    "SKIPPED_TICKS",
+    # the shell's own documents
     "TICKER_INTERVAL",
     "CONFIG_OVERRIDES",
     "MEMORY_SCOPE",
-    "MODE_HISTORY",
-    "LAST_SLEEP_TICK",
-    "AWAKE_STATE",
-    "SLEEP_REQUEST",
-    "PROJECTS",
-    "CURRENT_GOALS",
-    "PATROL_STATE",
-    "DIARY",
-    "THINK_NOTES",
 }
 
 

@@ -3,8 +3,9 @@ Corrections supersede: a fact that contradicts or updates a stored one is stored
 is kept, marked superseded (when, how, by which memory), instead of the new one being dropped as
 a near-duplicate; recall prefers the current fact and still says what was true before.
 
-The rules are checked on their own (`memory.supersede`), then through the real semantic store
-(real mem0, real qdrant local mode, the real embedder), as tests/test_semantic.py does.
+The rules are checked on their own (`memory.longterm.supersede`, `memory.longterm.policy`), then
+through the real semantic store (real mem0, real qdrant local mode, the real embedder), as
+tests/test_semantic.py does.
 """
 
 import json
@@ -13,15 +14,10 @@ import os
 import pytest
 from support import make_ports, result_of, sync_runner
 
-from ai_assistant.memory.recall import mirror as recall_mirror
-from ai_assistant.memory.recall.lines import recall_line
-from ai_assistant.memory.semantic import close_all_stores, make_semantic_store
-from ai_assistant.memory.semantic_recall import (
-    format_memory_results,
-    memory_context_block,
-    retrieve_relevant_memories,
-)
-from ai_assistant.memory.supersede import (
+from ai_assistant.memory.longterm import mirror as recall_mirror
+from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.supersede import (
     NEGATION,
     QUANTITY,
     UPDATE,
@@ -29,6 +25,12 @@ from ai_assistant.memory.supersede import (
     is_superseded,
     prefer_current,
     same_fact,
+)
+from ai_assistant.memory.recall.lines import recall_line
+from ai_assistant.memory.recall.long_term import (
+    format_memory_results,
+    memory_context_block,
+    retrieve_relevant_memories,
 )
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
@@ -154,7 +156,7 @@ def test_recall_prefers_the_current_fact_and_says_what_was_true_before(store):
 def test_the_recall_mirror_learns_which_facts_were_superseded(store):
     ports = make_ports(semantic=store)
     for text in ("Potions cost 10 gold.", "Potions cost 50 gold."):
-        recall_mirror.record(ports, result_of(store.add(text)), text)
+        result_of(Memories(ports).add(text))  # the owner writes through to the mirror
     items = {item["content"]: item for item in recall_mirror.mirror_of(ports).entries()}
     assert is_superseded(items["Potions cost 10 gold."])
     assert not is_superseded(items["Potions cost 50 gold."])

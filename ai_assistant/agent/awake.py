@@ -28,7 +28,7 @@ import dataclasses
 from twisted.internet import defer
 
 from ai_assistant.agent import perception
-from ai_assistant.agent.blocks.recall import recall_lines
+from ai_assistant.agent.blocks.remembered import recall_lines
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal

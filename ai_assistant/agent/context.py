@@ -38,7 +38,7 @@ from ai_assistant.agent.blocks.memory_nodes import (
 )
 from ai_assistant.agent.blocks.people import entity_context_block
 from ai_assistant.agent.blocks.persona import persona_block, user_prompt_block
-from ai_assistant.agent.blocks.recall import recall_block
+from ai_assistant.agent.blocks.remembered import remembered_block
 from ai_assistant.agent.blocks.situation import situation_block
 from ai_assistant.agent.blocks.workspace import (
     goals_context_block,
@@ -87,7 +87,7 @@ STANDARD_BLOCKS = (
     ("project", project_context_block, 200, "context", "Active project"),
     ("goals", goals_context_block, 250, "context", "Active goals"),
     ("session_memory", session_memory_context_block, 300, "context", "Things you know"),
-    ("recall", recall_block, 350, "context", "What you remember"),
+    ("recall", remembered_block, 350, "context", "What you remember"),
     ("entities", entity_context_block, 400, "context", "Notes on people here"),
     ("recent_nodes", recent_nodes_block, 700, "context", "Memories on your mind"),
     ("conversation_summary", summary_block, 750, "context", "Earlier conversation"),

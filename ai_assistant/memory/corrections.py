@@ -26,8 +26,8 @@ from twisted.internet import defer
 
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import Nodes
-from ai_assistant.memory.recall import mirror as recall_mirror
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
@@ -206,9 +206,10 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
 
 
 def _require_store(ports):
-    if ports.semantic is None:
+    memories = Memories(ports)
+    if not memories.available:
         raise CorrectionError("This assistant has no long-term memory.")
-    return ports.semantic
+    return memories
 
 
 @defer.inlineCallbacks
@@ -225,9 +226,9 @@ def edit_memory(ports, memory_id, text, *, by):
     text = _clean_text(ports, text, "The new text")
     store = _require_store(ports)
     yield _existing_memory(store, memory_id)
-    updated = yield store.update(str(memory_id), text, metadata={
+    # recall reads the corrected text at once (the owner writes through to its mirror)
+    yield store.update(str(memory_id), text, metadata={
         "corrected_by": str(by), "corrected_at": iso(ports.clock.now())})
-    recall_mirror.record(ports, [updated])  # recall reads the corrected text at once
     return _record(ports, by, "edit_memory", memory_id,
                    f"rewrote long-term memory {memory_id} as: {text[:200]}")
 
@@ -238,7 +239,6 @@ def delete_memory(ports, memory_id, *, by):
     store = _require_store(ports)
     memory = yield _existing_memory(store, memory_id)
     yield store.delete(str(memory_id))
-    recall_mirror.forget(ports, memory_id)
     return _record(ports, by, "delete_memory", memory_id,
                    f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).")
 
@@ -251,8 +251,7 @@ def mark_memory_wrong(ports, memory_id, reason="", *, by):
     memory = yield _existing_memory(store, memory_id)
     mark = {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
             "wrong_at": iso(ports.clock.now())}
-    updated = yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)
-    recall_mirror.record(ports, [updated])  # recall skips it at once
+    yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)  # unrecalled now
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"memory:{memory_id}",
                    f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.")

@@ -15,8 +15,8 @@ reports its own calibrated equivalents (`relevance_threshold`, `link_similarity`
 `duplicate_similarity`), and the semantic store uses them whenever the game leaves the
 specification's defaults in place.
 
-`memory.mem0_embedding.Mem0Embedder` adapts any `LocalEmbedder` to mem0's `EmbeddingBase`, so
-mem0 stores and searches with our vectors.
+`memory.longterm.mem0_embedding.Mem0Embedder` adapts any `LocalEmbedder` to mem0's
+`EmbeddingBase`, so mem0 stores and searches with our vectors.
 """
 
 import functools

@@ -90,19 +90,18 @@ def get(name):
 # Modes and ticks (kept on the script)
 
 OPERATING_MODE = Document(
-    "operating_mode", on=SCRIPT, default="awake", owner="handler", writers=("typeclasses",),
+    "operating_mode", on=SCRIPT, default="awake", owner="workspace.mode",
     shape='"awake" or "sleep"')
 SLEEP_PHASE = Document(
-    "sleep_phase", on=SCRIPT, default=None, owner="sleep.modes", writers=("sleep.cycle",),
+    "sleep_phase", on=SCRIPT, default=None, owner="workspace.mode",
     shape='"compacting", "dreaming" or None when awake')
 SLEEP_STATE = Document(
-    "sleep_state", on=SCRIPT, default={}, owner="sleep.modes",
-    writers=("sleep.cycle",),
+    "sleep_state", on=SCRIPT, default={}, owner="workspace.mode",
     shape='{"started_at", "reason", "ticks", "wake_requested"}')
 TICK_COUNT = Document(
-    "tick_count", on=SCRIPT, default=0, owner="typeclasses", shape="ticks run so far (int)")
+    "tick_count", on=SCRIPT, default=0, owner="workspace.mode", shape="ticks run so far (int)")
 SKIPPED_TICKS = Document(
-    "skipped_ticks", on=SCRIPT, default=0, owner="typeclasses",
+    "skipped_ticks", on=SCRIPT, default=0, owner="workspace.mode",
     shape="ticks skipped because the previous one was still running (int)")
 TICKER_INTERVAL = Document(
     "ticker_interval", on=SCRIPT, default=None, owner="typeclasses",
@@ -119,16 +118,16 @@ MEMORY_SCOPE = Document(
           "before scopes were random (its stored memories stay readable); written straight to "
           "the Attribute", straight=True)
 MODE_HISTORY = Document(
-    "mode_history", on=SCRIPT, default=[], owner="handler", writers=("typeclasses",),
+    "mode_history", on=SCRIPT, default=[], owner="workspace.mode",
     shape='the last 20 mode changes, [{"from", "to", "reason", "time"}]')
 LAST_SLEEP_TICK = Document(
-    "last_sleep_tick", on=SCRIPT, default=None, owner="sleep.cycle",
+    "last_sleep_tick", on=SCRIPT, default=None, owner="workspace.mode",
     shape='the last sleep tick\'s report {"phase", "steps", "woke", "time"}')
 AWAKE_STATE = Document(
-    "awake_state", on=CHARACTER, default={}, owner="handler", writers=("sleep.modes",),
+    "awake_state", on=CHARACTER, default={}, owner="workspace.mode",
     shape='{"awake_ticks", "woke_at", ...} since the last wake')
 SLEEP_REQUEST = Document(
-    "sleep_request", on=CHARACTER, default=None, owner="sleep.modes",
+    "sleep_request", on=CHARACTER, default=None, owner="workspace.mode",
     shape='{"reason", "time"} from go_to_sleep, taken on the next awake tick')
 SLEEP_SCHEDULE = Document(
     "sleep_schedule", on=CHARACTER, default={}, owner="sleep.modes",
@@ -195,20 +194,21 @@ REFLECTION_STATE = Document(
           '"entries_since_reflection"} (reflection_state.new_reflection_state)')
 
 # ----------------------------------------------------------------------------------------------
-# Long-term (semantic) memory
+# Long-term (semantic) memory: the memories themselves live in the mem0 store, behind their
+# owner (`memory.longterm.memories.Memories`); this document links them to each other and to
+# the journal entries they came from
 
 MEMORY_LINKS = Document(
-    "memory_links", on=SCRIPT, default={}, owner="memory.links",
-    writers=("sleep.consolidation", "sleep.linking"),
+    "memory_links", on=SCRIPT, default={}, owner="memory.longterm.links",
     shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
           'most `memory.links_max_records` records, the longest processed dropped first; '
           'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '
           'links and the journal ids the journal still holds')
 MEMORY_CONSOLIDATION = Document(
-    "memory_consolidation", on=CHARACTER, default={}, owner="sleep.consolidation",
+    "memory_consolidation", on=CHARACTER, default={}, owner="memory.longterm.progress",
     shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_attempts": '
-          '{entry id: n}, '
-          '"stored_total", "last_run"}')
+          '{entry id: n}, "stored": {entry id: {part index: memory id}}, "stored_total", '
+          '"last_run"}')
 
 # ----------------------------------------------------------------------------------------------
 # People
@@ -254,14 +254,14 @@ NODE_VECTORS = Document(
           'centroid}}: one vector per node, so bounded with memory_nodes; a node older than '
           '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)')
 PATROL_STATE = Document(
-    "patrol_state", on=CHARACTER, default={}, owner="sleep.patrol",
+    "patrol_state", on=CHARACTER, default={}, owner="memory.patrol_record",
     shape='{"runs", "last_run_at", "last_report", "last_sleep", "diary_pending"}')
 DIARY = Document(
-    "diary", on=CHARACTER, default={}, owner="sleep.patrol",
+    "diary", on=CHARACTER, default={}, owner="memory.patrol_record",
     shape='{"YYYY-MM-DD": {"date", "text", "updated_at"}}: one entry a day, by the patrol, '
           'for the last `nodes.diary_kept` days')
 THINK_NOTES = Document(
-    "think_notes", on=CHARACTER, default={}, owner="sleep.patrol",
+    "think_notes", on=CHARACTER, default={}, owner="memory.patrol_record",
     shape='{"text", "bullets", "updated_at"}: the notes the patrol distilled for the next day')
 
 # ----------------------------------------------------------------------------------------------

@@ -141,13 +141,13 @@ DEFAULTS = {
         "link_similarity": 0.7,
         "link_batch": 5,
         "mem0": {},
-        # "embedded" (qdrant files under server/) or "postgres" (memory/pgvector_store.py)
+        # "embedded" (qdrant files under server/) or "postgres" (memory/longterm/pgvector_store.py)
         "store": "embedded", "postgres_url": "", "postgres_database": "default",
         # Dreaming links memories at least this important; each gets at most this many links.
         "link_min_importance": 5,
         "link_max_per_memory": 5,
         # The memory_links document keeps at most this many records (one per memory): past it,
-        # the records processed longest ago go first (memory/links.py, bound_memory_links).
+        # the records processed longest ago go first (memory/longterm/links.py, bound_memory_links).
         "links_max_records": 2000,
         "links_full_days": 30, "links_old_kept": 2,  # older records keep fewer links (links.py)
         # Results of search_facts (formerly recall_memories) when the model names no limit.

@@ -64,6 +64,7 @@ from ai_assistant.plumbing.llm import complete_text
 from ai_assistant.plumbing.ports import LLMBadResponse, LLMError, iso, parse_iso
 from ai_assistant.plumbing.quoting import quote_untrusted
 from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER
+from ai_assistant.workspace.mode import Mode
 
 SYNTHESIS_LABEL = "[SYNTHESIS] Conversation summary:"
 SUMMARY_TAGS = ["synthesis", "conversation_summary"]
@@ -449,7 +450,7 @@ def run_pre_compaction_extraction(ports, *, run_cycle=None, threshold=None, mode
     by_age = threshold is None
     old = due_stretch(ports, _history(ports), threshold if threshold is not None else
                       ports.settings.get("compaction.sleep_threshold"), by_age)
-    mode = mode or ports.state.get(documents.OPERATING_MODE) or "awake"
+    mode = mode or Mode(ports).current()
     situation = {
         "purpose": "pre_compaction",
         "task": EXTRACTION_TASK,
@@ -488,7 +489,7 @@ def compact_if_emergency(ports, *, run_cycle):
         Deferred[dict]: `{"compacted": bool, "extraction": {...}, ...}`; never errbacks on LLM
         failures.
     """
-    if (ports.state.get(documents.OPERATING_MODE) or "awake") != "awake":
+    if Mode(ports).current() != "awake":
         return {"compacted": False, "reason": "asleep"}
     threshold = ports.settings.get("compaction.emergency_threshold")
     if not is_due(ports, threshold):

@@ -29,7 +29,7 @@ chance. An entry scored below `memory.min_importance` is then simply not consoli
 
 Idempotence (nothing is stored twice, whatever fails or reloads):
 
-1. Before storing, the entry's id is recorded as in flight (`documents.MEMORY_CONSOLIDATION`).
+1. Before storing, the entry's id is recorded as in flight (`ConsolidationProgress`).
 2. Before extracting or storing, the store is asked for memories whose metadata `entry_id` is
    this entry's. An entry with facts stores only the facts not found there (a failure part way
    through an entry's facts leaves the rest for the retry); an entry without facts whose
@@ -37,7 +37,7 @@ Idempotence (nothing is stored twice, whatever fails or reloads):
    marked without storing again or calling the LLM.
 3. Extracted facts are written onto the entry before storing, so a retry does not extract again.
 4. Only after every store of an entry succeeded is it marked consolidated
-   (`journal["consolidated_entry_ids"]`) and linked (`documents.MEMORY_LINKS`), in one step
+   (`journal["consolidated_entry_ids"]`) and linked (`MemoryLinks`), in one step
    with no yield in between. A store failure stops the batch. What is not marked is retried
    next tick.
 
@@ -53,12 +53,13 @@ from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.journal import Journal, is_synthesis
-from ai_assistant.memory.links import get_links, link_entry_to_memories, save_links
-from ai_assistant.memory.recall import mirror as recall_mirror
-from ai_assistant.plumbing import documents
-from ai_assistant.plumbing.ports import LLMUnavailable, iso
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.progress import ConsolidationProgress
+from ai_assistant.plumbing.ports import LLMUnavailable
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
 from ai_assistant.sleep.scoring import awaiting_llm_score, get_scoring_attempts
+from ai_assistant.workspace.mode import Mode
 
 # Memories looked up per journal entry when a tick checks what an earlier one stored: far more
 # than the facts one entry yields, so none is missed.
@@ -121,16 +122,7 @@ def entries_awaiting_scoring(ports):
 
 
 # ----------------------------------------------------------------------------------------------
-# Progress (documents.MEMORY_CONSOLIDATION)
-
-
-def _record_in_flight(ports, entry_ids):
-    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
-    in_flight = progress.setdefault("in_flight", {})
-    now = iso(ports.clock.now())
-    for entry_id in entry_ids:
-        in_flight.setdefault(entry_id, now)
-    ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
+# Progress (`ConsolidationProgress`)
 
 
 def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
@@ -140,42 +132,16 @@ def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
     An entry stored word for word (no LLM, or fact extraction gave up on it) says so:
     `entry["consolidated_verbatim"]` is True.
     """
-    links = get_links(ports)
-    link_entry_to_memories(links, entry_id, memory_ids)
-    save_links(ports, links)
+    MemoryLinks(ports).link_entry(entry_id, memory_ids)
     if verbatim:
         Journal(ports).update({entry_id: {"consolidated_verbatim": True}})
     Journal(ports).mark_consolidated([entry_id])
-    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
-    progress.setdefault("in_flight", {}).pop(entry_id, None)
-    (progress.get("extraction_attempts") or {}).pop(entry_id, None)
-    (progress.get("stored") or {}).pop(entry_id, None)
-    progress["stored_total"] = progress.get("stored_total", 0) + len(memory_ids)
-    progress["last_run"] = iso(ports.clock.now())
-    ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
+    ConsolidationProgress(ports).finish(entry_id, len(memory_ids))
 
 
 def extraction_attempts(ports):
-    """`{entry id: failed or unanswered fact extractions}` (`documents.MEMORY_CONSOLIDATION`)."""
-    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
-    attempts = progress.get("extraction_attempts")
-    return dict(attempts) if isinstance(attempts, dict) else {}
-
-
-def _count_extraction_attempts(ports, entry_ids):
-    """
-    Count one more failed attempt for each of `entry_ids`.
-
-    Returns:
-        dict: The attempts after counting.
-    """
-    progress = dict(ports.state.get(documents.MEMORY_CONSOLIDATION) or {})
-    attempts = extraction_attempts(ports)
-    for entry_id in entry_ids:
-        attempts[entry_id] = attempts.get(entry_id, 0) + 1
-    progress["extraction_attempts"] = attempts
-    ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
-    return attempts
+    """`{entry id: failed or unanswered fact extractions}`."""
+    return ConsolidationProgress(ports).extraction_attempts()
 
 
 def _fail(ports, result, message):
@@ -208,8 +174,8 @@ def run_sleep_consolidation(ports, max_entries=None):
     """
     result = {"success": True, "completed": False, "consolidated": [], "stored": 0,
               "reused": 0, "extracted": [], "remaining": 0, "waiting_for_scoring": 0}
-    store = ports.semantic
-    if store is None or not ports.settings.get("memory.enabled"):
+    store = Memories(ports)
+    if not store.available or not ports.settings.get("memory.enabled"):
         result.update(completed=True, skipped="semantic memory is off")
         return result
     limit = max_entries or ports.settings.get("memory.consolidation_per_tick")
@@ -217,7 +183,7 @@ def run_sleep_consolidation(ports, max_entries=None):
     batch = [entry for entry in pending_entries(ports)
              if entry["id"] not in waiting][: max(1, int(limit))]  # fmt: skip
     if batch:
-        _record_in_flight(ports, [entry["id"] for entry in batch])
+        ConsolidationProgress(ports).start([entry["id"] for entry in batch])
         yield _consolidate_batch(ports, store, batch, result)
 
     result["remaining"] = len(pending_entries(ports))
@@ -290,7 +256,7 @@ def _extract_facts_for(ports, batch, existing, result):
     result["extracted"] = sorted(answered, key=str)
     unanswered = [entry_id for entry_id in asked_ids if entry_id not in answered]
     if unanswered:
-        attempts = _count_extraction_attempts(ports, unanswered)
+        attempts = ConsolidationProgress(ports).count_extraction_failure(unanswered)
         verbatim |= {entry_id for entry_id in unanswered if attempts[entry_id] >= limit}
     if error and set(unanswered) - verbatim:
         # entries that already have facts are still stored this tick
@@ -309,42 +275,29 @@ def _verbatim(ports, result, entry_ids, why):
 VERBATIM_PART = -1  # the part of an entry stored word for word (no facts)
 
 
-def _record_stored(ports, entry_id, index, memory_ids):
-    """
-    Record, durably (`documents.MEMORY_CONSOLIDATION["stored"]`), that part `index` of an
-    entry is in the store: a re-run after a crash finds it even where the store's lookup
-    does not. The record goes when the entry is marked consolidated.
-    """
-    if not memory_ids:
-        return
-    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
-    progress.setdefault("stored", {}).setdefault(entry_id, {})[str(index)] = memory_ids[0]
-    ports.state.set(documents.MEMORY_CONSOLIDATION, progress)
-
-
 @defer.inlineCallbacks
 def _parts_stored(ports, store, entry_id, found):
     """
     The parts of an entry already in the store: `{part index: text}`.
 
     From the store's metadata (`fact_index` of each memory `found` for the entry; a memory
-    stored before facts had an index counts by its text) and from the record of earlier
-    ticks (`_record_stored`), each recorded memory checked to be in the store still.
+    stored before facts had an index counts by its text) and from the record of earlier ticks
+    (`ConsolidationProgress.record_part`), each recorded memory checked to be in the store
+    still.
     """
     done = {}
     for number, item in enumerate(found):
         index = (item.get("metadata") or {}).get("fact_index")
         done[index if isinstance(index, int) else f"text {number}"] = item.get("memory")
     found_ids = {item["id"] for item in found}
-    progress = ports.state.get(documents.MEMORY_CONSOLIDATION, {}) or {}
-    for index, memory_id in dict((progress.get("stored") or {}).get(entry_id) or {}).items():
-        if int(index) in done:
+    for index, memory_id in ConsolidationProgress(ports).parts(entry_id).items():
+        if index in done:
             continue
         memory = None if memory_id in found_ids else (yield store.get(memory_id))
         if memory:
             found.append(memory)  # the entry is linked to it like to the ones looked up
         if memory_id in found_ids or memory:
-            done[int(index)] = (memory or {}).get("memory")
+            done[index] = (memory or {}).get("memory")
     return done
 
 
@@ -376,10 +329,9 @@ def _store_entry(ports, store, entry, found, verbatim, result):
             metadata["verbatim"] = True
         for index, text in texts:
             part = dict(metadata) if index == VERBATIM_PART else {**metadata, "fact_index": index}
-            stored = yield store.add(text, metadata=part, infer=False)
-            recall_mirror.record(ports, stored, text, part)  # searchable at once
+            stored = yield store.add(text, part)  # recallable at once (the owner's mirror)
             new_ids = [item["id"] for item in stored or ()]
-            _record_stored(ports, entry_id, index, new_ids)  # before the entry is marked
+            ConsolidationProgress(ports).record_part(entry_id, index, new_ids)  # before marking
             memory_ids += [i for i in new_ids if i not in memory_ids]
             result["stored"] += len(new_ids)
     except Exception as err:  # the store failed: keep the entry pending, retry next tick
@@ -400,7 +352,7 @@ def _consolidate_batch(ports, store, batch, result):
     verbatim = yield _extract_facts_for(ports, batch, existing, result)
     # Store, entry by entry, each read fresh (the stores before it yielded).
     for entry_id in [entry["id"] for entry in batch]:
-        if ports.state.get(documents.OPERATING_MODE) == "awake":
+        if Mode(ports).recorded() == "awake":
             result["interrupted"] = "woken"  # a forced wake: the next sleep goes on from here
             return
         journal = Journal(ports)

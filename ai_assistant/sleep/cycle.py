@@ -11,7 +11,8 @@ pre-compaction extraction, context compaction, and the memory patrol.
 
 Every step is bounded per tick by its own settings, reports what it did, and a failing step is
 recorded without stopping the others. After the steps, wake conditions are checked. The whole
-report is kept in the state doc `documents.LAST_SLEEP_TICK` for `@assistant` status.
+report is kept as the last sleep tick (`workspace.mode.Mode.record_sleep_tick`) for
+`@assistant` status.
 """
 
 from twisted.internet import defer
@@ -19,8 +20,6 @@ from twisted.internet import defer
 from ai_assistant.memory.conversation import clear_stale_conversations
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.links import prune_orphaned_memory_links
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.sleep import modes, reports
 from ai_assistant.sleep.compaction import (
@@ -29,10 +28,11 @@ from ai_assistant.sleep.compaction import (
 )
 from ai_assistant.sleep.consolidation import run_sleep_consolidation
 from ai_assistant.sleep.entity_consolidation import run_entity_consolidation_batch
-from ai_assistant.sleep.linking import run_dreaming_tick
+from ai_assistant.sleep.linking import run_dreaming_tick, run_link_cleanup
 from ai_assistant.sleep.patrol import run_patrol_if_due
 from ai_assistant.sleep.reflection import run_reflection_if_triggered
 from ai_assistant.sleep.scoring import score_pending_entries
+from ai_assistant.workspace.mode import Mode
 
 # (report name, step): each step is `step(ports) -> report or Deferred[report]`, run in order.
 COMPACTING_STEPS = (
@@ -41,7 +41,7 @@ COMPACTING_STEPS = (
 )
 DREAMING_STEPS = (
     ("memory_links", run_dreaming_tick),
-    ("link_cleanup", prune_orphaned_memory_links),
+    ("link_cleanup", run_link_cleanup),
     ("entity_consolidation", run_entity_consolidation_batch),
     ("entity_pruning", lambda ports: People(ports).prune()),
     ("reflection", run_reflection_if_triggered),
@@ -59,7 +59,7 @@ RUNS_A_CYCLE = (run_pre_compaction_extraction,)
 
 def _woken(ports):
     """True once the assistant was woken (a forced wake can come while a tick runs)."""
-    return ports.state.get(documents.OPERATING_MODE) == "awake"
+    return Mode(ports).recorded() == "awake"
 
 
 @defer.inlineCallbacks
@@ -106,10 +106,9 @@ def run_sleep_tick(ports, transition, *, run_cycle=None):
     Returns:
         Deferred[dict]: `{"phase", "steps": {...}, "woke": reason or None, "time"}`.
     """
-    phase = ports.state.get(documents.SLEEP_PHASE) or modes.COMPACTING
-    asleep = dict(ports.state.get(documents.SLEEP_STATE) or {})
-    asleep["ticks"] = asleep.get("ticks", 0) + 1
-    ports.state.set(documents.SLEEP_STATE, asleep)
+    state = Mode(ports)
+    phase = state.phase() or modes.COMPACTING
+    asleep = state.count_sleep_tick()
 
     if phase == modes.COMPACTING:
         steps = yield run_steps(ports, COMPACTING_STEPS, run_cycle=run_cycle)
@@ -118,7 +117,7 @@ def run_sleep_tick(ports, transition, *, run_cycle=None):
         if not _woken(ports) and (
                 consolidation is None
                 or (isinstance(consolidation, dict) and consolidation.get("completed"))):
-            ports.state.set(documents.SLEEP_PHASE, modes.DREAMING)
+            state.set_phase(modes.DREAMING)
     else:
         steps = yield run_steps(ports, DREAMING_STEPS, run_cycle=run_cycle)
 
@@ -129,6 +128,6 @@ def run_sleep_tick(ports, transition, *, run_cycle=None):
         report["woke"] = reason
     elif should_wake:
         report["wake_deferred"] = reason
-    ports.state.set(documents.LAST_SLEEP_TICK, report)
+    state.record_sleep_tick(report)
     reports.note_sleep_tick(ports, report, asleep)  # what this whole sleep changed, so far
     return report

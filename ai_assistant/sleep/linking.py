@@ -3,34 +3,20 @@ A-MEM link generation: the dreaming phase of sleep links related semantic memori
 
 `run_dreaming_tick` takes a few recent, important memories that have not been processed yet,
 finds the memories most similar to each (cosine >= the calibrated `memory.link_similarity`)
-and records bidirectional links in the links store (`ai_assistant.memory.links`).
+and records bidirectional links in the links store (`ai_assistant.memory.longterm.links`).
+It reads the memories through their owner (`longterm.memories.Memories`).
 """
 
 from twisted.internet import defer
 
-from ai_assistant.memory.links import (
-    SCAN_LIMIT,
-    get_links,
-    link_record,
-    linking_horizon,
-    list_all_memories,
-    save_links,
-)
-from ai_assistant.memory.semantic_recall import calibrated_threshold
-from ai_assistant.plumbing.ports import iso, parse_iso
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT, Memories
+from ai_assistant.plumbing.ports import parse_iso
 
 
 def _importance(memory):
     value = (memory.get("metadata") or {}).get("importance")
     return value if isinstance(value, int | float) else 0
-
-
-def _add_link(record, other_id, score, max_links):
-    """Add or refresh one link, keeping the strongest `max_links`."""
-    linked = [link for link in record["linked_to"] if link.get("id") != other_id]
-    linked.append({"id": other_id, "score": round(float(score), 4)})
-    linked.sort(key=lambda link: link["score"], reverse=True)
-    record["linked_to"] = linked[:max_links]
 
 
 def _before(memory, horizon):
@@ -44,31 +30,15 @@ def _candidates(ports, memories, min_importance):
     Unprocessed memories important enough, the most important (then most recent) first; none
     older than the links document's horizon (their records were dropped to bound it).
     """
-    links = get_links(ports)
-    processed = {mem_id for mem_id, record in links.items() if record.get("processed_at")}
-    horizon = parse_iso(linking_horizon(ports, links))
+    links = MemoryLinks(ports)
+    processed = links.processed_ids()
+    horizon = parse_iso(links.horizon())
     candidates = [memory for memory in memories or ()
                   if memory["id"] not in processed and _importance(memory) >= min_importance
                   and not _before(memory, horizon)]
     candidates.sort(key=lambda memory: (_importance(memory), memory.get("created_at") or ""),
                     reverse=True)
     return candidates
-
-
-def _write_links(ports, neighbours, max_links, result):
-    """Record the links found, from fresh state in one step (no yield inside)."""
-    links = get_links(ports)
-    now = iso(ports.clock.now())
-    for memory_id, hits in neighbours.items():
-        record = link_record(links, memory_id)
-        for hit in hits:
-            _add_link(record, hit["id"], hit["score"], max_links)
-            _add_link(link_record(links, hit["id"]), memory_id, hit["score"], max_links)
-            result["links_created"] += 1
-        record["processed_at"] = now
-        result["processed"].append(memory_id)
-    if neighbours:
-        save_links(ports, links)
 
 
 @defer.inlineCallbacks
@@ -88,20 +58,19 @@ def run_dreaming_tick(ports, batch_size=None):
         "remaining": n, "error"?}`. Never errbacks.
     """
     result = {"success": True, "processed": [], "links_created": 0, "remaining": 0}
-    store = ports.semantic
-    if store is None:
+    store = Memories(ports)
+    if not store.available:
         result["skipped"] = "semantic memory is off"
         return result
     settings = ports.settings
     batch_size = int(batch_size or settings.get("memory.link_batch"))
     min_importance = settings.get("memory.link_min_importance")
     max_links = int(settings.get("memory.link_max_per_memory"))
-    threshold = calibrated_threshold(ports, "link_similarity")
+    threshold = store.threshold("link_similarity")
 
     try:
         # every memory, not the store's first SCAN_LIMIT: new ones may sort anywhere in it
-        memories = yield list_all_memories(
-            store, max(SCAN_LIMIT, 2 * len(get_links(ports))))
+        memories = yield store.list_all(max(SCAN_LIMIT, 2 * len(MemoryLinks(ports).records())))
     except Exception as err:
         ports.log(f"{ports.name}: dreaming could not list memories: {err}")
         return {**result, "success": False, "error": str(err)}
@@ -120,6 +89,19 @@ def run_dreaming_tick(ports, batch_size=None):
             if hit["id"] != memory["id"] and hit.get("score", 0.0) >= threshold
         ]
 
-    _write_links(ports, neighbours, max_links, result)
+    # No yield from here on: the links are written from fresh state.
+    result["links_created"] += MemoryLinks(ports).connect(neighbours, max_links)
+    result["processed"] += list(neighbours)
     result["remaining"] = max(0, len(candidates) - len(result["processed"]))
     return result
+
+
+def run_link_cleanup(ports):
+    """
+    The dreaming step after linking: drop the links of deleted memories and keep the links
+    document within its bound (`MemoryLinks.prune_orphaned`).
+
+    Returns:
+        Deferred[dict]: The pruning's report. Never errbacks.
+    """
+    return MemoryLinks(ports).prune_orphaned()

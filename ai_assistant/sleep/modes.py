@@ -11,25 +11,21 @@ transitions both ways. The `go_to_sleep` tool (`tools.modes`) only records the r
 admin can force a wake (`force_wake`); a player who talks to a sleeper gets one sign of it
 (`sleep_sign`).
 
-State docs used (`plumbing.documents`): `OPERATING_MODE`, `SLEEP_PHASE` ("compacting" |
-"dreaming" | None), `SLEEP_STATE` (`{"started_at", "reason", "ticks", "wake_requested"}`),
-`AWAKE_STATE` (`{"awake_ticks", "auto_sleep_blocked_until"}`), `SLEEP_REQUEST`,
-`SLEEP_SCHEDULE`, and `PENDING_EVENTS` (read, for urgent events).
+The mode and the sleep's state are kept by `workspace.mode.Mode`; this module owns the NPC's
+`SLEEP_SCHEDULE` and reads `PENDING_EVENTS` (for urgent events).
 """
 
 from datetime import timedelta
 
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import documents
-from ai_assistant.plumbing.ports import iso, parse_iso
-
-COMPACTING = "compacting"
-DREAMING = "dreaming"
+from ai_assistant.plumbing.ports import parse_iso
+from ai_assistant.workspace.mode import COMPACTING, DREAMING, Mode
 
 
 def mode(ports):
     """The operating mode: "awake" or "sleep"."""
-    return ports.state.get(documents.OPERATING_MODE) or "awake"
+    return Mode(ports).current()
 
 
 def enter_sleep(ports, reason, transition):
@@ -44,21 +40,13 @@ def enter_sleep(ports, reason, transition):
     Returns:
         bool: False if it was already asleep.
     """
-    if mode(ports) == "sleep":
+    state = Mode(ports)
+    if state.asleep():
         return False
-    ports.state.set(
-        documents.SLEEP_STATE,
-        {"started_at": iso(ports.clock.now()), "reason": reason, "ticks": 0,
-         "wake_requested": None},
-    )
+    state.enter_sleep(reason)
     transition("sleep", reason)
-    ports.state.set(documents.SLEEP_PHASE, COMPACTING)
+    state.set_phase(COMPACTING)
     return True
-
-
-def request_sleep(ports, reason):
-    """Record that the assistant chose to sleep (the `go_to_sleep` tool); see below."""
-    ports.state.set(documents.SLEEP_REQUEST, {"reason": reason, "time": iso(ports.clock.now())})
 
 
 def take_sleep_request(ports, transition):
@@ -68,10 +56,9 @@ def take_sleep_request(ports, transition):
     Returns:
         bool: True if it fell asleep.
     """
-    request = ports.state.get(documents.SLEEP_REQUEST)
+    request = Mode(ports).take_sleep_request()
     if not request:
         return False
-    ports.state.set(documents.SLEEP_REQUEST, None)
     return enter_sleep(ports, f"own choice: {request.get('reason')}", transition)
 
 
@@ -83,15 +70,14 @@ def request_wake(ports, reason, transition):
         str: What happened, for the admin: "awake", "already awake" or
         "wake deferred: compacting ...".
     """
-    if mode(ports) != "sleep":
+    state = Mode(ports)
+    if not state.asleep():
         # an admin waking an awake assistant still means "start thinking again"
         if clear_emergency_stop(ports):
             return "already awake (emergency stop cleared)"
         return "already awake"
-    if (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING:
-        asleep = dict(ports.state.get(documents.SLEEP_STATE) or {})
-        asleep["wake_requested"] = reason
-        ports.state.set(documents.SLEEP_STATE, asleep)
+    if (state.phase() or COMPACTING) == COMPACTING:
+        state.request_wake(reason)
         return ("wake deferred: compacting memories; it will wake as soon as "
                 "consolidation completes")
     perform_wake_transition(ports, reason, transition)
@@ -110,9 +96,10 @@ def force_wake(ports, reason, transition):
     Returns:
         str: What happened, for the admin.
     """
-    if mode(ports) != "sleep":
+    state = Mode(ports)
+    if not state.asleep():
         return request_wake(ports, reason, transition)
-    compacting = (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING
+    compacting = (state.phase() or COMPACTING) == COMPACTING
     perform_wake_transition(ports, f"{reason} (forced)", transition)
     if compacting:
         return "awake (forced: compacting was interrupted; it goes on at the next sleep)"
@@ -125,14 +112,11 @@ def perform_wake_transition(ports, reason, transition):
     state cleared, emergency stop cleared, then the switch to awake.
     """
     cooldown = ports.settings.get("sleep.wake_cooldown_minutes")
-    blocked_until = ports.clock.now() + timedelta(minutes=cooldown)
-    ports.state.set(
-        documents.AWAKE_STATE, {"awake_ticks": 0, "auto_sleep_blocked_until": iso(blocked_until)}
-    )
-    ports.state.set(documents.SLEEP_STATE, None)
+    state = Mode(ports)
+    state.wake(ports.clock.now() + timedelta(minutes=cooldown))
     clear_emergency_stop(ports)
     transition("awake", reason)
-    ports.state.set(documents.SLEEP_PHASE, None)
+    state.set_phase(None)
 
 
 def clear_emergency_stop(ports):
@@ -199,7 +183,7 @@ def check_sleep_schedule(ports):
     inside = in_sleep_window(hour, plan["sleep_start_hour"], plan["sleep_duration_hours"])
     current = mode(ports)
     if inside and current == "awake":
-        awake = ports.state.get(documents.AWAKE_STATE) or {}
+        awake = Mode(ports).awake_state()
         if awake.get("awake_ticks", 0) < plan["min_awake_ticks"]:
             return False, None, "not awake long enough"
         blocked = parse_iso(awake.get("auto_sleep_blocked_until"))
@@ -233,10 +217,11 @@ def check_wake_conditions(ports):
         tuple: `(should_wake, reason, deferred)`; `deferred` is True when it should wake but
         the compacting phase must finish first.
     """
-    if mode(ports) != "sleep":
+    state = Mode(ports)
+    if not state.asleep():
         return False, "not asleep", False
     reason = None
-    asleep = ports.state.get(documents.SLEEP_STATE) or {}
+    asleep = state.sleep_state()
     if asleep.get("wake_requested"):
         reason = f"wake requested by {asleep['wake_requested']}"
     if reason is None:
@@ -250,7 +235,7 @@ def check_wake_conditions(ports):
             reason = f"urgent event from {urgent[0].get('sender', 'someone')}"
     if reason is None:
         return False, "sleeping", False
-    deferred = (ports.state.get(documents.SLEEP_PHASE) or COMPACTING) == COMPACTING
+    deferred = (state.phase() or COMPACTING) == COMPACTING
     return True, reason, deferred
 
 
@@ -283,7 +268,7 @@ def sleep_sign(ports, event):
             "sleep.sign_period"):
         return None
     shown[event.get("sender_id")] = now
-    light = ports.state.get(documents.SLEEP_PHASE) == DREAMING
+    light = Mode(ports).phase() == DREAMING
     return (LIGHT_SLEEP_SIGN if light else DEEP_SLEEP_SIGN).format(name=ports.name)
 
 
@@ -297,7 +282,8 @@ def wake_light_sleeper(ports, transition):
     Returns:
         str or None: The reason it woke, or None.
     """
-    if mode(ports) != "sleep" or ports.state.get(documents.SLEEP_PHASE) != DREAMING:
+    state = Mode(ports)
+    if not state.asleep() or state.phase() != DREAMING:
         return None
     should_wake, reason, deferred = check_wake_conditions(ports)
     if not should_wake or deferred:

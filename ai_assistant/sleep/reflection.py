@@ -28,6 +28,7 @@ from twisted.internet import defer
 from ai_assistant.memory import journal as journal_module
 from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.persona import filter_insights
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.memory.search.journal_search import search_journal
@@ -203,9 +204,10 @@ def gather_evidence(ports, question, limit=None):
     """
     if limit is None:
         limit = ports.settings.get("reflection.evidence_per_question")
-    if ports.semantic is not None:
+    memories = Memories(ports)
+    if memories.available:
         try:
-            hits = yield ports.semantic.search(question, limit=limit)
+            hits = yield memories.search(question, limit=limit)
         except Exception as err:  # noqa: BLE001 - the journal is a fine fallback
             ports.log(f"{ports.name}: reflection evidence search failed ({err}); using journal")
         else:

@@ -32,7 +32,7 @@ class AddGoalTool(Tool):
 
     def run(self, ports, description, priority="medium", parent_id=None):
         try:
-            added = goals.add_goal(ports, description, priority, parent_id)
+            added = goals.Goals(ports).add(description, priority, parent_id)
         except GoalError as err:
             return error_result(str(err))
         return {"success": True, **added}
@@ -59,7 +59,7 @@ class UpdateGoalTool(Tool):
 
     def run(self, ports, goal_id, status=None, progress=None):
         try:
-            updated = goals.update_goal(ports, goal_id, status, progress)
+            updated = goals.Goals(ports).update(goal_id, status, progress)
         except GoalError as err:
             return error_result(str(err))
         return {"success": True, **updated}
@@ -86,6 +86,6 @@ class DecomposeGoalTool(Tool):
             failure.trap(GoalError)
             return error_result(failure.getErrorMessage())
 
-        deferred = goals.decompose_goal(ports, goal_id)
+        deferred = goals.Goals(ports).decompose(goal_id)
         deferred.addCallbacks(lambda done: {"success": True, **done}, _refused)
         return deferred

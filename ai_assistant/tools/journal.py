@@ -17,6 +17,7 @@ from twisted.internet import defer
 from ai_assistant.memory import journal
 from ai_assistant.memory.audience import turn_audience, turn_viewer, visible_to
 from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.recall.lines import MEMORY_TIER
 from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
 from ai_assistant.memory.search.dense import default_embed, dense_similarities
@@ -188,7 +189,7 @@ class SearchJournalTool(Tool):
         limit = min(limit, MAX_SEARCH_LIMIT)
         filters = SearchFilters(tags=tags, days_back=days_back,
                                 related_to_project=related_to_project)  # fmt: skip
-        use_semantic = (semantic is None or semantic) and ports.semantic is not None
+        use_semantic = (semantic is None or semantic) and Memories(ports).available
         embed = default_embed(ports.settings) if semantic is None or semantic else None
         if query.strip() and use_semantic:
             return self._recall_search(ports, query, limit, filters, embed)
@@ -267,7 +268,8 @@ class SearchJournalTool(Tool):
         if use_semantic:
             try:
                 # over-fetch: the fusion needs similarities beyond the final top `limit`
-                hits = yield ports.semantic.search(query, limit=max(limit * SEMANTIC_FETCH, 50))
+                hits = yield Memories(ports).search(query,
+                                                    limit=max(limit * SEMANTIC_FETCH, 50))
             except Exception as err:  # noqa: BLE001 - the text search still answers
                 ports.log(f"{ports.name}: semantic journal search failed ({err})")
                 notes.append("semantic memory unavailable")

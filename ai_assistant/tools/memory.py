@@ -12,13 +12,13 @@ from twisted.internet import defer
 from ai_assistant.memory.audience import PUBLIC, turn_audience, turn_viewer
 from ai_assistant.memory.importance import score_importance_heuristic
 from ai_assistant.memory.journal import DEFAULT_SOURCE_TRUST, JournalError, validate_entry_fields
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.persona import (
     SELF_REFERENCE_ERROR,
     SELF_REFERENCE_SUGGESTION,
     is_self_referential,
 )
-from ai_assistant.memory.recall import mirror as recall_mirror
-from ai_assistant.memory.semantic_recall import format_memory_results, search_long_term
+from ai_assistant.memory.recall.long_term import format_memory_results, search_long_term
 from ai_assistant.tools.registry import MEMORY, SCOPED, Tool, ToolCategory, error_result
 
 __all__ = ["StoreMemoryTool", "SearchFactsTool", "format_memory_results"]
@@ -59,7 +59,8 @@ class StoreMemoryTool(Tool):
 
     def run(self, ports, content="", source_type="observation", source_trust=None,
             source_entity=None, tags=None, importance=None, **unused):
-        if ports.semantic is None:
+        memories = Memories(ports)
+        if not memories.available:
             return error_result(_NO_STORE)
         try:
             fields = validate_entry_fields(
@@ -87,18 +88,17 @@ class StoreMemoryTool(Tool):
         }
         if turn_audience(ports.world) is not PUBLIC:  # stored in a whispered conversation
             metadata["audience"] = turn_audience(ports.world)
-        deferred = ports.semantic.add(fields["content"], metadata=metadata, infer=False)
+        deferred = memories.add(fields["content"], metadata)  # recallable at once
 
-        def _stored(memories):
-            memories = memories or []
-            recall_mirror.record(ports, memories, fields["content"], metadata)  # recallable now
-            duplicate = any(item.get("event") == "DUPLICATE" for item in memories)
+        def _stored(stored):
+            stored = stored or []
+            duplicate = any(item.get("event") == "DUPLICATE" for item in stored)
             return {
                 "success": True,
-                "memory_ids": [item["id"] for item in memories],
+                "memory_ids": [item["id"] for item in stored],
                 "duplicate": duplicate,
                 "message": ("An identical memory already exists; kept it." if duplicate
-                            else f"Stored {len(memories)} memory."),
+                            else f"Stored {len(stored)} memory."),
             }
 
         def _failed(failure):
@@ -132,7 +132,7 @@ class SearchFactsTool(Tool):
     cache_ttl = 30.0
 
     def run(self, ports, query="", limit=None, min_source_trust=None, **unused):
-        if ports.semantic is None:
+        if not Memories(ports).available:
             return error_result(_NO_STORE)
         if not isinstance(query, str) or not query.strip():
             return error_result("query is required: a non-empty text")

@@ -2,25 +2,25 @@
 The assistant's own say over its operating mode: `go_to_sleep`.
 
 Choosing to sleep lets the assistant consolidate its memories when it judges the moment right
-(a quiet room, a full journal). The switch itself happens on the next tick through
-`sleep.modes.take_sleep_request`, so the tool never touches the ticker. It has lasting effects
-(the assistant is silent while asleep), so a player's words never run it (`tools.agency`), and
-it is refused for `sleep.go_to_sleep_cooldown_minutes` after the assistant last fell asleep
-(the mode history says when) or asked to.
+(a quiet room, a full journal). The tool only records the wish (`workspace.mode`); the switch
+itself happens on the next tick (`sleep.modes.take_sleep_request`), so the tool never touches
+the ticker. It has lasting effects (the assistant is silent while asleep), so a player's words
+never run it (`tools.agency`), and it is refused for `sleep.go_to_sleep_cooldown_minutes`
+after the assistant last fell asleep (the mode history says when) or asked to.
 """
 
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
-from ai_assistant.sleep import modes
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result
+from ai_assistant.workspace.mode import Mode
 
 
 def last_fell_asleep(ports):
     """When the assistant last fell asleep or asked to (a datetime), or None."""
+    mode = Mode(ports)
     moments = [parse_iso(change.get("time"))
-               for change in ports.state.get(documents.MODE_HISTORY) or ()
+               for change in mode.history()
                if isinstance(change, dict) and change.get("to") == "sleep"]
-    request = ports.state.get(documents.SLEEP_REQUEST)
+    request = mode.sleep_request()
     if isinstance(request, dict):
         moments.append(parse_iso(request.get("time")))
     moments = [moment for moment in moments if moment is not None]
@@ -57,11 +57,12 @@ class GoToSleepTool(Tool):
     family = "modes"
 
     def run(self, ports, reason):
-        if modes.mode(ports) == "sleep":
+        mode = Mode(ports)
+        if mode.asleep():
             return error_result("you are already asleep")
         left = cooldown_left(ports)
         if left > 0:
             return error_result(f"you slept only recently: you may choose to sleep again in "
                                 f"{left:.0f} minute(s)", cooldown_minutes=round(left, 1))
-        modes.request_sleep(ports, reason)
+        mode.request_sleep(reason)
         return {"success": True, "result": "you will fall asleep in a moment", "reason": reason}

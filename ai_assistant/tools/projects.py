@@ -32,7 +32,7 @@ class CreateProjectTool(Tool):
 
     def run(self, ports, key, summary, context=""):
         try:
-            created = projects.create_project(ports, key, summary, context)
+            created = projects.Projects(ports).create(key, summary, context)
         except ProjectError as err:
             return error_result(str(err))
         return {
@@ -55,7 +55,7 @@ class ListProjectsTool(Tool):
     cache_scope = "tick"
 
     def run(self, ports):
-        rows = projects.list_projects(ports)
+        rows = projects.Projects(ports).all()
         active = next((row["key"] for row in rows if row["active"]), None)
         return {"success": True, "active": active, "count": len(rows), "projects": rows}
 
@@ -84,7 +84,7 @@ class SwapProjectTool(Tool):
 
     def run(self, ports, project_key, current_project_update=None):
         try:
-            swapped = projects.swap_project(ports, project_key, current_project_update)
+            swapped = projects.Projects(ports).swap(project_key, current_project_update)
         except ProjectError as err:
             return error_result(str(err))
         result = {"success": True, **swapped}
@@ -113,7 +113,7 @@ class UpdateProjectTool(Tool):
 
     def run(self, ports, context=None, status=None, summary=None):
         try:
-            updated = projects.update_project(ports, context, status, summary)
+            updated = projects.Projects(ports).update(context, status, summary)
         except ProjectError as err:
             return error_result(str(err))
         return {

@@ -36,7 +36,7 @@ class AddSessionMemoryTool(Tool):
 
     def run(self, ports, content, memory_type="fact"):
         try:
-            added = session_memory.add_session_memory(ports, content, memory_type)
+            added = session_memory.SessionMemory(ports).add(content, memory_type)
         except SessionMemoryError as err:
             if err.suggestion:
                 return error_result(str(err), suggestion=err.suggestion)
@@ -55,4 +55,4 @@ class CompactSessionMemoryTool(Tool):
     family = "session"
 
     def run(self, ports):
-        return {"success": True, **session_memory.compact_session_memory(ports)}
+        return {"success": True, **session_memory.SessionMemory(ports).compact()}

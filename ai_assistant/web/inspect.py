@@ -13,16 +13,15 @@ from ai_assistant.memory import entities
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
-from ai_assistant.memory.links import SCAN_LIMIT, get_links
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT
 from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
 from ai_assistant.memory.search.journal_search import search_journal
-from ai_assistant.memory.semantic_recall import UNKNOWN_TRUST, calibrated_threshold
+from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import parse_iso
-from ai_assistant.reports import provider_line
 from ai_assistant.sleep.reports import recent_sleeps
-from ai_assistant.workspace.goals import load_goals
-from ai_assistant.workspace.projects import list_projects
+from ai_assistant.workspace.status import inspector_status
 
 # The most results one journal search returns (the pages of a search come from these).
 SEARCH_LIMIT = 200
@@ -32,78 +31,27 @@ INTERACTIONS = ("direct_message", "direct_addressing", "talk")
 
 def assistant_summary(npc):
     """One line of the list: `{"id", "key", "mode", "phase", "location"}`."""
-    state = npc.assistant.ports().state
-    mode = state.get(documents.OPERATING_MODE) or "awake"
+    mode = npc.assistant.mode
+    asleep = mode.asleep()
     return {
         "id": npc.id,
         "key": npc.key,
-        "mode": mode,
-        "phase": state.get(documents.SLEEP_PHASE) if mode == "sleep" else None,
+        "mode": mode.current(),
+        "phase": mode.phase() if asleep else None,
         "location": npc.location.key if npc.location else None,
-    }
-
-
-def _tier_counts(ports):
-    journal = Journal(ports)
-    nodes = Nodes(ports).nodes()
-    by_status = {}
-    for node in nodes.values():
-        by_status[node.get("status", "active")] = by_status.get(node.get("status", "active"),
-                                                                0) + 1
-    return {
-        "journal_entries": len(journal.entries()),
-        "journal_consolidated": len(journal.consolidated_ids()),
-        "journal_wrong": sum(1 for entry in journal.entries() if is_wrong(entry)),
-        "memory_links": len(get_links(ports)),
-        "entity_profiles": len(People(ports).profiles()),
-        "goals": len(load_goals(ports)),
-        "projects": len(list_projects(ports)),
-        "memory_nodes": len(nodes),
-        "memory_nodes_by_status": by_status,
-        "memory_clusters": len(Nodes(ports).clusters()),
-        "corrections": len(audit_trail(ports)),
     }
 
 
 @defer.inlineCallbacks
 def status(npc):
     """
-    The status header: mode and phase, ticks, provider and model, LLM use, errors, the
-    emergency stop and the counts per tier (long-term memories counted in the store).
+    The status header (`workspace.status.inspector_status`) with who and where it is.
 
     Returns:
         Deferred[dict]
     """
-    ports = npc.assistant.ports()
-    long_term, note = None, None
-    if ports.semantic is not None:
-        try:
-            long_term = len((yield ports.semantic.list(limit=SCAN_LIMIT)) or ())
-        except Exception as err:  # noqa: BLE001 - the rest of the status still shows
-            note = f"long-term memory unavailable: {err}"
-    state = ports.state
-    stats = npc.assistant.llm_stats.read()
-    llm = ports.settings.get("llm")
-    summary = assistant_summary(npc)
-    counts = _tier_counts(ports)
-    counts["long_term_memories"] = long_term
-    return {
-        **summary,
-        "dbref": npc.dbref,
-        "ticks": state.get(documents.TICK_COUNT) or 0,
-        "skipped_ticks": state.get(documents.SKIPPED_TICKS) or 0,
-        "mechanical": ports.mechanical,
-        "provider": provider_line(ports.settings, ports.llm),
-        "model": None if ports.mechanical else llm.get("model"),
-        "llm": {key: stats.get(key, 0) for key in
-                ("calls", "prompt_tokens", "completion_tokens", "failures",
-                 "consecutive_errors")},
-        "last_error": stats.get("last_error"),
-        "emergency_stop": bool(stats.get("emergency_stop")),
-        "pending_events": len(npc.assistant.perception.waiting()),
-        "counts": counts,
-        "note": note,
-    }
+    view = yield inspector_status(npc.assistant.ports())
+    return {**assistant_summary(npc), "dbref": npc.dbref, **view}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -173,7 +121,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     }
     if hit.get("score") is not None:
         view["score"] = round(float(hit["score"]), 4)
-        # whether the assistant's own recall would return it (semantic_recall's two stages)
+        # whether the assistant's own recall would return it (`recall.long_term`'s two stages)
         view["recalled"] = bool(view["score"] > threshold and trust >= min_trust
                                 and not view["wrong"])
     return view
@@ -189,14 +137,15 @@ def long_term_memories(npc, query="", limit=SCAN_LIMIT):
         Deferred[dict]: `{"available": bool, "memories": [...], "threshold", "min_trust"}`.
     """
     ports = npc.assistant.ports()
-    if ports.semantic is None:
+    memories = npc.assistant.memories
+    if not memories.available:
         return {"available": False, "memories": [], "threshold": None, "min_trust": None}
     if query and query.strip():
-        hits = yield ports.semantic.search(query.strip(), limit=min(limit, 50))
+        hits = yield memories.search(query.strip(), limit=min(limit, 50))
     else:
-        hits = yield ports.semantic.list(limit=limit)
-    links = get_links(ports)  # read after the yield: the links as they are now
-    threshold = calibrated_threshold(ports, "relevance_threshold")
+        hits = yield memories.list(limit=limit)
+    links = MemoryLinks(ports).records()  # read after the yield: the links as they are now
+    threshold = memories.threshold("relevance_threshold")
     min_trust = float(ports.settings.get("memory.min_source_trust"))
     memories = [_memory_view(ports, hit, links, threshold, min_trust) for hit in hits or ()]
     if not query:
@@ -258,7 +207,7 @@ def relationship_bands(npc):
 
 def goal_tree(npc):
     """The goals as a tree: root goals, each with its `children`, in creation order."""
-    goals = load_goals(npc.assistant.ports())
+    goals = npc.assistant.goals.all()
     nodes = {goal["id"]: {**goal, "children": []} for goal in goals}
     roots = []
     for goal in goals:
@@ -269,8 +218,8 @@ def goal_tree(npc):
 
 
 def projects(npc):
-    """Project slots, the active one first (`workspace.projects.list_projects`)."""
-    return list_projects(npc.assistant.ports())
+    """Project slots, the active one first (`workspace.projects.Projects.all`)."""
+    return npc.assistant.projects.all()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -324,9 +273,7 @@ def memory_nodes(npc):
 
 def sleeps(npc):
     """The reports of the recent sleeps, newest first (`sleep.reports`)."""
-    ports = npc.assistant.ports()
-    asleep = (ports.state.get(documents.OPERATING_MODE) or "awake") == "sleep"
-    return recent_sleeps(ports, asleep)
+    return recent_sleeps(npc.assistant.ports(), npc.assistant.mode.asleep())
 
 
 def corrections(npc):

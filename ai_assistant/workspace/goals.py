@@ -16,8 +16,8 @@ State document `"current_goals"` is a flat list of goal dicts linked into a tree
         "auto_generated": False,         # True for subtasks made by decompose_goal
     }
 
-The tick in an id is the state document `"tick_count"` (the assistant's tick counter, 0 when it
-has none yet); the index is the next one free for that tick.
+The tick in an id is the assistant's tick counter (`workspace.mode.Mode.ticks`, 0 when it has
+none yet); the index is the next one free for that tick.
 
 Rollup: whenever a goal changes, every ancestor is recomputed, bottom-up. A parent's progress is
 the mean of its subtasks' progress and it completes when all of them are complete. Abandoned
@@ -35,6 +35,7 @@ from twisted.internet import defer
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMError, iso
 from ai_assistant.plumbing.replies import find_json
+from ai_assistant.workspace.mode import Mode
 
 PRIORITIES = ("high", "medium", "low")
 STATUSES = ("active", "completed", "abandoned")
@@ -52,34 +53,7 @@ class GoalError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------
-# Reading
-
-
-def load_goals(ports):
-    """
-    The `"current_goals"` list (entries that are not goal dicts are dropped).
-
-    Args:
-        ports (AssistantPorts): The assistant.
-
-    Returns:
-        list[dict]: The goals, oldest first.
-    """
-    goals = ports.state.get(documents.CURRENT_GOALS, None)
-    if not isinstance(goals, list):
-        return []
-    return [goal for goal in goals if isinstance(goal, dict) and goal.get("id")]
-
-
-def save_goals(ports, goals):
-    """Write the `"current_goals"` list back."""
-    ports.state.set(documents.CURRENT_GOALS, goals)
-
-
-def current_tick(ports):
-    """The assistant's tick counter (`"tick_count"`), 0 when unset or unusable."""
-    tick = ports.state.get(documents.TICK_COUNT, 0)
-    return tick if isinstance(tick, int) and not isinstance(tick, bool) and tick >= 0 else 0
+# Goals as plain data
 
 
 def next_goal_id(goals, tick):
@@ -225,112 +199,7 @@ def _descendants(goal, by_id):
 
 
 # ----------------------------------------------------------------------------------------------
-# Operations
-
-
-def add_goal(ports, description, priority="medium", parent_id=None):
-    """
-    Add a goal, or a subtask of an active goal (whose progress is then rolled up again).
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        description (str): What is to be achieved.
-        priority (str): "high", "medium" or "low".
-        parent_id (str, optional): The goal this is a subtask of.
-
-    Returns:
-        dict: `{"goal": the new goal, "rolled_up": [changed ancestors]}`.
-
-    Raises:
-        GoalError: Bad description or priority, unknown or finished parent, too many goals.
-    """
-    description = _clean_description(ports, description)
-    if priority not in PRIORITIES:
-        raise GoalError(f"invalid priority '{priority}': use one of {', '.join(PRIORITIES)}")
-    goals = load_goals(ports)
-    parent = None
-    if parent_id is not None:
-        parent = _require_goal(goals, parent_id)
-        if parent.get("status") != "active":
-            raise GoalError(
-                f"goal '{parent_id}' is {parent.get('status')}; set it active again with "
-                "update_goal before adding subtasks"
-            )
-    limit = ports.settings.get("workspace.goals.max_goals")
-    if len(goals) >= limit:
-        raise GoalError(f"there are already {len(goals)} goals (the limit is {limit})")
-    goal = new_goal(
-        next_goal_id(goals, current_tick(ports)),
-        description,
-        iso(ports.clock.now()),
-        priority=priority,
-        parent_id=parent_id,
-    )
-    goals.append(goal)
-    if parent is not None:
-        parent.setdefault("subtask_ids", []).append(goal["id"])
-    changed = rollup(goals, goal["id"])
-    save_goals(ports, goals)
-    return {"goal": dict(goal), "rolled_up": changed}
-
-
-def update_goal(ports, goal_id, status=None, progress=None):
-    """
-    Change a goal's status and/or progress, then roll the change up its ancestors.
-
-    Completing a goal sets its progress to 100 and completes its unfinished subtasks;
-    abandoning it abandons them; a leaf goal that reaches 100% completes.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        goal_id (str): The goal's id.
-        status (str, optional): "active", "completed" or "abandoned".
-        progress (int or float, optional): 0 to 100 (leaf goals only).
-
-    Returns:
-        dict: `{"goal", "rolled_up": [changed ancestors], "cascaded": [ids of subtasks]}`.
-
-    Raises:
-        GoalError: Unknown id, bad status/progress, progress on a goal that has subtasks,
-            or nothing to change.
-    """
-    if status is None and progress is None:
-        raise GoalError("nothing to update: give status and/or progress")
-    if status is not None and status not in STATUSES:
-        raise GoalError(f"invalid status '{status}': use one of {', '.join(STATUSES)}")
-    if progress is not None:
-        progress = _clean_progress(progress)
-    goals = load_goals(ports)
-    goal = _require_goal(goals, goal_id)
-    by_id = _by_id(goals)
-    if progress is not None and _counted_subtasks(goal, by_id):
-        raise GoalError(
-            f"the progress of '{goal_id}' is the mean of its subtasks' progress; "
-            "update the subtasks instead"
-        )
-
-    cascaded = []
-    if progress is not None:
-        goal["progress"] = progress
-    if status is not None:
-        goal["status"] = status
-        if status in ("completed", "abandoned"):
-            for sub in _descendants(goal, by_id):
-                if sub.get("status") == "active":
-                    sub["status"] = status
-                    if status == "completed":
-                        sub["progress"] = 100
-                    cascaded.append(sub["id"])
-        if status == "completed":
-            goal["progress"] = 100
-        elif status == "active":
-            # reopened on purpose: take its subtasks' progress, but do not re-complete it
-            recompute_goal(goal, by_id, update_status=False)
-    elif progress == 100 and goal.get("status") == "active":
-        goal["status"] = "completed"
-    changed = rollup(goals, goal_id)
-    save_goals(ports, goals)
-    return {"goal": dict(goal), "rolled_up": changed, "cascaded": cascaded}
+# Decomposition
 
 
 def parse_subtasks(text, minimum=3, maximum=7, max_chars=500):
@@ -411,65 +280,203 @@ def decomposition_messages(goal, goals, minimum=3, maximum=7):
     ]
 
 
-@defer.inlineCallbacks
-def decompose_goal(ports, goal_id):
-    """
-    Ask the LLM to split an active goal without subtasks into 3-7 subtasks, and add them.
+# ----------------------------------------------------------------------------------------------
+# The store
 
-    The goal is re-read after the LLM answers, so a goal finished or split meanwhile is left
-    alone. A failed call or an unusable reply changes nothing.
+
+class Goals:
+    """
+    The assistant's goals (`documents.CURRENT_GOALS`), read fresh from its state on every call:
+    `goals.all()`, `goals.add(...)`, `goals.update(...)`, `goals.decompose(...)`.
 
     Args:
-        ports (AssistantPorts): The assistant (needs an LLM).
-        goal_id (str): The goal to split.
-
-    Returns:
-        Deferred[dict]: `{"goal", "subtasks": [new goals], "rolled_up"}`; errbacks with
-        `GoalError` when refused.
+        ports (AssistantPorts): The assistant.
     """
-    if ports.llm is None:
-        ports.log(f"{ports.name}: decompose_goal skipped (mechanical mode, no LLM)")
-        raise GoalError(
-            "decompose_goal needs an LLM and none is configured (mechanical mode); "
-            "add subtasks one by one with add_goal(parent_id=...)"
-        )
-    minimum = ports.settings.get("workspace.goals.min_subtasks")
-    maximum = ports.settings.get("workspace.goals.max_subtasks")
-    max_chars = ports.settings.get("workspace.goals.max_description_chars")
-    goals = load_goals(ports)
-    goal = _check_decomposable(goals, goal_id)
-    messages = decomposition_messages(goal, goals, minimum, maximum)
-    try:
-        reply = yield ports.llm.complete(messages, purpose="decompose_goal")
-    except LLMError as err:
-        raise GoalError(
-            f"the LLM call failed ({err or type(err).__name__}); nothing changed, try again later"
-        ) from err
-    subtasks = parse_subtasks(getattr(reply, "content", reply), minimum, maximum, max_chars)
 
-    # fresh read after the yield: the goal may have changed while the model was thinking
-    goals = load_goals(ports)
-    goal = _check_decomposable(goals, goal_id)
-    limit = ports.settings.get("workspace.goals.max_goals")
-    if len(goals) + len(subtasks) > limit:
-        raise GoalError(f"adding {len(subtasks)} subtasks would pass the limit of {limit} goals")
-    tick, created, new = current_tick(ports), iso(ports.clock.now()), []
-    for description in subtasks:
-        sub = new_goal(
-            next_goal_id(goals, tick),
+    def __init__(self, ports):
+        self.ports = ports
+
+    def all(self):
+        """
+        The goals (entries of the document that are not goal dicts are dropped).
+
+        Returns:
+            list[dict]: The goals, oldest first.
+        """
+        goals = self.ports.state.get(documents.CURRENT_GOALS, None)
+        if not isinstance(goals, list):
+            return []
+        return [goal for goal in goals if isinstance(goal, dict) and goal.get("id")]
+
+    def _save(self, goals):
+        """Write the `"current_goals"` list back."""
+        self.ports.state.set(documents.CURRENT_GOALS, goals)
+
+    def _tick(self):
+        """The assistant's tick counter (`workspace.mode`), 0 when unset or unusable."""
+        tick = Mode(self.ports).ticks()
+        return tick if isinstance(tick, int) and not isinstance(tick, bool) and tick >= 0 else 0
+
+    def add(self, description, priority="medium", parent_id=None):
+        """
+        Add a goal, or a subtask of an active goal (whose progress is then rolled up again).
+
+        Args:
+            description (str): What is to be achieved.
+            priority (str): "high", "medium" or "low".
+            parent_id (str, optional): The goal this is a subtask of.
+
+        Returns:
+            dict: `{"goal": the new goal, "rolled_up": [changed ancestors]}`.
+
+        Raises:
+            GoalError: Bad description or priority, unknown or finished parent, too many goals.
+        """
+        description = _clean_description(self.ports, description)
+        if priority not in PRIORITIES:
+            raise GoalError(f"invalid priority '{priority}': use one of {', '.join(PRIORITIES)}")
+        goals = self.all()
+        parent = None
+        if parent_id is not None:
+            parent = _require_goal(goals, parent_id)
+            if parent.get("status") != "active":
+                raise GoalError(
+                    f"goal '{parent_id}' is {parent.get('status')}; set it active again with "
+                    "update_goal before adding subtasks"
+                )
+        limit = self.ports.settings.get("workspace.goals.max_goals")
+        if len(goals) >= limit:
+            raise GoalError(f"there are already {len(goals)} goals (the limit is {limit})")
+        goal = new_goal(
+            next_goal_id(goals, self._tick()),
             description,
-            created,
-            priority=goal.get("priority", "medium"),
-            parent_id=goal_id,
-            auto=True,
+            iso(self.ports.clock.now()),
+            priority=priority,
+            parent_id=parent_id,
         )
-        goals.append(sub)
-        goal.setdefault("subtask_ids", []).append(sub["id"])
-        new.append(sub)
-    recompute_goal(goal, _by_id(goals))
-    changed = rollup(goals, goal_id)
-    save_goals(ports, goals)
-    return {"goal": dict(goal), "subtasks": [dict(sub) for sub in new], "rolled_up": changed}
+        goals.append(goal)
+        if parent is not None:
+            parent.setdefault("subtask_ids", []).append(goal["id"])
+        changed = rollup(goals, goal["id"])
+        self._save(goals)
+        return {"goal": dict(goal), "rolled_up": changed}
+
+    def update(self, goal_id, status=None, progress=None):
+        """
+        Change a goal's status and/or progress, then roll the change up its ancestors.
+
+        Completing a goal sets its progress to 100 and completes its unfinished subtasks;
+        abandoning it abandons them; a leaf goal that reaches 100% completes.
+
+        Args:
+            goal_id (str): The goal's id.
+            status (str, optional): "active", "completed" or "abandoned".
+            progress (int or float, optional): 0 to 100 (leaf goals only).
+
+        Returns:
+            dict: `{"goal", "rolled_up": [changed ancestors], "cascaded": [ids of subtasks]}`.
+
+        Raises:
+            GoalError: Unknown id, bad status/progress, progress on a goal that has subtasks,
+                or nothing to change.
+        """
+        if status is None and progress is None:
+            raise GoalError("nothing to update: give status and/or progress")
+        if status is not None and status not in STATUSES:
+            raise GoalError(f"invalid status '{status}': use one of {', '.join(STATUSES)}")
+        if progress is not None:
+            progress = _clean_progress(progress)
+        goals = self.all()
+        goal = _require_goal(goals, goal_id)
+        by_id = _by_id(goals)
+        if progress is not None and _counted_subtasks(goal, by_id):
+            raise GoalError(
+                f"the progress of '{goal_id}' is the mean of its subtasks' progress; "
+                "update the subtasks instead"
+            )
+
+        cascaded = []
+        if progress is not None:
+            goal["progress"] = progress
+        if status is not None:
+            goal["status"] = status
+            if status in ("completed", "abandoned"):
+                for sub in _descendants(goal, by_id):
+                    if sub.get("status") == "active":
+                        sub["status"] = status
+                        if status == "completed":
+                            sub["progress"] = 100
+                        cascaded.append(sub["id"])
+            if status == "completed":
+                goal["progress"] = 100
+            elif status == "active":
+                # reopened on purpose: take its subtasks' progress, but do not re-complete it
+                recompute_goal(goal, by_id, update_status=False)
+        elif progress == 100 and goal.get("status") == "active":
+            goal["status"] = "completed"
+        changed = rollup(goals, goal_id)
+        self._save(goals)
+        return {"goal": dict(goal), "rolled_up": changed, "cascaded": cascaded}
+
+    @defer.inlineCallbacks
+    def decompose(self, goal_id):
+        """
+        Ask the LLM to split an active goal without subtasks into 3-7 subtasks, and add them.
+
+        The goal is re-read after the LLM answers, so a goal finished or split meanwhile is left
+        alone. A failed call or an unusable reply changes nothing.
+
+        Args:
+            goal_id (str): The goal to split.
+
+        Returns:
+            Deferred[dict]: `{"goal", "subtasks": [new goals], "rolled_up"}`; errbacks with
+            `GoalError` when refused.
+        """
+        if self.ports.llm is None:
+            self.ports.log(f"{self.ports.name}: decompose_goal skipped (mechanical mode, no LLM)")
+            raise GoalError(
+                "decompose_goal needs an LLM and none is configured (mechanical mode); "
+                "add subtasks one by one with add_goal(parent_id=...)"
+            )
+        minimum = self.ports.settings.get("workspace.goals.min_subtasks")
+        maximum = self.ports.settings.get("workspace.goals.max_subtasks")
+        max_chars = self.ports.settings.get("workspace.goals.max_description_chars")
+        goals = self.all()
+        goal = _check_decomposable(goals, goal_id)
+        messages = decomposition_messages(goal, goals, minimum, maximum)
+        try:
+            reply = yield self.ports.llm.complete(messages, purpose="decompose_goal")
+        except LLMError as err:
+            raise GoalError(
+                f"the LLM call failed ({err or type(err).__name__}); nothing changed, "
+                "try again later") from err
+        subtasks = parse_subtasks(getattr(reply, "content", reply), minimum, maximum, max_chars)
+
+        # fresh read after the yield: the goal may have changed while the model was thinking
+        goals = self.all()
+        goal = _check_decomposable(goals, goal_id)
+        limit = self.ports.settings.get("workspace.goals.max_goals")
+        if len(goals) + len(subtasks) > limit:
+            raise GoalError(
+                f"adding {len(subtasks)} subtasks would pass the limit of {limit} goals")
+        tick, created, new = self._tick(), iso(self.ports.clock.now()), []
+        for description in subtasks:
+            sub = new_goal(
+                next_goal_id(goals, tick),
+                description,
+                created,
+                priority=goal.get("priority", "medium"),
+                parent_id=goal_id,
+                auto=True,
+            )
+            goals.append(sub)
+            goal.setdefault("subtask_ids", []).append(sub["id"])
+            new.append(sub)
+        recompute_goal(goal, _by_id(goals))
+        changed = rollup(goals, goal_id)
+        self._save(goals)
+        return {"goal": dict(goal), "subtasks": [dict(sub) for sub in new], "rolled_up": changed}
 
 
 # ----------------------------------------------------------------------------------------------

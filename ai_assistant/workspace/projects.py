@@ -21,9 +21,9 @@ State document `"projects"`::
         },
     }
 
-Every function here works on plain data through `ports.state` and raises `ProjectError` with a
-message meant for the model (or an admin) when asked to do something it cannot do; in that case
-nothing was changed.
+`Projects` (the store) reads and writes the document through `ports.state`; each of its verbs
+raises `ProjectError` with a message meant for the model (or an admin) when asked to do
+something it cannot do; in that case nothing was changed.
 """
 
 import re
@@ -46,34 +46,6 @@ class ProjectError(ValueError):
 def empty_projects():
     """A fresh `"projects"` document."""
     return {"active": None, "slots": {}}
-
-
-def load_projects(ports):
-    """
-    The `"projects"` document, repaired into the expected shape.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-
-    Returns:
-        dict: `{"active": key or None, "slots": {...}}` (a document that may be changed and
-        written back with `save_projects`).
-    """
-    doc = ports.state.get(documents.PROJECTS, None)
-    if not isinstance(doc, dict):
-        return empty_projects()
-    slots = doc.get("slots")
-    if not isinstance(slots, dict):
-        doc["slots"] = slots = {}
-    if doc.get("active") not in slots:
-        # an active key without a slot can only come from a damaged document
-        doc["active"] = None
-    return doc
-
-
-def save_projects(ports, doc):
-    """Write the `"projects"` document back."""
-    ports.state.set(documents.PROJECTS, doc)
 
 
 def normalize_key(key):
@@ -133,182 +105,213 @@ def _require_slot(doc, key):
 
 
 # ----------------------------------------------------------------------------------------------
-# Operations
+# The store
 
 
-def create_project(ports, key, summary, context=""):
+class Projects:
     """
-    Create a new project slot. It becomes the active project when none is active; otherwise it
-    waits, paused, until swapped in.
+    The assistant's projects (`documents.PROJECTS`), read fresh from its state on every call:
+    `projects.all()`, `projects.create(...)`, `projects.swap(...)`, `projects.update(...)`.
 
     Args:
         ports (AssistantPorts): The assistant.
-        key (str): Its key (normalized with `normalize_key`).
-        summary (str): One line saying what the project is.
-        context (str, optional): The initial working context.
-
-    Returns:
-        dict: `{"key", "slot", "active"}`: the slot created and whether it was loaded.
-
-    Raises:
-        ProjectError: Bad key/summary/context, the key exists, or the slot limit is reached.
     """
-    key = normalize_key(key)
-    summary = _clean_summary(ports, summary)
-    context = _clean_context(ports, context)
-    doc = load_projects(ports)
-    if key in doc["slots"]:
-        raise ProjectError(f"a project '{key}' already exists; use update_project or swap_project")
-    limit = ports.settings.get("workspace.projects.max_projects")
-    if len(doc["slots"]) >= limit:
-        raise ProjectError(
-            f"there are already {len(doc['slots'])} projects (the limit is {limit}); "
-            "complete or reuse one first"
-        )
-    now = iso(ports.clock.now())
-    becomes_active = doc["active"] is None
-    slot = {
-        "summary": summary,
-        "context": context,
-        "status": "active" if becomes_active else "paused",
-        "created_at": now,
-        "last_active": now,
-    }
-    doc["slots"][key] = slot
-    if becomes_active:
-        doc["active"] = key
-    save_projects(ports, doc)
-    return {"key": key, "slot": dict(slot), "active": becomes_active}
 
+    def __init__(self, ports):
+        self.ports = ports
 
-def list_projects(ports):
-    """
-    Every project, the active one first, then the most recently active.
+    def document(self):
+        """
+        The `"projects"` document, repaired into the expected shape.
 
-    Returns:
-        list[dict]: `{"key", "summary", "status", "created_at", "last_active", "active",
-        "context_chars"}` each (the contexts themselves stay in their slots).
-    """
-    doc = load_projects(ports)
-    rows = [
-        {
-            "key": key,
-            "summary": slot.get("summary", ""),
-            "status": slot.get("status", "paused"),
-            "created_at": slot.get("created_at"),
-            "last_active": slot.get("last_active"),
-            "active": key == doc["active"],
-            "context_chars": len(slot.get("context") or ""),
-        }
-        for key, slot in doc["slots"].items()
-    ]
-    rows.sort(key=lambda row: row["last_active"] or "", reverse=True)
-    rows.sort(key=lambda row: not row["active"])
-    return rows
-
-
-def swap_project(ports, project_key, current_project_update=None):
-    """
-    Page the active project out and `project_key` in (the specification's context paging pattern).
-
-    The active project's context is replaced by `current_project_update` when given (so the
-    assistant writes down where it got to), and it is paused unless it was completed. The
-    target becomes active and its stored context is returned so it can be picked up again.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        project_key (str): The project to load.
-        current_project_update (str, optional): The new context of the project being paged out.
-
-    Returns:
-        dict: `{"key", "summary", "context", "previous", "reopened", "note"}`.
-
-    Raises:
-        ProjectError: The target does not exist or is already active, or the update is bad.
-            Nothing is changed in that case.
-    """
-    key = normalize_key(project_key)
-    doc = load_projects(ports)
-    target = _require_slot(doc, key)
-    if doc["active"] == key:
-        raise ProjectError(f"'{key}' is already the active project; use update_project")
-    update = None
-    if current_project_update is not None:
-        update = _clean_context(ports, current_project_update, "current_project_update")
-
-    now = iso(ports.clock.now())
-    previous = doc["active"]
-    note = None
-    if previous is not None:
-        current = doc["slots"][previous]
-        if update:
-            current["context"] = update
-        if current.get("status") != "completed":
-            current["status"] = "paused"
-        current["last_active"] = now
-    elif update:
-        note = "no project was active, so current_project_update was not stored anywhere"
-
-    reopened = target.get("status") == "completed"
-    target["status"] = "active"
-    target["last_active"] = now
-    doc["active"] = key
-    save_projects(ports, doc)
-    return {
-        "key": key,
-        "summary": target.get("summary", ""),
-        "context": target.get("context", ""),
-        "previous": previous,
-        "reopened": reopened,
-        "note": note,
-    }
-
-
-def update_project(ports, context=None, status=None, summary=None):
-    """
-    Change the active project without swapping.
-
-    Setting its status to "paused" or "completed" also unloads it (no project is active
-    afterwards), since only an active project belongs in the prompt.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        context (str, optional): Its new working context (replaces the old one).
-        status (str, optional): "active", "paused" or "completed".
-        summary (str, optional): A new one-line summary.
-
-    Returns:
-        dict: `{"key", "slot", "unloaded"}`.
-
-    Raises:
-        ProjectError: No project is active, nothing to change, or a bad value.
-    """
-    if context is None and status is None and summary is None:
-        raise ProjectError("nothing to update: give context, status and/or summary")
-    if status is not None and status not in STATUSES:
-        raise ProjectError(f"invalid status '{status}': use one of {', '.join(STATUSES)}")
-    if context is not None:
-        context = _clean_context(ports, context)
-    if summary is not None:
-        summary = _clean_summary(ports, summary)
-    doc = load_projects(ports)
-    key = doc["active"]
-    if key is None:
-        raise ProjectError("no project is active: create_project or swap_project first")
-    slot = doc["slots"][key]
-    if context is not None:
-        slot["context"] = context
-    if summary is not None:
-        slot["summary"] = summary
-    unloaded = False
-    if status is not None:
-        slot["status"] = status
-        if status != "active":
+        Returns:
+            dict: `{"active": key or None, "slots": {...}}` (a document that may be changed and
+            written back with `_save`).
+        """
+        doc = self.ports.state.get(documents.PROJECTS, None)
+        if not isinstance(doc, dict):
+            return empty_projects()
+        slots = doc.get("slots")
+        if not isinstance(slots, dict):
+            doc["slots"] = slots = {}
+        if doc.get("active") not in slots:
+            # an active key without a slot can only come from a damaged document
             doc["active"] = None
-            unloaded = True
-    slot["last_active"] = iso(ports.clock.now())
-    save_projects(ports, doc)
-    return {"key": key, "slot": dict(slot), "unloaded": unloaded}
+        return doc
+
+    def _save(self, doc):
+        """Write the `"projects"` document back."""
+        self.ports.state.set(documents.PROJECTS, doc)
+
+    def create(self, key, summary, context=""):
+        """
+        Create a new project slot. It becomes the active project when none is active; otherwise it
+        waits, paused, until swapped in.
+
+        Args:
+            key (str): Its key (normalized with `normalize_key`).
+            summary (str): One line saying what the project is.
+            context (str, optional): The initial working context.
+
+        Returns:
+            dict: `{"key", "slot", "active"}`: the slot created and whether it was loaded.
+
+        Raises:
+            ProjectError: Bad key/summary/context, the key exists, or the slot limit is reached.
+        """
+        key = normalize_key(key)
+        summary = _clean_summary(self.ports, summary)
+        context = _clean_context(self.ports, context)
+        doc = self.document()
+        if key in doc["slots"]:
+            raise ProjectError(
+                f"a project '{key}' already exists; use update_project or swap_project")
+        limit = self.ports.settings.get("workspace.projects.max_projects")
+        if len(doc["slots"]) >= limit:
+            raise ProjectError(
+                f"there are already {len(doc['slots'])} projects (the limit is {limit}); "
+                "complete or reuse one first"
+            )
+        now = iso(self.ports.clock.now())
+        becomes_active = doc["active"] is None
+        slot = {
+            "summary": summary,
+            "context": context,
+            "status": "active" if becomes_active else "paused",
+            "created_at": now,
+            "last_active": now,
+        }
+        doc["slots"][key] = slot
+        if becomes_active:
+            doc["active"] = key
+        self._save(doc)
+        return {"key": key, "slot": dict(slot), "active": becomes_active}
+
+    def all(self):
+        """
+        Every project, the active one first, then the most recently active.
+
+        Returns:
+            list[dict]: `{"key", "summary", "status", "created_at", "last_active", "active",
+            "context_chars"}` each (the contexts themselves stay in their slots).
+        """
+        doc = self.document()
+        rows = [
+            {
+                "key": key,
+                "summary": slot.get("summary", ""),
+                "status": slot.get("status", "paused"),
+                "created_at": slot.get("created_at"),
+                "last_active": slot.get("last_active"),
+                "active": key == doc["active"],
+                "context_chars": len(slot.get("context") or ""),
+            }
+            for key, slot in doc["slots"].items()
+        ]
+        rows.sort(key=lambda row: row["last_active"] or "", reverse=True)
+        rows.sort(key=lambda row: not row["active"])
+        return rows
+
+    def swap(self, project_key, current_project_update=None):
+        """
+        Page the active project out and `project_key` in (the specification's context paging
+        pattern).
+
+        The active project's context is replaced by `current_project_update` when given (so the
+        assistant writes down where it got to), and it is paused unless it was completed. The
+        target becomes active and its stored context is returned so it can be picked up again.
+
+        Args:
+            project_key (str): The project to load.
+            current_project_update (str, optional): The new context of the project being paged out.
+
+        Returns:
+            dict: `{"key", "summary", "context", "previous", "reopened", "note"}`.
+
+        Raises:
+            ProjectError: The target does not exist or is already active, or the update is bad.
+                Nothing is changed in that case.
+        """
+        key = normalize_key(project_key)
+        doc = self.document()
+        target = _require_slot(doc, key)
+        if doc["active"] == key:
+            raise ProjectError(f"'{key}' is already the active project; use update_project")
+        update = None
+        if current_project_update is not None:
+            update = _clean_context(self.ports, current_project_update, "current_project_update")
+
+        now = iso(self.ports.clock.now())
+        previous = doc["active"]
+        note = None
+        if previous is not None:
+            current = doc["slots"][previous]
+            if update:
+                current["context"] = update
+            if current.get("status") != "completed":
+                current["status"] = "paused"
+            current["last_active"] = now
+        elif update:
+            note = "no project was active, so current_project_update was not stored anywhere"
+
+        reopened = target.get("status") == "completed"
+        target["status"] = "active"
+        target["last_active"] = now
+        doc["active"] = key
+        self._save(doc)
+        return {
+            "key": key,
+            "summary": target.get("summary", ""),
+            "context": target.get("context", ""),
+            "previous": previous,
+            "reopened": reopened,
+            "note": note,
+        }
+
+    def update(self, context=None, status=None, summary=None):
+        """
+        Change the active project without swapping.
+
+        Setting its status to "paused" or "completed" also unloads it (no project is active
+        afterwards), since only an active project belongs in the prompt.
+
+        Args:
+            context (str, optional): Its new working context (replaces the old one).
+            status (str, optional): "active", "paused" or "completed".
+            summary (str, optional): A new one-line summary.
+
+        Returns:
+            dict: `{"key", "slot", "unloaded"}`.
+
+        Raises:
+            ProjectError: No project is active, nothing to change, or a bad value.
+        """
+        if context is None and status is None and summary is None:
+            raise ProjectError("nothing to update: give context, status and/or summary")
+        if status is not None and status not in STATUSES:
+            raise ProjectError(f"invalid status '{status}': use one of {', '.join(STATUSES)}")
+        if context is not None:
+            context = _clean_context(self.ports, context)
+        if summary is not None:
+            summary = _clean_summary(self.ports, summary)
+        doc = self.document()
+        key = doc["active"]
+        if key is None:
+            raise ProjectError("no project is active: create_project or swap_project first")
+        slot = doc["slots"][key]
+        if context is not None:
+            slot["context"] = context
+        if summary is not None:
+            slot["summary"] = summary
+        unloaded = False
+        if status is not None:
+            slot["status"] = status
+            if status != "active":
+                doc["active"] = None
+                unloaded = True
+        slot["last_active"] = iso(self.ports.clock.now())
+        self._save(doc)
+        return {"key": key, "slot": dict(slot), "unloaded": unloaded}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ State document `"session_memory"`::
     }
 
 Everything stored here is about the world, the players and events, never about the assistant
-itself: `add_session_memory` refuses self-referential content with the specification's error
+itself: `SessionMemory.add` refuses self-referential content with the specification's error
 and suggestion (the same test reflection uses, from `ai_assistant.memory.persona`).
-`compact_session_memory` removes exact and near duplicates (token-set similarity), keeping the
+`SessionMemory.compact` removes exact and near duplicates (token-set similarity), keeping the
 more informative wording of each.
 """
 
@@ -51,26 +51,6 @@ class SessionMemoryError(ValueError):
 def empty_session_memory():
     """A fresh `"session_memory"` document."""
     return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None}
-
-
-def load_session_memory(ports):
-    """
-    The `"session_memory"` document, repaired into the expected shape.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-
-    Returns:
-        dict: The document (change it and `ports.state.set` it back).
-    """
-    doc = ports.state.get(documents.SESSION_MEMORY, None)
-    if not isinstance(doc, dict):
-        return empty_session_memory()
-    for name in MEMORY_TYPES.values():
-        if not isinstance(doc.get(name), list):
-            doc[name] = []
-    doc.setdefault("last_compacted", None)
-    return doc
 
 
 def entry_text(entry):
@@ -111,56 +91,7 @@ def _jaccard(a, b):
 
 
 # ----------------------------------------------------------------------------------------------
-# Operations
-
-
-def add_session_memory(ports, content, memory_type="fact"):
-    """
-    Remember a fact, a pattern or a completed task.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        content (str): What to remember, about the world/players/events (third person).
-        memory_type (str): "fact", "pattern" or "completed_task".
-
-    Returns:
-        dict: `{"memory_type", "content", "added"}`; `added` is False when the same entry was
-        already there (it is not stored twice).
-
-    Raises:
-        SessionMemoryError: Bad type, empty or oversized content, a full list, or
-            self-referential content (then with the specification's `suggestion`).
-    """
-    if memory_type not in MEMORY_TYPES:
-        raise SessionMemoryError(
-            f"invalid memory_type '{memory_type}': use one of {', '.join(MEMORY_TYPES)}"
-        )
-    if not isinstance(content, str) or not content.strip():
-        raise SessionMemoryError("content must not be empty")
-    content = " ".join(content.split())
-    limit = ports.settings.get("workspace.session_memory.max_content_chars")
-    if len(content) > limit:
-        raise SessionMemoryError(f"content is too long ({len(content)} chars; limit {limit})")
-    if is_self_referential(content):
-        raise SessionMemoryError(SELF_REFERENCE_ERROR, suggestion=SELF_REFERENCE_SUGGESTION)
-
-    doc = load_session_memory(ports)
-    entries = doc[MEMORY_TYPES[memory_type]]
-    normalized = normalize_text(content)
-    if any(normalize_text(entry_text(e) or "") == normalized for e in entries):
-        return {"memory_type": memory_type, "content": content, "added": False}
-    max_items = ports.settings.get("workspace.session_memory.max_items")
-    if len(entries) >= max_items:
-        raise SessionMemoryError(
-            f"session memory already holds {len(entries)} {MEMORY_TYPES[memory_type]} "
-            f"(limit {max_items}); run compact_session_memory or keep only what matters"
-        )
-    if memory_type == "completed_task":
-        entries.append({"description": content, "timestamp": iso(ports.clock.now())})
-    else:
-        entries.append(content)
-    ports.state.set(documents.SESSION_MEMORY, doc)
-    return {"memory_type": memory_type, "content": content, "added": True}
+# Duplicates
 
 
 def _deduplicate(entries, threshold):
@@ -195,31 +126,107 @@ def _deduplicate(entries, threshold):
     return [slot[0] for slot in kept], removed
 
 
-def compact_session_memory(ports):
+# ----------------------------------------------------------------------------------------------
+# The store
+
+
+class SessionMemory:
     """
-    Remove exact and near-duplicate entries from every list and stamp `last_compacted`.
+    The assistant's session memory (`documents.SESSION_MEMORY`), read fresh from its state on
+    every call: `session.document()`, `session.add(...)`, `session.compact()`.
 
     Args:
         ports (AssistantPorts): The assistant.
-
-    Returns:
-        dict: `{"removed": {list name: [entries removed]}, "removed_count",
-        "counts": {list name: entries left}, "last_compacted"}`.
     """
-    threshold = ports.settings.get("workspace.session_memory.near_duplicate")
-    doc = load_session_memory(ports)
-    removed, counts = {}, {}
-    for name in MEMORY_TYPES.values():
-        doc[name], removed[name] = _deduplicate(doc[name], threshold)
-        counts[name] = len(doc[name])
-    doc["last_compacted"] = iso(ports.clock.now())
-    ports.state.set(documents.SESSION_MEMORY, doc)
-    return {
-        "removed": removed,
-        "removed_count": sum(len(items) for items in removed.values()),
-        "counts": counts,
-        "last_compacted": doc["last_compacted"],
-    }
+
+    def __init__(self, ports):
+        self.ports = ports
+
+    def document(self):
+        """
+        The `"session_memory"` document, repaired into the expected shape.
+
+        Returns:
+            dict: The document, to read (the verbs change it).
+        """
+        doc = self.ports.state.get(documents.SESSION_MEMORY, None)
+        if not isinstance(doc, dict):
+            return empty_session_memory()
+        for name in MEMORY_TYPES.values():
+            if not isinstance(doc.get(name), list):
+                doc[name] = []
+        doc.setdefault("last_compacted", None)
+        return doc
+
+    def add(self, content, memory_type="fact"):
+        """
+        Remember a fact, a pattern or a completed task.
+
+        Args:
+            content (str): What to remember, about the world/players/events (third person).
+            memory_type (str): "fact", "pattern" or "completed_task".
+
+        Returns:
+            dict: `{"memory_type", "content", "added"}`; `added` is False when the same entry was
+            already there (it is not stored twice).
+
+        Raises:
+            SessionMemoryError: Bad type, empty or oversized content, a full list, or
+                self-referential content (then with the specification's `suggestion`).
+        """
+        if memory_type not in MEMORY_TYPES:
+            raise SessionMemoryError(
+                f"invalid memory_type '{memory_type}': use one of {', '.join(MEMORY_TYPES)}"
+            )
+        if not isinstance(content, str) or not content.strip():
+            raise SessionMemoryError("content must not be empty")
+        content = " ".join(content.split())
+        limit = self.ports.settings.get("workspace.session_memory.max_content_chars")
+        if len(content) > limit:
+            raise SessionMemoryError(f"content is too long ({len(content)} chars; limit {limit})")
+        if is_self_referential(content):
+            raise SessionMemoryError(SELF_REFERENCE_ERROR, suggestion=SELF_REFERENCE_SUGGESTION)
+
+        doc = self.document()
+        entries = doc[MEMORY_TYPES[memory_type]]
+        normalized = normalize_text(content)
+        if any(normalize_text(entry_text(e) or "") == normalized for e in entries):
+            return {"memory_type": memory_type, "content": content, "added": False}
+        max_items = self.ports.settings.get("workspace.session_memory.max_items")
+        if len(entries) >= max_items:
+            raise SessionMemoryError(
+                f"session memory already holds {len(entries)} {MEMORY_TYPES[memory_type]} "
+                f"(limit {max_items}); run compact_session_memory or keep only what matters"
+            )
+        if memory_type == "completed_task":
+            entries.append({"description": content, "timestamp": iso(self.ports.clock.now())})
+        else:
+            entries.append(content)
+        self.ports.state.set(documents.SESSION_MEMORY, doc)
+        return {"memory_type": memory_type, "content": content, "added": True}
+
+    def compact(self):
+        """
+        Remove exact and near-duplicate entries from every list and stamp `last_compacted`.
+
+        Returns:
+            dict: `{"removed": {list name: [entries removed]}, "removed_count",
+            "counts": {list name: entries left}, "last_compacted"}`.
+        """
+        threshold = self.ports.settings.get("workspace.session_memory.near_duplicate")
+        doc = self.document()
+        removed, counts = {}, {}
+        for name in MEMORY_TYPES.values():
+            doc[name], removed[name] = _deduplicate(doc[name], threshold)
+            counts[name] = len(doc[name])
+        doc["last_compacted"] = iso(self.ports.clock.now())
+        self.ports.state.set(documents.SESSION_MEMORY, doc)
+        return {
+            "removed": removed,
+            "removed_count": sum(len(items) for items in removed.values()),
+            "counts": counts,
+            "last_compacted": doc["last_compacted"],
+        }
 
 
 # ----------------------------------------------------------------------------------------------

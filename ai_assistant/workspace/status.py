@@ -1,5 +1,17 @@
 """
-Self-monitoring and self-modification.
+An assistant's status, in one place: what it sees of itself, what its admins and the memory
+inspector see of it.
+
+Every function here reads the assistant through its ports and the stores' owners and returns
+plain text or data; the callers (a tool, `@assistant`, the inspector) only render it:
+
+- `system_status`: the `get_system_status` tool (below);
+- `status_text`: `@assistant <npc>` (with `provider_line` and `settings_problem_lines`, which
+  `@assistant/config` shows too);
+- `inspector_status` and `tier_counts`: the memory inspector's status header;
+- `format_patrol_report` and `format_nodes_overview`: `@assistant/patrol` and `@assistant/nodes`.
+
+What each sleep changed is not status but a store of its own (`sleep.reports`).
 
 `system_status` is what the `get_system_status` tool returns: token usage of the context window
 with an advisory level, and the ReAct loop's own counters, read from what the loop records
@@ -14,10 +26,24 @@ instructions are never written by anything here: they always take precedence and
 cannot change them.
 """
 
+from twisted.internet import defer
+
 from ai_assistant.memory.conversation import Conversation
+from ai_assistant.memory.corrections import audit_trail, is_wrong
+from ai_assistant.memory.entities import People
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm.links import MemoryLinks
+from ai_assistant.memory.longterm.memories import SCAN_LIMIT, Memories
+from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, cluster_members
+from ai_assistant.memory.patrol_record import PatrolRecord
+from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
+from ai_assistant.plumbing.llm import LLMStats, mask_secret
 from ai_assistant.plumbing.ports import iso
+from ai_assistant.workspace.goals import Goals
 from ai_assistant.workspace.loop_state import LoopState
+from ai_assistant.workspace.mode import Mode
+from ai_assistant.workspace.projects import Projects
 
 MAX_REASONING_CHARS = 500
 
@@ -206,3 +232,255 @@ def update_system_prompt(ports, new_prompt, reasoning):
     )
     return {"changed": True, "old_len": len(old_prompt), "new_len": len(new_prompt),
             "version": version["version"]}
+
+
+# ----------------------------------------------------------------------------------------------
+# What admins see: `@assistant <npc>` (and the provider line of `@assistant/config`)
+
+
+def provider_line(settings, llm):
+    """One line naming the LLM provider, or mechanical mode."""
+    if llm is None:
+        return "mechanical (no LLM configured)"
+    config = settings.get("llm")
+    endpoint = config.get("base_url") or "https://api.openai.com/v1"
+    return f"{config.get('model')} at {endpoint} (key {mask_secret(config.get('api_key'))})"
+
+
+def settings_problem_lines(settings):
+    """
+    One line per stored setting value that was ignored (out of its type or range).
+
+    Args:
+        settings (Settings): The NPC's settings (`problems` lists what was ignored).
+
+    Returns:
+        list: Status lines; empty when every value is fine.
+    """
+    lines = []
+    for problem in settings.problems:
+        instead = "the game's value" if problem["source"] == "per-NPC config" else "the default"
+        lines.append(f"  |rignored setting|n {problem['key']} = {problem['value']!r} from "
+                     f"{problem['source']}: {problem['error']}; {instead} is used")
+    return lines
+
+
+def status_text(ports, heading, ticker_interval):
+    """
+    The status `@assistant <npc>` shows: mode and sleep phase, ticks, provider, token usage,
+    counts and the last sleep tick.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        heading (str): The first line: who and where it is (the shell knows).
+        ticker_interval (int or None): Seconds between its ticks; None when unsubscribed.
+
+    Returns:
+        str: Lines with Evennia colour codes.
+    """
+    mode = Mode(ports)
+    phase = mode.phase()
+    stats = LLMStats(ports.state).read()
+    lines = [
+        heading,
+        f"  mode: {mode.current()}" + (f" (phase: {phase})" if mode.asleep() else ""),
+        f"  ticker: every {ticker_interval}s" if ticker_interval
+        else "  ticker: |rnot subscribed|n",
+        f"  ticks: {mode.ticks()} (skipped while busy: {mode.skipped_ticks()})",
+        f"  provider: {provider_line(ports.settings, ports.llm)}",
+        f"  tokens: prompt {stats.get('prompt_tokens', 0)}, completion "
+        f"{stats.get('completion_tokens', 0)} in {stats.get('calls', 0)} calls "
+        f"({stats.get('failures', 0)} failed)",
+    ]
+    lines += settings_problem_lines(ports.settings)
+    if stats.get("emergency_stop"):
+        lines.append("  |rEMERGENCY STOP|n after repeated LLM errors "
+                     f"({stats.get('last_error')}); @assistant/wake or /config clears it")
+    queue = PerceptionQueue(ports)
+    lines.append(
+        f"  events queued: {len(queue.waiting())} (dropped: {queue.dropped()}); "
+        f"conversations: {len(Conversation(ports).interlocutors())}"
+    )
+    unanswered = LoopState(ports).last_unanswered()
+    if unanswered:
+        # someone got the fallback line instead of an answer: say why (awake._never_silent)
+        lines.append(f"  last unanswered: {unanswered.get('who')} at {unanswered.get('time')}: "
+                     f"{unanswered.get('reason')}")
+    journal = Journal(ports)
+    lines.append(
+        f"  journal: {len(journal.entries())} entries (consolidated "
+        f"{len(journal.consolidated_ids())}); goals: "
+        f"{len(Goals(ports).all())}; profiles: {len(People(ports).profiles())}"
+    )
+    last = mode.last_sleep_tick()
+    if last:
+        done = ", ".join(f"{name}: {_step_summary(result)}"
+                         for name, result in last["steps"].items())
+        lines.append(f"  last sleep tick ({last['phase']}, {last['time']}): {done or 'nothing'}")
+    return "\n".join(lines)
+
+
+def _step_summary(result):
+    if isinstance(result, dict):
+        if result.get("error"):
+            return f"|rerror: {result['error']}|n"
+        keys = [f"{k}={v}" for k, v in result.items() if isinstance(v, int | float | bool | str)]
+        return " ".join(keys[:4]) or "ok"
+    if isinstance(result, list):
+        return f"{len(result)}"
+    return str(result)
+
+
+# ----------------------------------------------------------------------------------------------
+# What the memory inspector's status header shows
+
+
+def tier_counts(ports):
+    """How much each tier of memory and the workspace hold (long-term memory left out)."""
+    entries = Journal(ports).entries()
+    graph = Nodes(ports)
+    nodes = graph.stored()
+    by_status = {}
+    for node in nodes.values():
+        by_status[node.get("status", ACTIVE)] = by_status.get(node.get("status", ACTIVE), 0) + 1
+    return {
+        "journal_entries": len(entries),
+        "journal_consolidated": len(Journal(ports).consolidated_ids()),
+        "journal_wrong": sum(1 for entry in entries if is_wrong(entry)),
+        "memory_links": len(MemoryLinks(ports).records()),
+        "entity_profiles": len(People(ports).profiles()),
+        "goals": len(Goals(ports).all()),
+        "projects": len(Projects(ports).all()),
+        "memory_nodes": len(nodes),
+        "memory_nodes_by_status": by_status,
+        "memory_clusters": len(graph.clusters()),
+        "corrections": len(audit_trail(ports)),
+    }
+
+
+@defer.inlineCallbacks
+def inspector_status(ports):
+    """
+    The inspector's status header: mode and phase, ticks, provider and model, LLM use, errors,
+    the emergency stop and the counts per tier (long-term memories counted in the store).
+
+    Returns:
+        Deferred[dict]: Plain data; the shell adds who and where the assistant is.
+    """
+    long_term, note = None, None
+    memories = Memories(ports)
+    if memories.available:
+        try:
+            long_term = len((yield memories.list(limit=SCAN_LIMIT)) or ())
+        except Exception as err:  # noqa: BLE001 - the rest of the status still shows
+            note = f"long-term memory unavailable: {err}"
+    mode = Mode(ports)
+    stats = LLMStats(ports.state).read()
+    llm = ports.settings.get("llm")
+    counts = tier_counts(ports)
+    counts["long_term_memories"] = long_term
+    return {
+        "mode": mode.current(),
+        "phase": mode.phase() if mode.asleep() else None,
+        "ticks": mode.ticks(),
+        "skipped_ticks": mode.skipped_ticks(),
+        "mechanical": ports.mechanical,
+        "provider": provider_line(ports.settings, ports.llm),
+        "model": None if ports.mechanical else llm.get("model"),
+        "llm": {key: stats.get(key, 0) for key in
+                ("calls", "prompt_tokens", "completion_tokens", "failures",
+                 "consecutive_errors")},
+        "last_error": stats.get("last_error"),
+        "emergency_stop": bool(stats.get("emergency_stop")),
+        "pending_events": len(PerceptionQueue(ports).waiting()),
+        "counts": counts,
+        "note": note,
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# The memory patrol and the memory graph: `@assistant/patrol`, `@assistant/nodes`
+
+# The patrol report's steps in patrol order, with their titles.
+PATROL_STEP_TITLES = (
+    ("notes", "scene notes -> nodes"),
+    ("session_counts", "session counts"),
+    ("dying", "dying"),
+    ("consolidation", "consolidation"),
+    ("revival", "revival"),
+    ("split", "split"),
+    ("bound", "bound (nodes.max_nodes)"),
+    ("small_clusters", "small clusters"),
+    ("diary", "diary and think notes"),
+)
+
+
+def format_patrol_report(report):
+    """
+    A patrol report as text for `@assistant/patrol`.
+
+    Args:
+        report (dict): What `sleep.patrol.run_patrol` or `run_patrol_if_due` returned.
+
+    Returns:
+        str: A few readable lines.
+    """
+    if not report:
+        return "No patrol report."
+    if report.get("skipped"):
+        return f"Patrol skipped: {report['skipped']}."
+    steps = report.get("steps") or {}
+    mode = "mechanical (no LLM)" if report.get("mechanical") else "with LLM"
+    lines = [f"Patrol at {report.get('started_at', '?')} ({mode}):"]
+    for key, title in PATROL_STEP_TITLES:
+        outcome = steps.get(key)
+        if outcome is None:
+            continue
+        if isinstance(outcome, dict):
+            text = ", ".join(
+                f"{k} {v}" if not isinstance(v, list) else f"{k} {len(v)}"
+                for k, v in outcome.items() if k != "ids"
+            )
+        else:
+            text = str(outcome)
+        lines.append(f"  {title}: {text or 'nothing to do'}")
+    return "\n".join(lines)
+
+
+def format_nodes_overview(ports):
+    """
+    The memory graph at a glance for admins: clusters with their node counts, pending notes,
+    the last patrol.
+
+    Returns:
+        str: Readable lines.
+    """
+    graph = Nodes(ports)
+    nodes, clusters = graph.stored(), graph.clusters()
+    scene = [n for n in graph.scene_notes() if n.get("type", "scene") == "scene"]
+    failed = sum(1 for n in scene if n.get("status") == PARSE_FAILED)
+    counts = {status: 0 for status in (ACTIVE, DYING, DEAD)}
+    for node in nodes.values():
+        counts[node.get("status", ACTIVE)] = counts.get(node.get("status", ACTIVE), 0) + 1
+    lines = [
+        f"Memory nodes: {len(nodes)} ({counts[ACTIVE]} active, {counts[DYING]} dying, "
+        f"{counts[DEAD]} dead), {len(clusters)} clusters.",
+        f"Scene notes waiting: {len(scene) - failed} pending, {failed} {PARSE_FAILED}.",
+    ]
+    roots = sorted((c for c in clusters.values() if c.get("is_parent")),
+                   key=lambda c: c.get("name", ""))
+    for root in roots:
+        lines.append(_cluster_line(root, nodes, "  "))
+        subs = sorted((c for c in clusters.values()
+                       if c.get("parent_id") == root["id"] and not c.get("is_parent")),
+                      key=lambda c: c.get("name", ""))
+        lines += [_cluster_line(sub, nodes, "    ") for sub in subs]
+    lines.append(f"Last patrol: {PatrolRecord(ports).last_run_at() or 'never'}.")
+    return "\n".join(lines)
+
+
+def _cluster_line(cluster, nodes, indent):
+    members = cluster_members(nodes, cluster["id"])
+    active = sum(1 for n in members if n.get("status") == ACTIVE)
+    return (f"{indent}{cluster.get('name')} [{cluster['id'][:8]}]: {active} active / "
+            f"{len(members)} nodes")

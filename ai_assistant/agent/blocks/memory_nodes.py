@@ -15,7 +15,7 @@ from datetime import timedelta
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.entities import People, relationship_summary
 from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.quoting import defuse, safe_name
 
@@ -54,7 +54,7 @@ def relationships_text(ports, situation=None):
 def system_memory_block(ports, situation):
     """The think notes of the last patrol and the relationships (system message)."""
     parts = []
-    think = ports.state.get(documents.THINK_NOTES, None) or {}
+    think = PatrolRecord(ports).think_notes()
     if think.get("text"):
         parts.append("Notes you wrote for yourself after your last memory patrol:\n"
                      + defuse(think["text"], 2000))
@@ -77,7 +77,7 @@ def snapshot_block(ports, situation):
         ))
     days = int(setting(ports, "diary_days"))
     cutoff = (ports.clock.now() - timedelta(days=days)).strftime("%Y-%m-%d")
-    diary = ports.state.get(documents.DIARY, None) or {}
+    diary = PatrolRecord(ports).diary()
     recent = sorted((d for d in diary if d > cutoff), reverse=True)
     if recent:
         parts.append("Your diary:\n" + "\n".join(

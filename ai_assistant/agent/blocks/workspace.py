@@ -3,9 +3,9 @@ Workspace blocks: what the assistant is working on - the active project, its goa
 facts and patterns it keeps in session memory.
 """
 
-from ai_assistant.workspace.goals import PRIORITIES, format_goal_tree, load_goals
-from ai_assistant.workspace.projects import load_projects
-from ai_assistant.workspace.session_memory import entry_text, load_session_memory
+from ai_assistant.workspace.goals import PRIORITIES, Goals, format_goal_tree
+from ai_assistant.workspace.projects import Projects
+from ai_assistant.workspace.session_memory import SessionMemory, entry_text
 
 
 def project_context_block(ports, situation=None):
@@ -19,7 +19,7 @@ def project_context_block(ports, situation=None):
     Returns:
         str or None: Its key, summary and context, or None when no project is active.
     """
-    doc = load_projects(ports)
+    doc = Projects(ports).document()
     key = doc["active"]
     if key is None:
         return None
@@ -44,7 +44,7 @@ def goals_context_block(ports, situation=None):
     Returns:
         str or None: None when there are no active goals.
     """
-    active = [goal for goal in load_goals(ports) if goal.get("status") == "active"]
+    active = [goal for goal in Goals(ports).all() if goal.get("status") == "active"]
     if not active:
         return None
     rank = {priority: index for index, priority in enumerate(PRIORITIES)}
@@ -70,7 +70,7 @@ def session_memory_context_block(ports, situation=None, limit=20):
     Returns:
         str or None: None when nothing is remembered.
     """
-    doc = load_session_memory(ports)
+    doc = SessionMemory(ports).document()
     lines = []
     for title, name in (("Key facts", "key_facts"), ("Learned patterns", "learned_patterns")):
         items = [text for text in map(entry_text, doc[name]) if text][-limit:]

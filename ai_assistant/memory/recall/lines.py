@@ -9,7 +9,7 @@ memory's metadata by consolidation; the store's own `created_at` otherwise), its
 support group yesterday" can tell which day that was.
 """
 
-from ai_assistant.memory.supersede import is_superseded
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.plumbing.ports import parse_iso
 
 MEMORY_TIER = "memory"

@@ -3,7 +3,8 @@ The recall pipeline: what the assistant remembers that bears on a query, from ev
 
 One ranking serves the prompt ("What you remember") and the lookup tools:
 
-1. **Corpus.** Every consolidated memory (the `mirror` of the long-term store), the journal
+1. **Corpus.** Every consolidated memory (the long-term store's recall mirror,
+   `longterm.mirror`, kept by its owner `longterm.memories.Memories`), the journal
    entries not consolidated yet (the current stretch of conversation), the living memory
    nodes and what the entity profiles learnt about people (`tiers`). A journal entry whose
    memories are mirrored is left out: an entry and the memories made from it are one item.
@@ -31,17 +32,17 @@ from twisted.internet import defer
 from ai_assistant.memory.audience import PUBLIC, audience_of, visible_to
 from ai_assistant.memory.entities import get_profiles
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
-from ai_assistant.memory.recall.mirror import ensure_loaded
 from ai_assistant.memory.recall.tiers import tier_items
 from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
 from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.journal_search import search_entries
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import words
-from ai_assistant.memory.supersede import is_superseded
 from ai_assistant.plumbing import threads
 from ai_assistant.plumbing.tokens import count_tokens
 
@@ -51,7 +52,7 @@ OVERFETCH = 3
 MAX_LINE_CHARS = 400
 # Share of an item's score that does not depend on how much it says.
 INFORMATION_FLOOR = 0.35
-# Share of its score a superseded memory keeps (`memory.supersede`): shown after the current.
+# Share of its score a superseded memory keeps (`longterm.supersede`): shown after the current.
 SUPERSEDED_SHARE = 0.5
 # Runs the ranking (embedding, BM25, dense product): None is the bounded worker pool
 # (`threads.run_cpu_bound`, looked up when called); tests swap in a synchronous runner.
@@ -253,7 +254,7 @@ def recall(ports, query, *, runner=None):
     if not query.text.strip():
         return [], []
     runner = runner or RECALL_RUNNER or threads.run_cpu_bound
-    mirror = yield ensure_loaded(ports, runner)
+    mirror = yield Memories(ports).recall_mirror(runner)
     # the journal's current version (entries are never changed in place); the corpus, its
     # index and its vectors are made from it and the mirror's snapshot in the worker
     journal = get_journal(ports)["entries"] if query.journal else ()
@@ -267,4 +268,4 @@ def recall(ports, query, *, runner=None):
 
 def loaded_mirror(ports):
     """Deferred[MemoryMirror]: the mirror, read from the store in the worker pool once."""
-    return ensure_loaded(ports, RECALL_RUNNER or threads.run_cpu_bound)
+    return Memories(ports).recall_mirror(RECALL_RUNNER or threads.run_cpu_bound)

@@ -4,8 +4,9 @@ die, merge and revive, clusters split and merge, then the assistant writes its d
 think notes its next conversation starts with.
 
 Its modules, one concept each: `pipeline` (the order of the steps and when they run),
-`scene_notes`, `decay`, `clusters`, `diary`, the model's `prompts`, the `graph` helpers the
-steps share, and `report` (text for admins).
+`scene_notes`, `decay`, `clusters`, `diary`, the model's `prompts` and the `graph` helpers the
+steps share. What it keeps between runs is `memory.patrol_record`; its report as text for
+admins is in `workspace.status`.
 """
 
 from ai_assistant.sleep.patrol.clusters import (
@@ -20,7 +21,6 @@ from ai_assistant.sleep.patrol.decay import (
 )
 from ai_assistant.sleep.patrol.diary import write_diary_and_think
 from ai_assistant.sleep.patrol.pipeline import MECHANICAL_LOG, run_patrol, run_patrol_if_due
-from ai_assistant.sleep.patrol.report import format_nodes_overview, format_patrol_report
 from ai_assistant.sleep.patrol.scene_notes import convert_scene_notes
 
 __all__ = [
@@ -35,6 +35,4 @@ __all__ = [
     "split_large_clusters",
     "merge_small_clusters",
     "write_diary_and_think",
-    "format_patrol_report",
-    "format_nodes_overview",
 ]

@@ -12,10 +12,10 @@ from twisted.internet import defer
 from ai_assistant.memory import nodes as nodes_model
 from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.plumbing.quoting import defuse
-from ai_assistant.sleep.patrol.graph import now_iso, patrol_state
+from ai_assistant.sleep.patrol.graph import now_iso
 from ai_assistant.sleep.patrol.prompts import DIARY_PROMPT, ask_json
 
 
@@ -35,22 +35,12 @@ def _think_bullets(ports, think):
 def _store(ports, date, diary_lines, bullets, scenes):
     """Write the diary entry and think notes; the scenes written about leave the queue."""
     stamp = now_iso(ports)
+    record = PatrolRecord(ports)
     if diary_lines:
-        diary_doc = dict(ports.state.get(documents.DIARY, None) or {})
-        diary_doc[date] = {"date": date, "text": "\n".join(diary_lines), "updated_at": stamp}
-        for old in sorted(diary_doc)[:-int(setting(ports, "diary_kept"))]:
-            del diary_doc[old]  # the diary's bound: its last `nodes.diary_kept` days
-        ports.state.set(documents.DIARY, diary_doc)
+        record.write_diary(date, "\n".join(diary_lines), stamp)  # bounded: its last days only
     if bullets:
-        ports.state.set(documents.THINK_NOTES, {
-            "text": "\n".join(f"- {bullet}" for bullet in bullets),
-            "bullets": bullets,
-            "updated_at": stamp,
-        })
-    state = patrol_state(ports)
-    written = {node["id"] for node in scenes}
-    state["diary_pending"] = [i for i in state.get("diary_pending") or [] if i not in written]
-    ports.state.set(documents.PATROL_STATE, state)
+        record.write_think_notes(bullets, stamp)
+    record.written_in_diary(node["id"] for node in scenes)
 
 
 @defer.inlineCallbacks
@@ -64,15 +54,13 @@ def write_diary_and_think(ports):
     """
     if ports.mechanical:
         return {"skipped": "mechanical mode"}
-    pending = list(patrol_state(ports).get("diary_pending") or [])
+    pending = PatrolRecord(ports).diary_pending()
     nodes = Nodes(ports).nodes()
     # the diary and the think notes are for everyone: a scene told in private stays out
     scenes = [nodes[i] for i in pending if i in nodes and visible_to(nodes[i], PUBLIC)][-40:]
     if not scenes:
         if pending:
-            state = patrol_state(ports)
-            state["diary_pending"] = []
-            ports.state.set(documents.PATROL_STATE, state)
+            PatrolRecord(ports).clear_diary_pending()
         return {"skipped": "no new scenes"}
     date = nodes_model.today(ports)
     lines = "\n".join(f"- {defuse(scene_to_text(node), 400)}" for node in scenes)

@@ -1,22 +1,16 @@
 """
-What every patrol step shares: the time as the graph stores it, the patrol's own state
-document, and the embedder whose scale the thresholds follow. The graph itself (nodes, clusters,
-vectors) is read and written through `memory.nodes.Nodes`.
+What every patrol step shares: the time as the graph stores it and the embedder whose scale
+the thresholds follow. The graph itself (nodes, clusters, vectors) is read and written through
+`memory.nodes.Nodes`, what the patrol keeps between runs through `memory.patrol_record`.
 """
 
 from ai_assistant.memory import node_vectors
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
 
 def now_iso(ports):
     """The current time as stored in the graph (ISO text)."""
     return iso(ports.clock.now())
-
-
-def patrol_state(ports):
-    """The "patrol_state" document (a copy to change and `set` back)."""
-    return dict(ports.state.get(documents.PATROL_STATE, None) or {})
 
 
 def embedder_or_none(ports, embedder):

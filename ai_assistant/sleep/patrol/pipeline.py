@@ -26,7 +26,7 @@ or on demand (`run_patrol`, for `@assistant/patrol <npc>`).
 from twisted.internet import defer
 
 from ai_assistant.memory.nodes import Nodes
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.sleep.patrol.archive import bound_node_graph
 from ai_assistant.sleep.patrol.clusters import (
     consolidate_clusters,
@@ -39,8 +39,9 @@ from ai_assistant.sleep.patrol.decay import (
     revive_nodes,
 )
 from ai_assistant.sleep.patrol.diary import write_diary_and_think
-from ai_assistant.sleep.patrol.graph import now_iso, patrol_state
+from ai_assistant.sleep.patrol.graph import now_iso
 from ai_assistant.sleep.patrol.scene_notes import convert_scene_notes
+from ai_assistant.workspace.mode import Mode
 
 MECHANICAL_LOG = (
     "[graph] no LLM configured: skipping consolidation, split, the diary and the think notes "
@@ -77,7 +78,7 @@ def run_patrol(ports, *, embedder=None, runner=None):
         runner (callable, optional): Runs embedding calls; the thread pool by default.
 
     Returns:
-        Deferred[dict]: The report, step by step (see `report.format_patrol_report`).
+        Deferred[dict]: The report, step by step (as text: `workspace.status`).
     """
     if ports.runtime.patrol_running:
         return {"skipped": "a patrol is already running for this assistant"}
@@ -93,10 +94,7 @@ def run_patrol(ports, *, embedder=None, runner=None):
                 ports.log(f"{ports.name}: patrol step {name} failed: {err}")
                 report["steps"][name] = {"error": str(err) or type(err).__name__}
         report["finished_at"] = now_iso(ports)
-        state = patrol_state(ports)
-        state.update(last_run_at=report["finished_at"], runs=int(state.get("runs", 0)) + 1,
-                     last_report=report)
-        ports.state.set(documents.PATROL_STATE, state)
+        PatrolRecord(ports).record_run(report)
         return report
     finally:
         ports.runtime.patrol_running = False
@@ -106,16 +104,17 @@ def run_patrol_if_due(ports):
     """
     The dreaming-phase entry point: patrol once per sleep, when there is anything to patrol.
 
-    The sleep is identified by "sleep_state" `started_at`; the patrol records the sleep it ran
-    for in "patrol_state" `last_sleep`, so later dreaming ticks of the same sleep skip it.
+    The sleep is identified by when it started (`workspace.mode.Mode.sleep_state`); the patrol
+    records the sleep it ran for (`memory.patrol_record`), so later dreaming ticks of the same
+    sleep skip it.
 
     Returns:
         Deferred[dict]: The patrol report, or `{"skipped": reason}`.
     """
-    sleep_started = (ports.state.get(documents.SLEEP_STATE, None) or {}).get("started_at")
+    sleep_started = Mode(ports).sleep_state().get("started_at")
     if not sleep_started:
         return defer.succeed({"skipped": "not asleep"})
-    if patrol_state(ports).get("last_sleep") == sleep_started:
+    if PatrolRecord(ports).patrolled_sleep() == sleep_started:
         return defer.succeed({"skipped": "already patrolled this sleep"})
     graph = Nodes(ports)
     has_notes = any(n.get("type", "scene") == "scene" for n in graph.scene_notes())
@@ -124,9 +123,7 @@ def run_patrol_if_due(ports):
 
     def _record(report):
         if not report.get("skipped"):
-            state = patrol_state(ports)
-            state["last_sleep"] = sleep_started
-            ports.state.set(documents.PATROL_STATE, state)
+            PatrolRecord(ports).mark_sleep_patrolled(sleep_started)
         return report
 
     return run_patrol(ports).addCallback(_record)

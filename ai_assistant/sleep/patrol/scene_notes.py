@@ -21,10 +21,10 @@ from ai_assistant.memory.nodes import (
     recompute_centroids,
     setting,
 )
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.plumbing.quoting import defuse
-from ai_assistant.sleep.patrol.graph import embedder_or_none, now_iso, patrol_state
+from ai_assistant.sleep.patrol.graph import embedder_or_none, now_iso
 from ai_assistant.sleep.patrol.prompts import CLASSIFY_PROMPT, REPAIR_PROMPT, ask_json
 
 
@@ -169,10 +169,7 @@ def _file_nodes(ports, prepared, matrix, targets, root_of, report):
         report["converted"] += 1
     recompute_centroids(nodes, vectors, affected)
     Nodes(ports).save_graph(nodes, clusters, vectors)
-    state = patrol_state(ports)
-    pending = list(state.get("diary_pending") or [])
-    state["diary_pending"] = pending + [i for i in converted if i not in pending]
-    ports.state.set(documents.PATROL_STATE, state)
+    PatrolRecord(ports).queue_for_diary(converted)
     return converted
 
 

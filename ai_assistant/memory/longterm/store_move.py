@@ -27,7 +27,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from ai_assistant.memory.vector_collections import collection_name
+from ai_assistant.memory.longterm.vector_collections import collection_name
 
 BATCH = 256
 SAMPLE = 20  # vectors compared per assistant after a move
@@ -45,7 +45,7 @@ class EmbeddedVectors:
     the single collection of the older layout when it is still there.
 
     Args:
-        client (QdrantClient): The game's local client (`semantic` opens one per folder).
+        client (QdrantClient): The game's local client (`mem0_store` opens one per folder).
         base (str): The configured collection name.
         dims (int): The vector size, for the collections a move creates.
         lock (context manager, optional): Held around each client call (the shared store's).
@@ -139,7 +139,7 @@ class PostgresVectors:
     """
 
     def __init__(self, url):
-        from ai_assistant.memory.pgvector_store import TABLE
+        from ai_assistant.memory.longterm.pgvector_store import TABLE
 
         self.url, self.table = url, TABLE
 
@@ -268,19 +268,19 @@ def open_stores(tree, data_dir, database=None):
     Raises:
         pgvector_store.PostgresStoreError: No PostgreSQL with pgvector to move to or from.
     """
-    from ai_assistant.memory import pgvector_store, semantic
+    from ai_assistant.memory.longterm import mem0_store, pgvector_store
     from ai_assistant.plumbing.settings import Settings
 
     postgres = Settings(tree, {"memory.store": "postgres"})
     url = pgvector_store.database_url(postgres, database)  # refuses before anything opens
     # joins the game's own embedded store (one local client per folder and process)
-    joined = semantic.make_semantic_store(Settings(tree, {"memory.store": "embedded"}),
-                                          data_dir, MOVER_KEY)
+    joined = mem0_store.make_semantic_store(Settings(tree, {"memory.store": "embedded"}),
+                                            data_dir, MOVER_KEY)
     if joined is None:
         raise ValueError("memory.enabled is off: there is no long-term memory to move")
     shared = joined._shared
     dims = shared.embedder.dims
     pgvector_store.prepare(pgvector_store.vector_store_config(url, dims))
-    embedded = EmbeddedVectors(shared.memory.vector_store.client, semantic.COLLECTION, dims,
+    embedded = EmbeddedVectors(shared.memory.vector_store.client, mem0_store.COLLECTION, dims,
                                lock=shared.lock)
     return embedded, PostgresVectors(url), joined.close

@@ -1,5 +1,5 @@
 """
-The semantic memory tier: mem0 behind the small `SemanticPort` the core uses.
+The provider adapter at the bottom of long-term memory: mem0 behind the `SemanticPort`.
 
 The embedded default needs no server, no API key and no network: mem0 with qdrant in local
 (on-disk, in-process) mode under the game's `server/ai_assistant_data/`, and the local
@@ -8,16 +8,17 @@ or LLM mem0 supports by giving a mem0 config dict in the `memory.mem0` setting; 
 over our default, so `{"vector_store": {"provider": "pgvector", "config": {...}}}` replaces only
 the store.
 
-Rules this module keeps:
+Nothing but the owner (`longterm.memories.Memories`) calls this store: the owner keeps the
+recall mirror in step with every write. Rules this module keeps:
 
 - mem0 reads `MEM0_TELEMETRY` and `MEM0_DIR` when it is first imported, so
   `configure_mem0_environment` sets both before any import of mem0 here (telemetry off, its
   folder under the game's `server/`), and turns the flag off again if mem0 was imported first.
 - qdrant's local mode allows one client per path and process, so every assistant of a game
   shares one `mem0.Memory` per data folder (reference-counted); each assistant sees it through
-  its own `SemanticMemory`, scoped by its key (mem0 `user_id`), so one NPC never reads or
+  its own `Mem0Store`, scoped by its key (mem0 `user_id`), so one NPC never reads or
   deletes another's memories. In that embedded store each assistant also has its own
-  collection on the shared client (`memory.vector_collections`): the local qdrant filters in
+  collection on the shared client (`longterm.vector_collections`): the local qdrant filters in
   Python, so a shared collection would make every query scan every assistant's memories.
 - Every mem0 call runs off the reactor through `runner` (the bounded CPU pool's `run_cpu_bound` by
   default) and returns a Deferred; calls on one shared store are serialised by a lock because
@@ -25,11 +26,11 @@ Rules this module keeps:
 - `search` asks mem0 for every candidate (threshold 0: its default 0.1 drops true hits from a
   static embedder) and reports each hit's cosine similarity as `score`, so callers apply the
   embedder's calibrated thresholds (`relevance_threshold`, `link_similarity`).
-- mem0 with `infer=False` does no de-duplication: `add` skips a text whose nearest stored
-  memory is a near-exact duplicate and returns that memory instead - unless the new text
-  corrects it (a negation, a changed number, a small update: `memory.supersede`): then the new
-  memory is stored (`metadata["supersedes"]`) and the old one is kept, marked superseded (when,
-  how, and by which memory id), for recall to prefer the current fact.
+- mem0 with `infer=False` does no de-duplication. What a new text does to the memories already
+  stored (kept instead as a duplicate, stored superseding what it corrects, stored beside) is
+  the policy's decision (`longterm.policy.judge_claim`, given to the store as `judge`); the
+  store finds the current memories most like the text, asks the judge and applies its verdict,
+  all under its lock, so two texts never race past each other.
 """
 
 import copy
@@ -39,16 +40,11 @@ import sys
 import threading
 from datetime import UTC, datetime
 
-from ai_assistant.memory import pgvector_store
-from ai_assistant.memory.audience import audience_of
+from ai_assistant.memory.longterm import pgvector_store
+from ai_assistant.memory.longterm.policy import COMPARED, judge_claim
+from ai_assistant.memory.longterm.supersede import is_superseded
+from ai_assistant.memory.longterm.vector_collections import AssistantCollections
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
-from ai_assistant.memory.supersede import (
-    correction_kind,
-    is_superseded,
-    same_fact,
-    superseded_metadata,
-)
-from ai_assistant.memory.vector_collections import AssistantCollections
 from ai_assistant.plumbing.settings import deep_merge
 
 DATA_FOLDER = "ai_assistant_data"
@@ -63,8 +59,6 @@ _UNUSED_KEY = "unused-offline"
 _stores = {}
 _stores_lock = threading.Lock()
 
-# Stored memories a new text is compared with (duplicates and the facts it corrects).
-SUPERSEDE_CANDIDATES = 10
 MAX_SUPERSEDE_HOPS = 50  # a chain of corrections followed to the current fact at most this far
 
 
@@ -165,7 +159,7 @@ class _SharedStore:
 def _open_shared(config, uses_local_embedder, embedder, path):
     from mem0 import Memory
 
-    from ai_assistant.memory.mem0_embedding import Mem0Embedder
+    from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder
 
     memory = Memory.from_config(config)
     if uses_local_embedder:
@@ -194,13 +188,16 @@ def _default_runner(func, *args, **kwargs):
     return run_cpu_bound(func, *args, **kwargs)
 
 
-class SemanticMemory:
+class Mem0Store:
     """
-    One assistant's view of the semantic tier (implements `ports.SemanticPort`).
+    One assistant's view of the mem0 store (implements `ports.SemanticPort`).
 
     Args:
         shared (_SharedStore): The process-wide mem0 store for this data folder.
         key (str): The assistant's key; its memories are stored under mem0 `user_id=key`.
+        judge (callable, optional): `judge(text, metadata, existing, duplicate_similarity=)
+            -> policy.Verdict`, asked before each `add` without inference (None: every text
+            is stored as it comes).
         runner (callable, optional): `runner(func, *args, **kwargs) -> Deferred` that runs
             blocking work; the bounded pool by default. Tests pass a synchronous one.
         log (callable, optional): `log(message)`.
@@ -211,9 +208,10 @@ class SemanticMemory:
         duplicate_similarity (float): Cosine at or above which `add` skips a duplicate.
     """
 
-    def __init__(self, shared, key, *, runner=None, log=None):
+    def __init__(self, shared, key, *, judge=None, runner=None, log=None):
         self._shared = shared
         self.key = str(key)
+        self._judge = judge
         self._runner = runner or _default_runner
         self._log = log or (lambda message: None)
         self._closed = False
@@ -232,7 +230,9 @@ class SemanticMemory:
 
         Returns:
             Deferred[list[dict]]: The stored memories, `{"id", "memory", "event"}` each;
-            `event` is "DUPLICATE" when an existing near-identical memory was kept instead.
+            `event` is "DUPLICATE" when the judge kept an existing memory instead. A memory
+            stored superseding others also has `supersedes` (their ids) and `marked`
+            (`{their id: the metadata merged into it}`).
         """
         return self._run(self._add, str(text), dict(metadata or {}), bool(infer))
 
@@ -310,52 +310,28 @@ class SemanticMemory:
     def _add(self, text, metadata, infer):
         if not text.strip():
             raise ValueError("cannot store an empty memory")
-        superseded = []
-        if not infer:
-            duplicate, superseded = self._compare_with_stored(text, metadata)
-            if duplicate is not None:
-                return [{"id": duplicate["id"], "memory": duplicate["memory"],
-                         "event": "DUPLICATE"}]
-            if superseded:
-                metadata = {**metadata, "supersedes": [hit["id"] for hit, _ in superseded]}
+        verdict = None
+        if not infer and self._judge is not None:
+            existing = self._current(self._search(text, COMPARED, {}))
+            verdict = self._judge(text, metadata, existing,
+                                  duplicate_similarity=self.duplicate_similarity)
+            if not verdict.stores:
+                kept = verdict.existing
+                return [{"id": kept["id"], "memory": kept["memory"], "event": "DUPLICATE"}]
+            metadata = verdict.new_metadata(metadata)
         result = self._memory.add(text, user_id=self.key, metadata=metadata, infer=infer)
         stored = []
         for item in (result or {}).get("results", []):
             stored.append({"id": str(item.get("id")), "memory": item.get("memory", text),
                            "event": item.get("event", "ADD")})
-        if superseded and stored:
-            when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            for hit, kind in superseded:
-                self._memory.update(hit["id"], text=hit["memory"],
-                                    metadata=superseded_metadata(stored[0]["id"], kind, when))
-            stored[0]["supersedes"] = [hit["id"] for hit, _ in superseded]
+        marks = verdict.marks(stored[0]["id"], _now()) if verdict and stored else ()
+        for memory, mark in marks:
+            self._memory.update(memory["id"], text=memory["memory"], metadata=mark)
+        if marks:
+            stored[0]["marked"] = {memory["id"]: mark for memory, mark in marks}
+            if metadata.get("supersedes"):
+                stored[0]["supersedes"] = list(metadata["supersedes"])
         return stored
-
-    def _compare_with_stored(self, text, metadata):
-        """
-        The stored memories a new text duplicates or corrects (`memory.supersede`), among the
-        current ones with the same audience (a private fact never hides a public one).
-
-        Returns:
-            tuple: `(the duplicate kept instead, or None; [(hit, kind)] it supersedes)`.
-        """
-        audience = audience_of({"metadata": metadata})
-        hits = [hit for hit in self._current(self._search(text, SUPERSEDE_CANDIDATES, {}))
-                if audience_of(hit) == audience]
-        exact = [hit for hit in hits if same_fact(hit["memory"], text)]
-        if exact:
-            return exact[0], []
-        corrected, near = [], None
-        for hit in hits:
-            close = hit["score"] >= self.duplicate_similarity
-            kind = correction_kind(hit["memory"], text, near_identical=close)
-            if kind:
-                corrected.append((hit, kind))
-            elif close and near is None:
-                near = hit
-        if corrected:
-            return None, corrected
-        return near, []
 
     def _search_current_first(self, query, limit, filters):
         """
@@ -461,6 +437,10 @@ class SemanticMemory:
         return len(ids)
 
 
+def _now():
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _purge_history(memory, memory_ids, key):
     """
     Remove the history lines of deleted memories and the scope's saved messages from mem0's
@@ -485,14 +465,10 @@ def _purge_history(memory, memory_ids, key):
         connection.commit()
 
 
-# Name used in the issue and the design notes.
-Mem0Store = SemanticMemory
-
-
-def make_semantic_store(settings, data_dir, key="assistant", *, runner=None, log=None,
-                        database=None):
+def make_semantic_store(settings, data_dir, key="assistant", *, judge=judge_claim, runner=None,
+                        log=None, database=None):
     """
-    Open (or join) the semantic store for one assistant.
+    Open (or join) the mem0 store for one assistant.
 
     Blocking (loads the embedder, opens qdrant): call it at server start, or in a worker.
 
@@ -500,13 +476,15 @@ def make_semantic_store(settings, data_dir, key="assistant", *, runner=None, log
         settings (conf.Settings): The assistant's settings (`memory.mem0`, `llm`).
         data_dir (str): The data folder (the game's is `server/ai_assistant_data`).
         key (str): The assistant's key (scopes its memories).
+        judge (callable, optional): What a new text does to the stored memories (the
+            project's policy, `policy.judge_claim`, unless a caller gives another).
         runner (callable, optional): Runs blocking calls, returns Deferreds.
         log (callable, optional): `log(message)`.
         database (dict, optional): The game's Django database settings (`memory.store`
             "postgres" keeps the memories there unless `memory.postgres_url` names another).
 
     Returns:
-        SemanticMemory or None: None when `memory.enabled` is False.
+        Mem0Store or None: None when `memory.enabled` is False.
     """
     if not settings.get("memory.enabled"):
         return None
@@ -528,7 +506,7 @@ def make_semantic_store(settings, data_dir, key="assistant", *, runner=None, log
             shared = _open_shared(config, uses_local, embedder, path_key)
             _stores[path_key] = shared
         shared.users += 1
-    return SemanticMemory(shared, key, runner=runner, log=log)
+    return Mem0Store(shared, key, judge=judge, runner=runner, log=log)
 
 
 def _release(shared):

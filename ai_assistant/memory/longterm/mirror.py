@@ -9,8 +9,8 @@ own search (`memory.search`: BM25 with lemmas, speaker and time boosts, fused wi
 matrix of the local embedder's vectors) serves them too.
 
 It is loaded once from the store (`store.list`, in the worker pool) on first use and kept up
-to date by whoever changes the store: consolidation and the `store_memory` tool call `record`,
-corrections call `record` with the updated memory or `forget`. On the reactor only a few
+to date by the store's owner (`longterm.memories.Memories`), which writes through it on every
+add, update and delete: no writer of long-term memory touches the mirror. On the reactor only a few
 memories at a time are added or dropped; the first read's conversion, the time-ordered
 snapshot (`entries()`, an immutable tuple per version), its index and its vectors are made in
 the worker pool.
@@ -71,15 +71,14 @@ class MemoryMirror:
                     self._items[str(memory["id"])] = (_epoch(item), item)
             self._snapshot = None
 
-    def supersede(self, memory_id, by, when=None):
-        """Mark one memory superseded by memory `by` (the store marked it: `memory.supersede`)."""
+    def mark(self, memory_id, metadata):
+        """Merge `metadata` into one memory's (the store marked it: superseded, say)."""
         with self._lock:
             found = self._items.get(str(memory_id))
             if found is not None:
                 epoch, old = found
-                metadata = {**old["metadata"], "superseded_by": str(by),
-                            **({"superseded_at": when} if when else {})}
-                self._items[str(memory_id)] = (epoch, {**old, "metadata": metadata})  # a new item
+                merged = {**old["metadata"], **metadata}
+                self._items[str(memory_id)] = (epoch, {**old, "metadata": merged})  # a new item
                 self._snapshot = None
 
     def forget(self, memory_id):
@@ -87,6 +86,12 @@ class MemoryMirror:
         with self._lock:
             if self._items.pop(str(memory_id), None) is not None:
                 self._snapshot = None
+
+    def clear(self):
+        """Drop every memory (the store forgot them all); the mirror stays loaded, empty."""
+        with self._lock:
+            self._items.clear()
+            self._snapshot = None
 
     def entries(self):
         """
@@ -161,7 +166,7 @@ def ensure_loaded(ports, runner=None):
 
 def record(ports, stored, text=None, metadata=None):
     """
-    Mirror memories the store just added or rewrote.
+    Mirror memories the store just added or rewrote (and what it marked on older ones).
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -180,8 +185,9 @@ def record(ports, stored, text=None, metadata=None):
                          "created_at": item.get("created_at")})  # fmt: skip
     mirror.merge(memories)
     for item in stored or ():  # a correction: the facts it superseded come after it now
-        for old_id in (item.get("supersedes") or ()) if isinstance(item, dict) else ():
-            mirror.supersede(old_id, item.get("id"))
+        marked = (item.get("marked") or {}) if isinstance(item, dict) else {}
+        for old_id, metadata in marked.items():
+            mirror.mark(old_id, metadata)
 
 
 def forget(ports, memory_id):

@@ -2,7 +2,7 @@
 mem0's qdrant store for a collection that holds one assistant's points only.
 
 Imported only once the semantic tier opens (`vector_collections`), after
-`semantic.configure_mem0_environment` has set mem0's environment.
+`mem0_store.configure_mem0_environment` has set mem0's environment.
 """
 
 from mem0.vector_stores.qdrant import Qdrant

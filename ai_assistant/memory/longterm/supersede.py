@@ -20,7 +20,8 @@ Texts with the same words are the same fact: exact duplicates stay deduplicated.
 
 The recall pipeline calls `is_superseded(hit)` and `prefer_current(hits)` (current facts first,
 superseded ones after them, marked with `formerly` so a prompt can say what was true before);
-the semantic store calls `correction_kind` and `superseded_metadata` when it adds a memory.
+the claim policy (`longterm.policy`) calls `correction_kind`, `same_fact` and
+`superseded_metadata`.
 """
 
 import difflib

@@ -12,7 +12,7 @@ Layout, and why:
 
 - One table, `ai_assistant_memories` (`id uuid`, `vector vector(dims)`, `payload jsonb`), as
   mem0 creates it, for every assistant. Each assistant's scope is its `user_id`, which every
-  call of `SemanticMemory` filters on (and checks on what it reads by id); a b-tree index on
+  call of `mem0_store.Mem0Store` filters on (and checks on what it reads by id); a b-tree index on
   `payload->>'user_id'` makes that filter an index lookup, so an assistant pays for its own
   memories only, like an embedded assistant in its own collection.
 - The vector search is exact within the scope (mem0's HNSW index is switched off): an
@@ -29,7 +29,7 @@ creates neither the scope index nor, once the table exists, its text index), and
 table whose vectors have another size than the embedder's with a message that says so.
 mem0's history database (the text of past versions) stays in the game's data folder.
 
-Every call here blocks: the caller (`semantic.make_semantic_store`, or a worker thread) runs
+Every call here blocks: the caller (`mem0_store.make_semantic_store`, or a worker thread) runs
 it off the reactor.
 """
 

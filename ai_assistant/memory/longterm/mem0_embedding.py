@@ -1,7 +1,7 @@
 """
 mem0's embedding interface over a local embedder.
 
-Import this module only after `semantic.configure_mem0_environment` has run: importing mem0
+Import this module only after `mem0_store.configure_mem0_environment` has run: importing mem0
 reads its telemetry flag and home folder once.
 """
 

@@ -1,7 +1,8 @@
 """
-The recall block, "What you remember": what the assistant remembers that bears on the moment,
-from every tier at once (journal, long-term memories), ranked by the recall pipeline
-(`memory.recall.pipeline`) and cut to `recall.budget_tokens`, each line dated.
+The prompt block that renders recall, "What you remember": what the assistant remembers that
+bears on the moment, from every tier at once (journal, long-term memories, memory nodes,
+profiles), ranked by the recall pipeline (`memory.recall.pipeline`) and cut to
+`recall.budget_tokens`, each line dated.
 
 The awake tick runs the pipeline off the reactor before the cycle and puts the lines in
 `situation["recall"]` (`recall_lines`). A situation built without them (another purpose, a
@@ -107,7 +108,7 @@ def _journal_lines(ports, situation):
     return select_lines(recalled, query.budget, query.limit)
 
 
-def recall_block(ports, situation):
+def remembered_block(ports, situation):
     """What the assistant remembers that bears on the moment: dated lines, as quoted data."""
     lines = situation.get("recall")
     if lines is None:

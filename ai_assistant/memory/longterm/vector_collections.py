@@ -12,21 +12,15 @@ A vector server indexes `user_id` (mem0 creates the payload index), and Qdrant's
 many tenants is one collection partitioned by payload. A server, or any other store mem0
 supports, therefore keeps the single configured collection.
 
-An assistant whose memories were stored in the single collection before this layout has them
-moved into its own collection the first time it is used. Points keep their ids, vectors and
-payloads; each batch is copied before it is deleted, so a move cut short is repeated safely.
-
 In its own collection an assistant's `user_id` condition is true of every point, so it is
 left out of the filter (`mem0_collection.OwnCollection`): a search or listing with no other
 condition is then numpy alone, with no Python check per point. Every point written there
-still carries the `user_id`, and `SemanticMemory` still checks it on what it reads by id.
+still carries the `user_id`, and `Mem0Store` still checks it on what it reads by id.
 """
 
 import hashlib
 import re
 import warnings
-
-MOVE_BATCH = 256  # points copied, then deleted, per step of a move
 
 
 def collection_name(base, key):
@@ -89,7 +83,7 @@ class AssistantCollections:
         return store
 
     def _open(self, key):
-        from ai_assistant.memory.mem0_collection import OwnCollection
+        from ai_assistant.memory.longterm.mem0_collection import OwnCollection
 
         configured = self._configured
         # mem0's sanctioned way to share a client: pass it in (the local client allows one
@@ -101,25 +95,5 @@ class AssistantCollections:
                 configured.embedding_model_dims, client=configured.client,
                 on_disk=configured.on_disk)
         store.is_local = True
-        _move_points(configured.client, configured.collection_name, store.collection_name, key)
         return store
 
-
-def _move_points(client, source, target, key):
-    """Move the points of `key` from the single collection of the old layout into `target`."""
-    from qdrant_client import models
-
-    if not client.collection_exists(source):
-        return
-    mine = models.Filter(must=[
-        models.FieldCondition(key="user_id", match=models.MatchValue(value=key))])
-    while True:
-        records, _ = client.scroll(source, scroll_filter=mine, limit=MOVE_BATCH,
-                                   with_payload=True, with_vectors=True)
-        if not records:
-            return
-        client.upsert(target, points=[
-            models.PointStruct(id=record.id, vector=record.vector, payload=record.payload)
-            for record in records])
-        client.delete(source, points_selector=models.PointIdsList(
-            points=[record.id for record in records]))

@@ -1,49 +1,26 @@
 """
-Recall from the semantic tier: the memories relevant to a query or to the current situation.
+Recall from the long-term store alone: the memories relevant to a query.
 
-`retrieve_relevant_memories` is the specification's two-stage filter: semantic relevance above
-the calibrated threshold (`memory.relevance_threshold`), then
-`metadata.source_trust >= memory.min_source_trust`, over the store's own search. It serves
-`@assistant/memory` (`format_memory_results`) and answers for the recall pipeline until the
-pipeline's mirror of the store could be read. The prompt and the `search_facts` tool
-(`search_long_term`) recall through the pipeline (`memory.recall`).
+`search_long_term` (the `search_facts` tool) runs the recall pipeline (`recall.pipeline`) over
+the long-term memories only. `retrieve_relevant_memories` is the specification's two-stage
+filter over the store's own (dense) search: relevance above the calibrated threshold
+(`memory.relevance_threshold`), then `metadata.source_trust >= memory.min_source_trust`. It
+serves `@assistant/memory` (`format_memory_results`) and answers for `search_long_term` until
+the store's recall mirror could be read.
 """
 
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.corrections import is_wrong
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.supersede import is_superseded, prefer_current
 from ai_assistant.memory.recall.lines import recall_date
 from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
 from ai_assistant.memory.search.filters import SearchFilters
-from ai_assistant.memory.supersede import is_superseded, prefer_current
-from ai_assistant.plumbing.settings import DEFAULTS
 
 # Memories with no recorded trust are treated as this (the specification's neutral middle).
 UNKNOWN_TRUST = 0.5
-
-
-def calibrated_threshold(ports, name):
-    """
-    A similarity threshold on the scale of the store's embedder.
-
-    The specification's numbers (relevance 0.7, link similarity 0.7) are on a
-    transformer-cosine scale. A store whose embedder reports its own calibrated value for
-    `name` uses it while the setting is still the specification's default; a game that sets
-    another value gets exactly that.
-
-    Args:
-        ports (AssistantPorts): The assistant.
-        name (str): "relevance_threshold" or "link_similarity".
-
-    Returns:
-        float: The threshold to compare `score` (cosine) against.
-    """
-    configured = ports.settings.get(f"memory.{name}")
-    calibrated = getattr(ports.semantic, name, None)
-    if calibrated is not None and configured == DEFAULTS["memory"][name]:
-        return float(calibrated)
-    return float(configured)
 
 
 def _event_text(event):
@@ -97,15 +74,15 @@ def retrieve_relevant_memories(ports, query=None, *, events=None, goals=None, li
         Deferred[list[dict]]: `{"id", "memory", "score", "trust", "metadata"}`, best first.
         Errbacks if the store fails (callers decide how to show it).
     """
-    store = ports.semantic
+    store = Memories(ports)
     text = build_query(query, events, goals)
-    if store is None or not text:
+    if not store.available or not text:
         return []
     limit = int(limit or ports.settings.get("memory.recall_limit"))
     if min_source_trust is None:
         min_source_trust = ports.settings.get("memory.min_source_trust")
     if threshold is None:
-        threshold = calibrated_threshold(ports, "relevance_threshold")
+        threshold = store.threshold("relevance_threshold")
     # Over-fetch: the trust stage may drop some of the relevant ones.
     hits = yield store.search(text, limit=limit * 3)
     kept = []
