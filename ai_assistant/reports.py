@@ -11,6 +11,9 @@ from ai_assistant.adapters import npc_overrides
 from ai_assistant.plumbing.llm import mask_secret
 from ai_assistant.workspace.status import settings_problem_lines, status_text
 
+# settings whose value may hold a password: never echoed in game
+HIDDEN_SETTINGS = ("llm.api_key", "memory.postgres_url")
+
 
 def format_status(npc):
     """
@@ -33,7 +36,7 @@ def format_config(npc):
     settings = npc.assistant.ports().settings
     llm = dict(settings.get("llm"))
     llm["api_key"] = mask_secret(llm.get("api_key"))
-    shown = {key: ("(hidden)" if key == "llm.api_key" else value)
+    shown = {key: ("(hidden)" if key in HIDDEN_SETTINGS else value)
              for key, value in overrides.items()}
     lines = [
         f"|wConfig of {npc.key}|n",

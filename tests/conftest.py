@@ -42,7 +42,7 @@ def pytest_configure(config):
         evennia._init()
     finally:
         blocker.restore()
-pytest_plugins = ["scripted_llm"]
+pytest_plugins = ["scripted_llm", "memory_store"]
 
 
 import pytest  # noqa: E402
