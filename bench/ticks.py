@@ -34,6 +34,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from twisted.internet import defer
+
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
 from ai_assistant.plumbing.settings import Settings
@@ -70,8 +72,11 @@ def make_ports(size):
     settings = Settings(overrides={"journal.max_entries": size})
     state = MemoryState()
     state.data["journal"] = make_journal(size)
+    # no reactor runs here: the tool's embedding, which the game runs in the CPU worker pool,
+    # runs in place, so `search_journal` is the whole search, embedding included
     return AssistantPorts(key=f"ticks-{size}", name="Ticker", state=state,
-                          clock=FixedClock(NOW), settings=settings)  # fmt: skip
+                          clock=FixedClock(NOW), settings=settings,
+                          run_cpu_bound=defer.maybeDeferred)  # fmt: skip
 
 
 def idle_awake_tick(ports):
@@ -293,13 +298,6 @@ def main(argv=None):
     parser.add_argument("--out", default=str(RESULTS / "ticks.json"))
     args = parser.parse_args(argv)
     sizes = tuple(int(size) for size in args.sizes.split(","))
-    # No reactor runs here: the tool's embedding, which the game runs in the CPU worker pool, is
-    # run inline, so `search_journal` below is the whole search, embedding included.
-    from twisted.internet import defer
-
-    from ai_assistant.tools import journal as journal_tools
-
-    journal_tools.EMBED_RUNNER = defer.maybeDeferred
     document = run(sizes, args.repeat)
     print_table(document)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

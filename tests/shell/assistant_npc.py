@@ -1,20 +1,34 @@
 """
-The set-up the shell's tests share: an assistant NPC in Evennia's test room, and every
-assistant's ticker subscription dropped after each test.
+The set-up the shell's tests share: assistants whose computing work runs in place, an assistant
+NPC in Evennia's test room, and every assistant's ticker subscription dropped after each test.
 
 Mix these into Evennia's test cases (`EvenniaTest`, `EvenniaCommandTest`), ahead of them:
 `class TestX(WithAda, EvenniaCommandTest)`. They are mixins rather than pytest fixtures
-because Evennia's test cases build their rooms in `setUp`, which runs after pytest's fixtures.
+because Evennia's test cases build their rooms in `setUp`, which runs after pytest's fixtures,
+and because they must work the same under Evennia's own test runner.
 """
 
+from unittest.mock import patch
+
 from evennia.utils import create
+from support import sync_runner
 
 from ai_assistant.commands import all_assistants
 from ai_assistant.typeclasses import AssistantCharacter
 
 
-class StopsAssistants:
-    """Drops every assistant's ticker subscription after the test (before Evennia's teardown)."""
+class AssistantsInPlace:
+    """
+    An assistant's computing work (`ports.run_cpu_bound`: the worker pool in a game) runs in
+    place, since no reactor runs in a test to hand the pool's results back; every assistant's
+    ticker subscription is dropped after the test (before Evennia's teardown).
+    """
+
+    def setUp(self):
+        super().setUp()
+        in_place = patch("ai_assistant.plumbing.threads.run_cpu_bound", sync_runner)
+        in_place.start()
+        self.addCleanup(in_place.stop)
 
     def tearDown(self):
         for npc in all_assistants():
@@ -23,7 +37,7 @@ class StopsAssistants:
         super().tearDown()
 
 
-class WithAda(StopsAssistants):
+class WithAda(AssistantsInPlace):
     """`self.npc`: Ada, an assistant at home in `room1`; `self.script`: her script."""
 
     def setUp(self):

@@ -8,6 +8,7 @@ one whose growing documents are near their bounds.
 import sys
 from datetime import UTC, datetime, timedelta
 
+from assistant_npc import AssistantsInPlace
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -15,7 +16,6 @@ from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
 from twisted.internet import reactor
 
-from ai_assistant.commands import all_assistants
 from ai_assistant.plumbing import documents
 from ai_assistant.typeclasses import AssistantCharacter
 
@@ -51,7 +51,7 @@ def grown_documents(size=2000):
 
 
 @override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestIdleTickWork(EvenniaTest):
+class TestIdleTickWork(AssistantsInPlace, EvenniaTest):
     def setUp(self):
         super().setUp()
         self.small = self.assistant("Small")
@@ -60,12 +60,6 @@ class TestIdleTickWork(EvenniaTest):
         for name, value in grown_documents().items():
             state.set(name, value)
         self.grown.assistant.flush()
-
-    def tearDown(self):
-        for npc in all_assistants():
-            if npc.assistant.script:
-                npc.assistant.script.unsubscribe()
-        super().tearDown()
 
     def assistant(self, key):
         npc = create.create_object(AssistantCharacter, key=key, location=self.room1,

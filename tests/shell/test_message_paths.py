@@ -10,7 +10,7 @@ scope), and deleting an assistant deletes its long-term memories.
 import re
 from unittest.mock import patch
 
-from assistant_npc import StopsAssistants, WithAda
+from assistant_npc import AssistantsInPlace, WithAda
 from django.test import override_settings
 from evennia.commands.default.general import CmdSay, CmdWhisper
 from evennia.utils import create
@@ -129,7 +129,7 @@ class TestMessagePaths(WithAda, EvenniaCommandTest):
 
 
 @override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestAmbiguousNames(StopsAssistants, EvenniaCommandTest):
+class TestAmbiguousNames(AssistantsInPlace, EvenniaCommandTest):
     def setUp(self):
         super().setUp()
         self.first = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
@@ -171,7 +171,7 @@ class TestAmbiguousNames(StopsAssistants, EvenniaCommandTest):
 
 
 @override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestForgetting(StopsAssistants, EvenniaCommandTest):
+class TestForgetting(AssistantsInPlace, EvenniaCommandTest):
     def test_memory_scopes_are_random_and_old_assistants_keep_theirs(self):
         ada = create.create_object(AssistantCharacter, key="Ada", location=self.room1)
         bea = create.create_object(AssistantCharacter, key="Bea", location=self.room1)

@@ -16,7 +16,6 @@ from twisted.internet import defer, task
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import journal
-from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.llm_resilience import (
     HTTP_LOGGERS,
@@ -26,12 +25,6 @@ from ai_assistant.plumbing.llm_resilience import (
 )
 from ai_assistant.plumbing.ports import LLMTimeout, MemoryState, iso
 from ai_assistant.plumbing.settings import DEFAULTS, deep_merge
-
-
-@pytest.fixture(autouse=True)
-def recall_here(monkeypatch):
-    # the recall pipeline's ranking runs in the worker pool in a game; here, synchronously
-    monkeypatch.setattr(pipeline, "RECALL_RUNNER", sync_runner)
 
 
 @pytest.fixture

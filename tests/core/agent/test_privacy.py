@@ -16,7 +16,6 @@ from ai_assistant.agent import awake, perception
 from ai_assistant.agent.blocks.people import entity_context_block
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import audience, entities, journal, node_vectors, nodes
-from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import MemoryState, iso
@@ -28,11 +27,6 @@ from ai_assistant.tools.catalogue import load_all_tools
 SECRET = "my secret password is swordfish"
 BOB = {"id": "#2", "name": "Bob", "is_player": True}
 CARA = {"id": "#3", "name": "Cara", "is_player": True}
-
-
-@pytest.fixture(autouse=True)
-def recall_here(monkeypatch):
-    monkeypatch.setattr(pipeline, "RECALL_RUNNER", sync_runner)
 
 
 @pytest.fixture

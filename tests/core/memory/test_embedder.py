@@ -189,7 +189,6 @@ def test_embedders_bench_skips_a_candidate_that_is_not_installed(tmp_path, monke
 
 def test_embedders_bench_fuses_the_candidate_in_the_real_tool():
     """The fused row measures the candidate, not the default model, inside search_journal."""
-    from ai_assistant.tools import journal as journal_tools
     from ai_assistant.tools.catalogue import load_all_tools
     from bench import embedders, locomo
 
@@ -208,11 +207,6 @@ def test_embedders_bench_fuses_the_candidate_in_the_real_tool():
     moment = locomo.parse_session_date("1:56 pm on 8 May, 2023")
     locomo.ingest(ports, [(moment, "Bob", "Bob lost his sword.", "D1:1")])
     candidate = Recording()
-    original = journal_tools.EMBED_RUNNER
-    journal_tools.EMBED_RUNNER = locomo.sync_runner
-    try:
-        with embedders.local_embedder(candidate):
-            assert locomo.search_tool_ids(ports, "Where is the sword?") == [1]
-    finally:
-        journal_tools.EMBED_RUNNER = original
+    with embedders.local_embedder(candidate):
+        assert locomo.search_tool_ids(ports, "Where is the sword?") == [1]
     assert "Where is the sword?" in candidate.seen and "Bob lost his sword." in candidate.seen

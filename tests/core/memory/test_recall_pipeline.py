@@ -268,7 +268,7 @@ def test_the_ranking_runs_in_the_worker_pool_not_on_the_reactor(monkeypatch):
         raise AssertionError("ranked on the calling (reactor) thread")
 
     monkeypatch.setattr(pipeline, "rank_items", forbidden)
-    monkeypatch.setattr(pipeline, "RECALL_RUNNER", worker)
+    ports.run_cpu_bound = worker
     recalled, lines = result_of(pipeline.recall(ports, RecallQuery(text="bees")))
     assert [func.__name__ for func in handed] == ["merge", "_recall_in_worker"]
     assert lines == ["- a line"]
@@ -301,8 +301,8 @@ def test_the_recent_conversation_is_sized_by_tokens():
 
 
 def test_the_pipeline_answers_synchronously_in_tests():
-    # tests run the worker's part in place (tests/conftest.py swaps the runner)
-    assert pipeline.RECALL_RUNNER is sync_runner
+    # tests run the worker's part in place: their ports carry a runner that works in place
+    assert make_ports().run_cpu_bound is sync_runner
 
 
 def test_search_journal_is_the_same_pipeline_over_the_journal_and_every_memory():

@@ -127,8 +127,7 @@ def test_search_journal_embeds_only_through_the_worker_runner(monkeypatch):
 
     monkeypatch.setattr(dense, "cosine_scores", forbidden)
     monkeypatch.setattr(dense, "embeddings", forbidden)
-    monkeypatch.setattr(journal_tools, "EMBED_RUNNER", runner)
-    ports = make_ports(overrides={"journal.embedding_weight": 0.5})
+    ports = make_ports(overrides={"journal.embedding_weight": 0.5}, run_cpu_bound=runner)
     _journal_with_entries(ports)
     # "livestock losses" shares no word with any entry, and the (stub) embedding finds nothing
     assert call(ports, "search_journal", {"query": "livestock losses"})["count"] == 0
@@ -154,7 +153,6 @@ def test_search_journal_rejects_bad_arguments():
 
 
 def test_search_journal_merges_semantic_hits_mapped_to_entries(monkeypatch):
-    from ai_assistant.tools import journal as journal_tools
 
     monkeypatch.setattr(journal_tools, "default_embed", lambda settings: None)  # mem0 only
     semantic = FakeSemantic([
