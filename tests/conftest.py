@@ -66,13 +66,35 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+# The games an e2e test uses: the shared one (tests/e2e/conftest.py), else its module's own.
+SHARED_GAME = "shared_game"
+
+
+def game_group(item):
+    """The xdist group of an e2e test: the game server it uses."""
+    return SHARED_GAME if SHARED_GAME in item.fixturenames else item.path.stem
+
+
+def run_order(item):
+    """The e2e tests first (the shared game's together), the benches next, then the rest: the
+    longest first, so that parallel workers end together."""
+    marker = folder_marker(item.path)
+    if marker == "e2e":
+        return 0 if game_group(item) == SHARED_GAME else 1
+    return 2 if os.path.relpath(str(item.path), TESTS).startswith("bench") else 3
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # before `-m` selects: a test is marked by the folder it lives in
+    # before `-m` selects: a test is marked by the folder it lives in, and an e2e test by the
+    # game it uses, so that `--dist loadgroup` keeps a game's tests in one worker
     for item in items:
         marker = folder_marker(item.path)
         if marker:
             item.add_marker(marker)
+        if marker == "e2e":
+            item.add_marker(pytest.mark.xdist_group(game_group(item)))
+    items.sort(key=run_order)
     if not CORE_ONLY:
         return
     kept = [item for item in items if item.get_closest_marker("core")]
@@ -94,16 +116,3 @@ def make_ports():
     from support import make_ports as factory
 
     return factory
-
-
-@pytest.fixture(autouse=True)
-def synchronous_journal_embedding(monkeypatch):
-    """The search_journal tool embeds in the worker pool; tests run it synchronously."""
-    from support import sync_runner
-
-    import ai_assistant.tools.journal as journal_tools
-
-    monkeypatch.setattr(journal_tools, "EMBED_RUNNER", sync_runner)
-    import ai_assistant.memory.recall.pipeline as recall_pipeline
-
-    monkeypatch.setattr(recall_pipeline, "RECALL_RUNNER", sync_runner)
