@@ -43,13 +43,17 @@ $(STAMP): $(VPY) pyproject.toml
 
 venv: $(STAMP)
 
+# The suite in parallel workers (pytest-xdist): a game server's e2e tests stay in one worker.
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+
 test: venv
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # The suite again with Evennia's database on a real PostgreSQL: a throwaway cluster in a temp
 # folder on a free loopback port (tests/postgres.py). Installs Debian's postgresql if missing.
 test-postgres: venv postgres
-	$(VPY) tests/postgres.py $(PYTEST_ARGS)
+	$(VPY) tests/postgres.py $(PARALLEL) $(PYTEST_ARGS)
 
 postgres:
 	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
@@ -62,7 +66,7 @@ postgres:
 	fi
 
 # Headless Chromium and its driver for the browser test of the memory inspector
-# (tests/test_e2e_inspector.py, which skips with the reason where they are missing).
+# (tests/e2e/test_e2e_inspector.py, which skips with the reason where they are missing).
 browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
@@ -74,7 +78,7 @@ browser:
 	fi
 
 test-fast: venv
-	$(VPY) -m pytest -m "not e2e" $(PYTEST_ARGS)
+	$(VPY) -m pytest $(PARALLEL) -m "not e2e" $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check ai_assistant tests bench

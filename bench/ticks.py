@@ -10,7 +10,7 @@ with `time.process_time` (CPU) and `time.perf_counter` (wall), over many repetit
   `npc.assistant.run_tick("awake")` with nothing to answer (tick counter, awake state,
   sleep-schedule check, pending-events check), on an in-memory `MemoryState`. It does not
   include Evennia's Attribute write (the game's `AttributeState.set`), which is measured
-  separately by the smoke test inside Django (`tests/test_bench_smoke.py`);
+  separately by the smoke test inside Django (`tests/bench/test_bench_smoke.py`);
 - sleep tick: `run_sleep_tick` in mechanical mode (no LLM, no semantic store), both phases;
 - `add_journal_entry` through `execute_tool` (a full journal: each add also auto-prunes);
 - `search_journal` through `execute_tool` with the tool's default settings (a new question

@@ -7,13 +7,12 @@ import re
 import time
 
 import pytest
-from game_server import TelnetClient, login, running_game
+from game_server import TelnetClient, login
 
 
 @pytest.fixture(scope="module")
-def mechanical_game():
-    with running_game() as server:
-        yield server
+def mechanical_game(shared_game):
+    return shared_game
 
 
 def test_admin_commands_over_telnet(mechanical_game):

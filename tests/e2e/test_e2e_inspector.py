@@ -16,7 +16,7 @@ import time
 import urllib.request
 
 import pytest
-from game_server import TelnetClient, running_game
+from game_server import TelnetClient
 
 ARTIFACTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "artifacts", "inspector")
 PLAYER, PLAYER_PASSWORD = "Pat", "pat-password-1"
@@ -58,10 +58,9 @@ def wait_for_website(url, timeout=60):
 
 
 @pytest.fixture(scope="module")
-def game():
-    with running_game(website=True) as server:
-        wait_for_website(server.web_url)
-        yield server
+def game(shared_game):
+    wait_for_website(shared_game.web_url)
+    return shared_game
 
 
 def journal_text(client):

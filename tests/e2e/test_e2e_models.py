@@ -9,14 +9,13 @@ Select with `-m e2e`.
 import json
 
 import pytest
-from game_server import login, running_game
+from game_server import login
 from scripted_llm import Reply, ScriptedLLMServer
 
 
 @pytest.fixture(scope="module")
-def game():
-    with running_game() as server:
-        yield server
+def game(shared_game):
+    return shared_game
 
 
 def test_real_reply_shapes_reach_the_player_over_telnet(game):

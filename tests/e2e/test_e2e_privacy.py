@@ -10,7 +10,7 @@ import re
 import sqlite3
 import time
 
-from game_server import GameServer, login, player
+from game_server import login, player
 from scripted_llm import Reply, ScriptedLLMServer
 
 SECRET = "my secret password is swordfish"
@@ -25,9 +25,9 @@ def answer(request):
     return Reply.tool("say", {"message": "I cannot help with that."})
 
 
-def test_private_stays_private_braces_stay_literal_and_delete_forgets():
+def test_private_stays_private_braces_stay_literal_and_delete_forgets(new_game):
     llm = ScriptedLLMServer(responder=answer).start()
-    server = GameServer()
+    server = new_game()
     server.start()
     admin = carol = None
     seen_by_carol, scopes = [], {}

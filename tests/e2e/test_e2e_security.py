@@ -8,7 +8,7 @@ self-modification as a version and reverts it with `@assistant/persona`. Select 
 import json
 import re
 
-from game_server import GameServer, login, player
+from game_server import login, player
 from scripted_llm import Reply, ScriptedLLMServer
 
 _CALL = re.compile(r"CALL (\w+) (\{.*?\})(?=\s*(?:\n|$|\\n|<<<))", re.DOTALL)
@@ -32,10 +32,9 @@ def ask(client, text):
     return client.command(f"talk Ada = {text}", r'Ada says, "Done\."', timeout=90)
 
 
-def test_a_players_words_change_nothing_lasting_an_admins_do():
+def test_a_players_words_change_nothing_lasting_an_admins_do(shared_game):
     llm = ScriptedLLMServer(responder=obey).start()
-    server = GameServer()
-    server.start()
+    server = shared_game
     admin = carol = None
     try:
         admin = login(server)
@@ -75,8 +74,5 @@ def test_a_players_words_change_nothing_lasting_an_admins_do():
             if client is not None:
                 client.close()
         logs = server.logs()
-        left = server.stop()
-        server.cleanup()
         llm.stop()
-    assert not left, f"server processes left running: {left}"
     assert "Traceback" not in logs
