@@ -63,6 +63,7 @@ class GameServer:
         self.password = "test-password-1"
         self.extra_env = dict(env or {})
         self.extra_settings = settings
+        self.log_marks = {}
         self.evennia = os.path.join(os.path.dirname(sys.executable), "evennia")
 
     def _env(self):
@@ -211,11 +212,19 @@ class GameServer:
                 "WEBSERVER_INTERFACES = ['127.0.0.1']\n")
 
     def logs(self, name="server.log"):
+        """What the log `name` holds, from the last `mark_logs()` on (all of it without)."""
         path = os.path.join(self.dir, "server", "logs", name)
         if not os.path.exists(path):
             return ""
-        with open(path, errors="replace") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            handle.seek(self.log_marks.get(name, 0))
+            return handle.read().decode("utf-8", errors="replace")
+
+    def mark_logs(self):
+        """From now on `logs()` shows only what is written after this (a shared game's test)."""
+        folder = os.path.join(self.dir, "server", "logs")
+        self.log_marks = {name: os.path.getsize(os.path.join(folder, name))
+                          for name in os.listdir(folder) if name.endswith(".log")}
 
     def pids(self):
         pids = []

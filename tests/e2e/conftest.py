@@ -7,7 +7,8 @@ which don't conflict share.
 - `shared_game` is one mechanical game with its website, started once per test process for
   the tests that use it and stopped after the last of them. Each of those tests logs in its
   own players and makes its own assistants, or talks to the demo's Ada; what a test points
-  Ada at (`llm.base_url`, `llm.api_key`) is set back to the game's default after it.
+  Ada at (`llm.base_url`, `llm.api_key`) is set back to the game's default after it, and its
+  `logs()` start where the test started.
 
 Under `pytest -n` (xdist's `--dist loadgroup`), the tests of one game stay in one worker: the
 root conftest groups each e2e module by its name, and the tests of the shared game together.
@@ -59,9 +60,13 @@ def shared_game():
 
 
 @pytest.fixture(autouse=True)
-def _ada_reset_after_a_shared_game_test(request):
+def _shared_game_test(request):
+    """A shared game's test sees the log from its own start on; Ada is reset after it."""
+    shared = SHARED in request.fixturenames
+    if shared:
+        request.getfixturevalue(SHARED).mark_logs()
     yield
-    if SHARED not in request.fixturenames or SHARED not in _RUNNING:
+    if not shared or SHARED not in _RUNNING:
         return
     client = login(_RUNNING["server"])
     try:
