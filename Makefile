@@ -43,9 +43,10 @@ $(STAMP): $(VPY) pyproject.toml
 
 venv: $(STAMP)
 
-# The suite in parallel workers (pytest-xdist): a game server's e2e tests stay in one worker.
+# The suite in parallel workers (pytest-xdist): a module's tests (and so its e2e game server)
+# stay in one worker, and modules are handed out in the suite's order (the e2e ones first).
 TEST_WORKERS ?= 2
-PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: venv
 	$(VPY) -m pytest $(PARALLEL) $(PYTEST_ARGS)

@@ -33,7 +33,7 @@ def pytest_arguments():
     if given is not None:
         return shlex.split(given)
     if importlib.util.find_spec("xdist") is not None:
-        return ["-n", "2", "--dist", "loadgroup"]
+        return ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
     return []
 
 

@@ -66,34 +66,27 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# The games an e2e test uses: the shared one (tests/e2e/conftest.py), else its module's own.
+# The game the e2e tests share (tests/e2e/conftest.py).
 SHARED_GAME = "shared_game"
-
-
-def game_group(item):
-    """The xdist group of an e2e test: the game server it uses."""
-    return SHARED_GAME if SHARED_GAME in item.fixturenames else item.path.stem
 
 
 def run_order(item):
     """The e2e tests first (the shared game's together), the benches next, then the rest: the
-    longest first, so that parallel workers end together."""
+    longest first, so that parallel workers (`--dist loadfile --no-loadscope-reorder`, which
+    keeps a module's tests, and so its game, in one worker) end together."""
     marker = folder_marker(item.path)
     if marker == "e2e":
-        return 0 if game_group(item) == SHARED_GAME else 1
+        return 0 if SHARED_GAME in item.fixturenames else 1
     return 2 if os.path.relpath(str(item.path), TESTS).startswith("bench") else 3
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # before `-m` selects: a test is marked by the folder it lives in, and an e2e test by the
-    # game it uses, so that `--dist loadgroup` keeps a game's tests in one worker
+    # before `-m` selects: a test is marked by the folder it lives in
     for item in items:
         marker = folder_marker(item.path)
         if marker:
             item.add_marker(marker)
-        if marker == "e2e":
-            item.add_marker(pytest.mark.xdist_group(game_group(item)))
     items.sort(key=run_order)
     if not CORE_ONLY:
         return
