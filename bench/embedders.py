@@ -292,11 +292,9 @@ def run(data_path, conversations=None, question_limit=None, candidates=None, log
     Returns:
         dict: The results document.
     """
-    from ai_assistant.tools import journal as journal_tools
     from ai_assistant.tools.catalogue import load_all_tools
 
     load_all_tools()
-    journal_tools.EMBED_RUNNER = locomo.sync_runner
     data = json.loads(Path(data_path).read_text())[: conversations or None]
     rows, skipped = {}, {}
     for name in candidates or list(CANDIDATES):

@@ -128,7 +128,7 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
     ports = AssistantPorts(
         key="economy", name="Economist", state=MemoryState(), clock=FixedClock(),
         settings=settings, semantic=store,
-        llm=LLMClient(llm, npc_key="economy", runner=sync_runner),
+        llm=LLMClient(llm, npc_key="economy", runner=sync_runner), run_cpu_bound=sync_runner,
     )  # fmt: skip
     for number in range(entries):
         ports.clock.advance(minutes=7)

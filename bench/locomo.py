@@ -106,8 +106,11 @@ def conversation_turns(sample):
 
 def make_ports(name="bench", semantic=None, overrides=None):
     settings = Settings(overrides={"journal.max_entries": 100_000, **(overrides or {})})
+    # no reactor runs here: the computing work the game runs in the worker pool (the tool's
+    # embedding, recall's ranking) runs in place (same code, same vectors)
     return AssistantPorts(key=name, name=name, state=MemoryState(), clock=FixedClock(),
-                          settings=settings, semantic=semantic)  # fmt: skip
+                          settings=settings, semantic=semantic,
+                          run_cpu_bound=sync_runner)  # fmt: skip
 
 
 def ingest(ports, turns):
@@ -415,12 +418,6 @@ def main(argv=None):
     parser.add_argument("--no-mem0", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "locomo.json"))
     args = parser.parse_args(argv)
-    # No reactor runs here: the tool's embedding, which the game runs in the worker pool, is
-    # run inline (same code, same vectors).
-    from ai_assistant.memory.recall import pipeline
-    from ai_assistant.tools import journal as journal_tools
-
-    journal_tools.EMBED_RUNNER = pipeline.RECALL_RUNNER = sync_runner
     document = run(args.data, args.conversations, args.questions, args.mem0_turns,
                    not args.no_mem0)  # fmt: skip
     print_table(document)

@@ -111,10 +111,8 @@ def inline_threads():
     from twisted.internet import defer
 
     from ai_assistant.plumbing import threads
-    from ai_assistant.tools import journal as journal_tools
 
     threads.run_cpu_bound = threads.run_blocking = defer.maybeDeferred
-    journal_tools.EMBED_RUNNER = defer.maybeDeferred
 
 
 def fired(deferred):

@@ -10,7 +10,7 @@ with `time.process_time` (CPU) and `time.perf_counter` (wall), over many repetit
   `npc.assistant.run_tick("awake")` with nothing to answer (tick counter, awake state,
   sleep-schedule check, pending-events check), on an in-memory `MemoryState`. It does not
   include Evennia's Attribute write (the game's `AttributeState.set`), which is measured
-  separately by the smoke test inside Django (`tests/test_bench_smoke.py`);
+  separately by the smoke test inside Django (`tests/bench/test_bench_smoke.py`);
 - sleep tick: `run_sleep_tick` in mechanical mode (no LLM, no semantic store), both phases;
 - `add_journal_entry` through `execute_tool` (a full journal: each add also auto-prunes);
 - `search_journal` through `execute_tool` with the tool's default settings (a new question
@@ -33,6 +33,8 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from twisted.internet import defer
 
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
 from ai_assistant.plumbing.settings import Settings
@@ -70,8 +72,11 @@ def make_ports(size):
     settings = Settings(overrides={"journal.max_entries": size})
     state = MemoryState()
     state.data["journal"] = make_journal(size)
+    # no reactor runs here: the tool's embedding, which the game runs in the CPU worker pool,
+    # runs in place, so `search_journal` is the whole search, embedding included
     return AssistantPorts(key=f"ticks-{size}", name="Ticker", state=state,
-                          clock=FixedClock(NOW), settings=settings)  # fmt: skip
+                          clock=FixedClock(NOW), settings=settings,
+                          run_cpu_bound=defer.maybeDeferred)  # fmt: skip
 
 
 def idle_awake_tick(ports):
@@ -293,13 +298,6 @@ def main(argv=None):
     parser.add_argument("--out", default=str(RESULTS / "ticks.json"))
     args = parser.parse_args(argv)
     sizes = tuple(int(size) for size in args.sizes.split(","))
-    # No reactor runs here: the tool's embedding, which the game runs in the CPU worker pool, is
-    # run inline, so `search_journal` below is the whole search, embedding included.
-    from twisted.internet import defer
-
-    from ai_assistant.tools import journal as journal_tools
-
-    journal_tools.EMBED_RUNNER = defer.maybeDeferred
     document = run(sizes, args.repeat)
     print_table(document)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

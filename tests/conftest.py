@@ -12,6 +12,11 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+# test modules whose helpers (fakes, builders) other folders' tests import by module name
+for shared in ("core/memory", "core/sleep"):
+    folder = os.path.join(ROOT, "tests", *shared.split("/"))
+    if folder not in sys.path:
+        sys.path.append(folder)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.conf.settings")
 # mem0 must neither phone home nor write to the home folder, whoever imports it first.
 os.environ.setdefault("MEM0_TELEMETRY", "False")
@@ -47,16 +52,47 @@ pytest_plugins = ["scripted_llm", "memory_store"]
 
 import pytest  # noqa: E402
 
+TESTS = os.path.dirname(os.path.abspath(__file__))
+# the marker each folder's tests carry: the house's layers below the shell, and the real game
+MARKERS_BY_FOLDER = {"core": "core", "e2e": "e2e"}
+
+
+def folder_marker(path):
+    """The marker of the tests in `path` (a file under tests/), or None."""
+    relative = os.path.relpath(str(path), TESTS)
+    return MARKERS_BY_FOLDER.get(relative.split(os.sep, 1)[0])
+
 
 def pytest_ignore_collect(collection_path, config):
-    # a test module of the shell imports Evennia at the top: in a core-only run, not even
-    # collect the modules that mark nothing as core
+    # the shell's test modules import Evennia at the top: in a core-only run, not even collect
+    # what lies outside tests/core
     if CORE_ONLY and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
-        return "pytest.mark.core" not in collection_path.read_text()
+        return folder_marker(collection_path) != "core"
     return None
 
 
+# The game the e2e tests share (tests/e2e/conftest.py).
+SHARED_GAME = "shared_game"
+
+
+def run_order(item):
+    """The e2e tests first (the shared game's together), the benches next, then the rest: the
+    longest first, so that parallel workers (`--dist loadfile --no-loadscope-reorder`, which
+    keeps a module's tests, and so its game, in one worker) end together."""
+    marker = folder_marker(item.path)
+    if marker == "e2e":
+        return 0 if SHARED_GAME in item.fixturenames else 1
+    return 2 if os.path.relpath(str(item.path), TESTS).startswith("bench") else 3
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # before `-m` selects: a test is marked by the folder it lives in
+    for item in items:
+        marker = folder_marker(item.path)
+        if marker:
+            item.add_marker(marker)
+    items.sort(key=run_order)
     if not CORE_ONLY:
         return
     kept = [item for item in items if item.get_closest_marker("core")]
@@ -88,16 +124,3 @@ def make_ports():
     from support import make_ports as factory
 
     return factory
-
-
-@pytest.fixture(autouse=True)
-def synchronous_journal_embedding(monkeypatch):
-    """The search_journal tool embeds in the worker pool; tests run it synchronously."""
-    from support import sync_runner
-
-    import ai_assistant.tools.journal as journal_tools
-
-    monkeypatch.setattr(journal_tools, "EMBED_RUNNER", sync_runner)
-    import ai_assistant.memory.recall.pipeline as recall_pipeline
-
-    monkeypatch.setattr(recall_pipeline, "RECALL_RUNNER", sync_runner)

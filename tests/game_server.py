@@ -3,11 +3,18 @@ A real Evennia server started from this repository, for end-to-end tests and ben
 
 `GameServer` copies the game directory (server/conf, typeclasses, commands, world, web) into a
 temporary folder with its own database (a SQLite file, or a fresh PostgreSQL database under
-`make test-postgres`) and free loopback ports, migrates, starts it with
-the superuser from the environment, and stops it (killing anything left) when done.
+`make test-postgres`) and free loopback ports, starts it with the superuser from the
+environment, and stops it (killing anything left) when done, or when its start fails.
+
+- The harness's settings (ports, website, rate limits, the test's own lines) are appended to
+  the copied `settings.py`, after everything the game sets, so they win over the game's own.
+- The database is migrated once per test process: each server starts from a copy of that
+  migrated template (a file copy on SQLite, `CREATE DATABASE ... TEMPLATE` on PostgreSQL).
+
 `TelnetClient` talks to it as a player would.
 """
 
+import atexit
 import contextlib
 import os
 import re
@@ -25,6 +32,10 @@ IGNORED = shutil.ignore_patterns("*.db3", "*.pid", "*.log", "logs", "__pycache__
                                  "secret_settings.py", "ai_assistant_data", ".static", ".media")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
+SQLITE_FILE = os.path.join("server", "evennia.db3")
+# The migrated database every server of this process starts from: its SQLite file, or the
+# name of its PostgreSQL database (made by the first server that needs it).
+_TEMPLATE = {}
 
 
 def free_port():
@@ -52,6 +63,7 @@ class GameServer:
         self.password = "test-password-1"
         self.extra_env = dict(env or {})
         self.extra_settings = settings
+        self.log_marks = {}
         self.evennia = os.path.join(os.path.dirname(sys.executable), "evennia")
 
     def _env(self):
@@ -75,45 +87,91 @@ class GameServer:
         )
 
     def _own_database(self):
-        """On PostgreSQL (`make test-postgres`), a fresh database for this server alone."""
+        """A migrated database for this server alone, copied from the process's template."""
         if os.environ.get("EVENNIA_DB_ENGINE") != "postgresql":
+            if "sqlite" not in _TEMPLATE:
+                self._migrate()
+                template = os.path.join(tempfile.mkdtemp(prefix="ai_assistant_template_"),
+                                        "evennia.db3")
+                shutil.copyfile(os.path.join(self.dir, SQLITE_FILE), template)
+                atexit.register(shutil.rmtree, os.path.dirname(template), True)
+                _TEMPLATE["sqlite"] = template
+            else:
+                shutil.copyfile(_TEMPLATE["sqlite"], os.path.join(self.dir, SQLITE_FILE))
             return
         import uuid
 
         import psycopg
 
+        if "postgresql" not in _TEMPLATE:
+            template = f"game_template_{uuid.uuid4().hex[:12]}"
+            with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
+                connection.execute(f'CREATE DATABASE "{template}"')
+            self.extra_env["EVENNIA_DB_NAME"] = template
+            self._migrate()
+            _TEMPLATE["postgresql"] = template
+            atexit.register(_drop_postgres_database, template)
         self.database = f"game_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{self.database}"')
+            connection.execute(
+                f'CREATE DATABASE "{self.database}" TEMPLATE "{_TEMPLATE["postgresql"]}"')
         self.extra_env["EVENNIA_DB_NAME"] = self.database
+
+    def _migrate(self):
+        result = self._run("migrate")
+        if result.returncode != 0:
+            raise RuntimeError(f"evennia migrate failed:\n{result.stdout}\n{result.stderr}")
 
     def _drop_database(self):
         if getattr(self, "database", None) is None:
             return
-        import psycopg
-
-        with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+        _drop_postgres_database(self.database)
         self.database = None
 
-    def start(self):
-        self._own_database()
+    def _write_game(self):
+        """The game's folders, with the harness's settings appended to its `settings.py`."""
         for part in GAME_PARTS:
             shutil.copytree(os.path.join(ROOT, part), os.path.join(self.dir, part), ignore=IGNORED)
         os.makedirs(os.path.join(self.dir, "server", "logs"), exist_ok=True)
-        with open(os.path.join(self.dir, "server", "conf", "secret_settings.py"), "w") as handle:
+        with open(os.path.join(self.dir, "server", "conf", "settings.py"), "a") as handle:
             handle.write(
+                "\n\n# The test harness's own settings (tests/game_server.py): last, so that\n"
+                "# they win over whatever the game set above, its secret settings included.\n"
                 f"TELNET_PORTS = [{self.telnet_port}]\n"
+                "TELNET_INTERFACES = ['127.0.0.1']\n"
                 f"AMP_PORT = {self.amp_port}\n"
+                "AMP_INTERFACE = '127.0.0.1'\n"
                 f"{self._web_settings()}"
                 "WEBSOCKET_CLIENT_ENABLED = False\n"
+                "SSL_ENABLED = False\n"
+                "SSH_ENABLED = False\n"
                 "MAX_CONNECTION_RATE = 1000\n"
                 "MAX_COMMAND_RATE = 1000\n"
+                # the tests that share a game each make their own players, from one address
+                "CREATION_THROTTLE_LIMIT = None\n"
+                "LOGIN_THROTTLE_LIMIT = None\n"
                 f"{self.extra_settings}\n"
             )
-        result = self._run("migrate")
-        if result.returncode != 0:
-            raise RuntimeError(f"evennia migrate failed:\n{result.stdout}\n{result.stderr}")
+
+    def start(self):
+        """
+        Start the game and wait until its Server takes telnet connections.
+
+        Returns:
+            GameServer: Itself.
+
+        Raises:
+            RuntimeError: The start failed; every process it had started is stopped by then.
+        """
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self):
+        self._write_game()
+        self._own_database()
         result = self._run("start")
         for _ in range(3):
             # on a busy machine the launcher may time out reaching a Portal slow to load; the
@@ -150,14 +208,23 @@ class GameServer:
             return "WEBSERVER_ENABLED = False\n"
         # the Portal proxies the public port to the Server's own web port
         return (f"WEBSERVER_ENABLED = True\n"
-                f"WEBSERVER_PORTS = [({self.web_port}, {free_port()})]\n")
+                f"WEBSERVER_PORTS = [({self.web_port}, {free_port()})]\n"
+                "WEBSERVER_INTERFACES = ['127.0.0.1']\n")
 
     def logs(self, name="server.log"):
+        """What the log `name` holds, from the last `mark_logs()` on (all of it without)."""
         path = os.path.join(self.dir, "server", "logs", name)
         if not os.path.exists(path):
             return ""
-        with open(path, errors="replace") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            handle.seek(self.log_marks.get(name, 0))
+            return handle.read().decode("utf-8", errors="replace")
+
+    def mark_logs(self):
+        """From now on `logs()` shows only what is written after this (a shared game's test)."""
+        folder = os.path.join(self.dir, "server", "logs")
+        self.log_marks = {name: os.path.getsize(os.path.join(folder, name))
+                          for name in os.listdir(folder) if name.endswith(".log")}
 
     def pids(self):
         pids = []
@@ -186,6 +253,9 @@ class GameServer:
         return sorted(found)
 
     def stop(self):
+        """Stop every process started from this game's folder. Returns the pids left alive."""
+        if not self.processes():
+            return []
         try:
             self._run("stop", timeout=60)
         except subprocess.TimeoutExpired:
@@ -249,6 +319,13 @@ def _postgres_params():
         "host": os.environ["EVENNIA_DB_HOST"],
         "port": os.environ["EVENNIA_DB_PORT"],
     }
+
+
+def _drop_postgres_database(name):
+    import psycopg
+
+    with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _alive(pid):

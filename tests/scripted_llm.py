@@ -96,7 +96,7 @@ class Reply:
 
     @classmethod
     def completion(cls, body):
-        """A whole chat.completions body as a server sent it (see `tests/corpus`)."""
+        """A whole chat.completions body as a server sent it (see `tests/core/agent/corpus`)."""
         return cls(body=json.dumps(body).encode())
 
     @classmethod

@@ -20,7 +20,7 @@ class Log(list):
 
 
 def make_ports(settings=None, *, overrides=None, key=None, name="Ada", state=None, clock=None,
-               llm=None, semantic=None, world=None, log=None):
+               llm=None, semantic=None, world=None, log=None, run_cpu_bound=None):
     """
     The ports of a test assistant: in-memory state, a fixed clock, no LLM unless given.
 
@@ -29,6 +29,8 @@ def make_ports(settings=None, *, overrides=None, key=None, name="Ada", state=Non
         overrides (dict, optional): Flat dotted-key overrides, as `@assistant/config` sets.
         key (str, optional): The assistant's key (default: a fresh unique one).
         log (callable, optional): The log port (default: a fresh `Log`).
+        run_cpu_bound (callable, optional): Runs the computing work (default: `sync_runner`,
+            in place: a test has no reactor to hand the worker pool's results back).
         Other arguments are the ports of the same names.
     """
     return AssistantPorts(
@@ -41,6 +43,7 @@ def make_ports(settings=None, *, overrides=None, key=None, name="Ada", state=Non
         semantic=semantic,
         world=world,
         log=log if log is not None else Log(),
+        run_cpu_bound=run_cpu_bound or sync_runner,
     )
 
 

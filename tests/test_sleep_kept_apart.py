@@ -7,10 +7,6 @@ sleep (the emergency compaction) is handed to it by the shell.
 import ast
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.core
-
 PACKAGE = Path(__file__).resolve().parent.parent / "ai_assistant"
 
 # Still importing sleep/ (remove a name once it no longer does; the last test keeps this honest).

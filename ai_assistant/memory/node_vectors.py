@@ -201,7 +201,7 @@ def set_embedding(embedder=None, runner=None):
     Args:
         embedder (LocalEmbedder, optional): None restores the configured one.
         runner (callable, optional): `runner(func, *args) -> Deferred`; None restores
-            `threads.run_cpu_bound`.
+            the assistant's `ports.run_cpu_bound`.
 
     Returns:
         dict: The previous `{"embedder", "runner"}`, to restore later.
@@ -235,7 +235,5 @@ def embed_texts(ports, texts, *, embedder=None, runner=None):
         model = get_node_embedder(ports, embedder)
     except Exception as err:  # model missing: the caller's step fails, state is untouched
         return defer.fail(err)
-    runner = runner or _EMBEDDING["runner"]
-    if runner is None:
-        from ai_assistant.plumbing.threads import run_cpu_bound as runner
+    runner = runner or _EMBEDDING["runner"] or ports.run_cpu_bound
     return runner(model.embed, list(texts))

@@ -16,12 +16,14 @@ back with no yield in between, so no write is ever based on stale data.
 """
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.runtime import AssistantRuntime
+from ai_assistant.plumbing.settings import Settings
 
 # ----------------------------------------------------------------------------------------------
 # Time
@@ -245,6 +247,19 @@ def _no_log(message):
     return None
 
 
+def in_worker_pool(func, *args, **kwargs):
+    """
+    Run computing work in the process's bounded CPU pool (`threads.run_cpu_bound`).
+
+    Returns:
+        Deferred: Fires on the reactor thread with the return value (or the exception).
+    """
+    # looked up when called: the pool module starts Twisted's reactor machinery on import
+    from ai_assistant.plumbing import threads
+
+    return threads.run_cpu_bound(func, *args, **kwargs)
+
+
 @dataclass
 class AssistantPorts:
     """
@@ -255,11 +270,14 @@ class AssistantPorts:
         name (str): The NPC's display name.
         state (StateStore): Its persistent documents.
         clock (Clock): Time.
-        settings (conf.Settings): Its settings (game-wide plus per-NPC overrides).
+        settings (Settings): Its settings (game-wide plus per-NPC overrides).
         llm (LLMPort, optional): None in mechanical mode.
         semantic (SemanticPort, optional): None when the semantic tier is off.
         world (WorldPort, optional): None outside the game.
         log (callable): `log(message)` for the game's log.
+        run_cpu_bound (callable): `run_cpu_bound(func, *args, **kwargs) -> Deferred` runs
+            computing work (ranking, embedding) off the reactor: the worker pool; tests pass a
+            runner that works in place.
         runtime (AssistantRuntime): What it holds in memory only (the shell keeps one per
             assistant across rebuilt ports).
     """
@@ -268,11 +286,12 @@ class AssistantPorts:
     name: str
     state: StateStore
     clock: Clock
-    settings: Any
-    llm: Any = None
-    semantic: Any = None
-    world: Any = None
-    log: Any = _no_log
+    settings: Settings
+    llm: LLMPort | None = None
+    semantic: SemanticPort | None = None
+    world: WorldPort | None = None
+    log: Callable[[str], None] = _no_log
+    run_cpu_bound: Callable[..., Any] = in_worker_pool
     runtime: AssistantRuntime = field(default_factory=AssistantRuntime)
 
     @property

@@ -6,7 +6,7 @@ Regenerate the README's table after changing a row:
 
     .venv/bin/python -m ai_assistant.plumbing.settings_reference README.md
 
-(`tests/test_settings_table.py` fails while the README disagrees.)
+(`tests/core/plumbing/test_settings_table.py` fails while the README disagrees.)
 """
 
 import json

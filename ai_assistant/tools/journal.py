@@ -29,7 +29,6 @@ from ai_assistant.memory.search.journal_search import (
 )
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.plumbing.ports import parse_iso
-from ai_assistant.plumbing.threads import run_cpu_bound
 from ai_assistant.tools.registry import (
     CONVERSATION,
     MEMORY,
@@ -44,9 +43,6 @@ REVIEW_LIST_MAX = 50
 REVIEW_CONTENT_CHARS = 200
 REVIEW_IMPORTANCE = 8
 MAX_SEARCH_LIMIT = 50
-# Runs the embedding work; the bounded worker pool in the game (tests may swap in a
-# synchronous runner).
-EMBED_RUNNER = run_cpu_bound
 
 SEMANTIC_FETCH = 5  # semantic hits fetched per result wanted (at least 50)
 
@@ -259,8 +255,8 @@ class SearchJournalTool(Tool):
             ids = [entry["id"] for entry in entries]
             texts = [entry.get("content", "") for entry in entries]
             try:
-                cosines = yield EMBED_RUNNER(dense_similarities, embed, query, texts,
-                                             journal_embedding_matrices(ports))  # fmt: skip
+                cosines = yield ports.run_cpu_bound(dense_similarities, embed, query, texts,
+                                                    journal_embedding_matrices(ports))
             except Exception as err:  # noqa: BLE001 - the other ways still answer
                 ports.log(f"{ports.name}: journal embedding failed ({err})")
                 notes.append("embedding unavailable")

@@ -43,7 +43,6 @@ from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.journal_search import search_entries
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import words
-from ai_assistant.plumbing import threads
 from ai_assistant.plumbing.tokens import count_tokens
 
 # Candidates ranked per item wanted, before the filters and the budget thin them.
@@ -54,10 +53,6 @@ MAX_LINE_CHARS = 400
 INFORMATION_FLOOR = 0.35
 # Share of its score a superseded memory keeps (`longterm.supersede`): shown after the current.
 SUPERSEDED_SHARE = 0.5
-# Runs the ranking (embedding, BM25, dense product): None is the bounded worker pool
-# (`threads.run_cpu_bound`, looked up when called); tests swap in a synchronous runner.
-RECALL_RUNNER = None
-
 
 @dataclass(frozen=True)
 class RecallQuery:
@@ -249,7 +244,7 @@ def recall(ports, query, *, runner=None):
         ports (AssistantPorts): The assistant.
         query (RecallQuery): What to recall, for whom, how much.
         runner (callable, optional): `runner(func, *args) -> Deferred` for the blocking part
-            (default `RECALL_RUNNER`, the worker pool).
+            (default the assistant's `ports.run_cpu_bound`, the worker pool).
 
     Returns:
         Deferred[tuple]: `(recalled, lines)`: the ranked `Recalled` items and the dated
@@ -257,7 +252,7 @@ def recall(ports, query, *, runner=None):
     """
     if not query.text.strip():
         return [], []
-    runner = runner or RECALL_RUNNER or threads.run_cpu_bound
+    runner = runner or ports.run_cpu_bound
     loading = Memories(ports).recall_mirror(runner)
     mirror = (yield loading) if loading.called or query.wait_for_store else None
     # the journal's current version (entries are never changed in place); the corpus, its
@@ -273,4 +268,4 @@ def recall(ports, query, *, runner=None):
 
 def loaded_mirror(ports):
     """Deferred[MemoryMirror]: the mirror, read from the store in the worker pool once."""
-    return Memories(ports).recall_mirror(RECALL_RUNNER or threads.run_cpu_bound)
+    return Memories(ports).recall_mirror(ports.run_cpu_bound)

@@ -1,0 +1,116 @@
+"""
+The game-recall bench at smoke size: one tiny conversation in LoCoMo's format, two sessions,
+a few questions, through the real shell (in its own process: it boots its own Django).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.game_recall import Evidence, normalise, text_key
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SESSION_1 = [
+    ("Nadia", "Hi Ada! I spent the whole weekend repainting the boathouse by the lake."),
+    ("Tomas", "Nice. I finally adopted a grey kitten from the shelter, her name is Pebble."),
+    ("Nadia", "Pebble is a lovely name for a kitten."),
+]
+SESSION_2 = [
+    ("Tomas", "Good morning! How are things going?"),
+    ("Nadia", "My sister Ilse is moving to Lisbon next spring to teach chemistry."),
+    ("Tomas", "Lisbon is beautiful, she will love the trams and the pastries there."),
+]
+
+
+def tiny_conversation():
+    """One conversation in LoCoMo's format: two sessions, questions of categories 1-4 and 5."""
+    def session(number, lines):
+        return [{"speaker": speaker, "dia_id": f"D{number}:{i + 1}", "text": text}
+                for i, (speaker, text) in enumerate(lines)]
+
+    return [{
+        "sample_id": "tiny-1",
+        "conversation": {
+            "speaker_a": "Nadia", "speaker_b": "Tomas",
+            "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": session(1, SESSION_1),
+            "session_2_date_time": "10:15 am on 20 May, 2023",
+            "session_2": session(2, SESSION_2),
+        },
+        "qa": [
+            {"question": "Where is Nadia's sister Ilse moving to?", "answer": "Lisbon",
+             "evidence": ["D2:2"], "category": 4},
+            {"question": "What is the name of the kitten Tomas adopted?", "answer": "Pebble",
+             "evidence": ["D1:2"], "category": 4},
+            {"question": "When did Nadia repaint the boathouse?", "answer": "May 2023",
+             "evidence": ["D1:1"], "category": 2},
+            {"question": "Did Tomas adopt a dog?", "adversarial_answer": "no",
+             "evidence": ["D1:2"], "category": 5},
+        ],
+    }]  # fmt: skip
+
+
+def test_text_key_is_a_normalised_prefix_of_whole_words():
+    assert normalise("  Hello,   WORLD!\n  'quoted'  ") == "hello world quoted"
+    key = text_key("I went to the LGBTQ support group yesterday, and it was so powerful. " * 3)
+    assert key == "i went to the lgbtq support group yesterday and it was so"
+    assert len(key) <= 60
+
+
+def test_evidence_is_recognised_by_text_by_memory_and_by_tool_ids():
+    sessions = [(None, [("Nadia", "I repainted the boathouse by the lake.", "D1:1"),
+                        ("Tomas", "A grey kitten called Pebble.", "D1:2")])]
+    entry_dia = {"e1": "D1:1", "e2": "D1:2"}
+    memories = {"m2": ("e2", 'Tomas said to me: "A grey kitten called Pebble."')}
+    evidence = Evidence(sessions, entry_dia, memories, journal_ids=["e1"])
+    prompt = normalise('## Memories\n- [8 May 2023] Nadia said to me: "I repainted the '
+                       'boathouse by the lake."')
+    assert evidence.in_text("D1:1", prompt) == "text"
+    assert evidence.in_text("D1:2", prompt) is None
+    assert evidence.where("D1:1") == "journal"
+    assert evidence.where("D1:2") == "mem0"
+    assert evidence.where("D9:9") == "not_a_turn"
+    # a tool result: an entry by id, a memory by its id, nothing else
+    assert evidence.in_tool_result({"results": [{"id": "e1", "content": "..."}]}) == {"D1:1"}
+    assert evidence.in_tool_result({"memories": [{"id": "m2", "memory": "x"}]}) == {"D1:2"}
+    assert evidence.in_tool_result({"results": [], "text": "nothing here"}) == set()
+    # only the top 10 of a list count
+    far = [{"id": "x"}] * 10 + [{"id": "e1"}]
+    assert evidence.in_tool_result({"results": far}) == set()
+
+
+def test_game_recall_smoke(tmp_path):
+    """Two sessions in the real shell; the question about what was just said finds it."""
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(tiny_conversation()))
+    out = tmp_path / "game_recall.json"
+    results = ROOT / "bench" / "results" / "game_recall.json"
+    before = results.read_text() if results.exists() else None
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.game_recall", "--data", str(data), "--out", str(out),
+         "--sessions", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert set(document["overall"]) >= {"evidence_in_prompt", "tools_at_10"}
+    assert set(document["request_tokens"]) >= {"mean", "p95"}
+    assert document["questions"] == 3  # categories 1-4 only
+    assert set(document["per_category"]) == {"single-hop", "temporal"}
+    assert document["seconds"] > 0
+    conversation = document["per_conversation"][0]
+    assert conversation["turns"] == 6 and conversation["sessions"] == 2
+    assert conversation["sleeps_unfinished"] == 0
+    assert conversation["memories_at_questions"] == 6  # every turn consolidated into mem0
+    # the line just said (session 2) reaches the prompt of the question about it
+    asked = {item["question"]: item for item in document["per_question"]}
+    lisbon = asked["Where is Nadia's sister Ilse moving to?"]
+    assert lisbon["evidence"] == ["D2:2"] and lisbon["evidence_in_prompt"] == 1.0
+    assert lisbon["found_via"] == {"D2:2": "text"}
+    assert lisbon["tokens"] > 300 and not lisbon["missed_where"]
+    assert document["overall"]["tools_at_10"] > 0
+    # a request carries messages and tool specs: more than a few hundred tokens
+    assert document["request_tokens"]["p95"] > 300
+    assert "(tool specs)" in document["tokens_by_section_mean"]
+    # a smoke slice leaves the latest full results alone
+    assert (results.read_text() if results.exists() else None) == before

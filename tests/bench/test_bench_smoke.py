@@ -1,0 +1,132 @@
+"""
+Smoke-size runs of the benchmarks in `bench/` (seconds each), so they do not rot.
+
+They check that each benchmark runs end to end on the real code paths and that its numbers
+are sane; the numbers themselves are the benchmarks' business (bench/README.md).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo" / (
+    "locomo_dev.json"
+)
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="LoCoMo dev split not present")
+def test_locomo_smoke(tmp_path):
+    from bench import locomo
+
+    document = locomo.main(["--data", str(DATA), "--conversations", "1", "--questions", "15",
+                            "--mem0-turns", "60", "--out", str(tmp_path / "locomo.json")])
+    written = json.loads((tmp_path / "locomo.json").read_text())
+    assert written["methods"].keys() == document["methods"].keys()
+    tool = document["methods"]["search_journal (journal only, relevance-only)"]["overall"]
+    seed = document["methods"]["keyword_overlap (seed)"]["overall"]
+    assert tool["questions"] == 15
+    assert 0.0 <= seed["recall@10"] <= tool["recall@10"] <= 1.0
+    assert tool["recall@1"] <= tool["recall@5"] <= tool["recall@10"]
+    assert document["mem0_turns"] == 60
+
+
+def test_locomo_maps_turns_and_dates():
+    from bench import locomo
+
+    sample = {"conversation": {
+        "speaker_a": "A", "speaker_b": "B",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "Hi",
+                       "blip_caption": "a dog"}]}}  # fmt: skip
+    turns = locomo.conversation_turns(sample)
+    assert turns[0][0].isoformat() == "2023-05-08T13:56:00+00:00"
+    assert turns[0][2] == "Hi [shares a photo: a dog]"
+    ports = locomo.make_ports()
+    assert locomo.ingest(ports, turns) == {1: "D1:1"}
+    assert locomo.recall_at(["D1:2", "D1:1"], ["D1:1", "D1:9"], 1) == 0.0
+    assert locomo.recall_at(["D1:2", "D1:1"], ["D1:1", "D1:9"], 2) == 0.5
+
+
+def test_ticks_smoke(tmp_path):
+    from bench import ticks
+
+    document = ticks.main(["--sizes", "100", "--repeat", "5", "--out", str(tmp_path / "t.json")])
+    size = document["sizes"]["100"]
+    for name in ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal"):
+        assert size[name]["cpu_ms"]["median"] >= 0.0
+    assert "dreaming" in size["sleep_tick"]["phases"]
+    assert (tmp_path / "t.json").exists()
+
+
+def test_llm_economy_smoke(tmp_path):
+    from bench import llm_economy
+
+    document = llm_economy.main(["--entries", "6", "--out", str(tmp_path / "e.json")])
+    seed = document["runs"]["seed: one scoring call per entry"]
+    current = document["runs"]["current defaults"]
+    # batching: the current defaults score every entry in fewer scoring calls than the seed
+    assert current["llm_scored"] == 6
+    assert (current["by_kind"]["importance_scoring"]["calls"]
+            < seed["by_kind"]["importance_scoring"]["calls"])  # fmt: skip
+    assert current["consolidated"] == 6
+
+
+def test_scale_smoke(tmp_path):
+    """2 assistants x 3 days of the scale bench, in its own process (it boots its own Django)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "scale.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "2", "--days", "3",
+                    "--lines", "4", "--out", str(out)],
+                   cwd=Path(__file__).resolve().parents[2], check=True, capture_output=True,
+                   timeout=600)  # fmt: skip
+    document = json.loads(out.read_text())
+    for field in ("max_attribute_bytes", "bytes_per_assistant", "reload_seconds",
+                  "empty_reload_seconds", "idle_tick_ms", "recall_ms_p95", "rss_mb"):
+        assert field in document, field
+    curve = document["bytes_per_assistant"]
+    assert list(curve) == ["1", "2", "3"]
+    assert 0 < curve["1"] < curve["3"]  # three days of talk leave more behind than one
+    assert document["max_attribute"]["document"] in document["bytes_per_assistant_by_document"]
+    assert document["reload_assistants_loaded"] == 2
+    assert document["recall_ms"]["count"] == 2  # the admin queries of the last day
+    assert list(document["recall_ms_by_day"]) == ["3"]
+    assert document["recall_ms_by_day"]["3"]["count"] == 2
+    assert document["sleep_tick_cpu_ms"]["count"] >= 6  # at least two sleep ticks a night
+    assert 0 < document["idle_tick_ms"] < 50
+    assert 0 < document["idle_tick_ms_fresh"] < 50  # the control: a fresh assistant, same time
+
+
+@pytest.mark.django_db
+def test_attribute_write_cost_of_a_tick():
+    """The part of an idle awake tick the core-path bench leaves out: Attribute writes."""
+    import time
+
+    from evennia.utils import create
+
+    room = create.create_object("evennia.objects.objects.DefaultRoom", key="Bench room")
+    started = time.perf_counter()
+    for number in range(20):
+        room.attributes.add("tick_count", number)
+    per_write_ms = (time.perf_counter() - started) / 20 * 1000
+    assert room.attributes.get("tick_count") == 19
+    assert per_write_ms < 50  # a sanity bound, not a target
+
+
+@pytest.mark.e2e
+def test_reactor_smoke(tmp_path):
+    """A real server, 2 assistants (one asleep and compacting), 10 looks per run."""
+    from bench import reactor
+
+    document = reactor.main(["--assistants", "2", "--looks", "10", "--talkers", "1",
+                             "--journal", "20", "--out", str(tmp_path / "reactor.json")])
+    assert json.loads((tmp_path / "reactor.json").read_text())["load"] == document["load"]
+    for run in ("baseline", "load"):
+        assert document[run]["looks"] == 10
+        assert 0.0 < document[run]["p50_ms"] <= document[run]["p99_ms"] < 60_000
+    assert document["during_load"]["talks_sent"] > 0
+    assert document["during_load"]["talker_errors"] == []
+    assert document["processes_left_running"] == []
+    assert document["server_tracebacks"] == 0

@@ -1,0 +1,47 @@
+"""
+The set-up the shell's tests share: assistants whose computing work runs in place, an assistant
+NPC in Evennia's test room, and every assistant's ticker subscription dropped after each test.
+
+Mix these into Evennia's test cases (`EvenniaTest`, `EvenniaCommandTest`), ahead of them:
+`class TestX(WithAda, EvenniaCommandTest)`. They are mixins rather than pytest fixtures
+because Evennia's test cases build their rooms in `setUp`, which runs after pytest's fixtures,
+and because they must work the same under Evennia's own test runner.
+"""
+
+from unittest.mock import patch
+
+from evennia.utils import create
+from support import sync_runner
+
+from ai_assistant.admin_commands import all_assistants
+from ai_assistant.typeclasses import AssistantCharacter
+
+
+class AssistantsInPlace:
+    """
+    An assistant's computing work (`ports.run_cpu_bound`: the worker pool in a game) runs in
+    place, since no reactor runs in a test to hand the pool's results back; every assistant's
+    ticker subscription is dropped after the test (before Evennia's teardown).
+    """
+
+    def setUp(self):
+        super().setUp()
+        in_place = patch("ai_assistant.plumbing.threads.run_cpu_bound", sync_runner)
+        in_place.start()
+        self.addCleanup(in_place.stop)
+
+    def tearDown(self):
+        for npc in all_assistants():
+            if npc.assistant.script:
+                npc.assistant.script.unsubscribe()
+        super().tearDown()
+
+
+class WithAda(AssistantsInPlace):
+    """`self.npc`: Ada, an assistant at home in `room1`; `self.script`: her script."""
+
+    def setUp(self):
+        super().setUp()
+        self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
+                                        home=self.room1)
+        self.script = self.npc.assistant.script

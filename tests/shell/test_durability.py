@@ -1,0 +1,178 @@
+"""
+Crash safety in the Evennia shell: the write-ahead log behind `AttributeState`, its replay, the
+flush when the reactor stops and the flush schedule kept in memory.
+
+A "crash" (kill -9) is simulated by dropping everything the process held in memory - every
+`ndb` cache of the NPC and its script, its runtime with the open log - without a flush; the
+next touch of its state is what the restarted server does.
+"""
+
+import os
+import shutil
+import tempfile
+from unittest.mock import patch
+
+from assistant_npc import WithAda
+from django.test import override_settings
+from evennia.utils import create
+from evennia.utils.test_resources import EvenniaTest
+
+from ai_assistant import durability
+from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.state_log import read_log
+from ai_assistant.typeclasses import AssistantCharacter
+
+GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_durability_")
+TEST_SETTINGS = {
+    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
+    "llm": {"base_url": None, "api_key": None},
+    "memory": {"enabled": False},
+}
+NDB = ("ai_runtime", "ai_ports", "ai_state_cache", "ai_state_dirty", "llm_client",
+       "llm_client_signature", "assistant_script")
+
+
+def crash(npc):
+    """Forget what the process held (kill -9): nothing is flushed."""
+    runtime = npc.ndb.ai_runtime
+    if runtime is not None and "state_log" in runtime.caches:
+        runtime.caches["state_log"].close()
+    for owner in (npc, npc.assistant.script):
+        for name in NDB:
+            setattr(owner.ndb, name, None)
+        owner.ndb.ticks_since_flush = None
+
+
+@override_settings(AI_ASSISTANT=TEST_SETTINGS, GAME_DIR=GAME_DIR)
+class TestWriteAheadLog(WithAda, EvenniaTest):
+    def setUp(self):
+        shutil.rmtree(durability.log_folder(), ignore_errors=True)
+        super().setUp()
+
+    def state(self):
+        return self.npc.assistant.ports().state
+
+    def test_an_unflushed_change_survives_a_crash(self):
+        self.state().set(documents.CURRENT_GOALS, [{"text": "find the map"}])
+        self.npc.assistant.hear(self.char1, "Ada, where is the inn?", "talk")
+        assert self.script.attributes.get(documents.CURRENT_GOALS) is None  # written behind
+        crash(self.npc)
+
+        assert self.state().get(documents.CURRENT_GOALS) == [{"text": "find the map"}]
+        # replayed into the Attributes themselves, for readers that bypass the state store
+        assert self.script.attributes.get(documents.CURRENT_GOALS) == [{"text": "find the map"}]
+        pending = self.state().get(documents.PENDING_EVENTS)
+        assert [event["text"] for event in pending] == ["Ada, where is the inn?"]
+        # replayed once: the log is empty again
+        assert read_log(durability.log_path(self.npc))[1] == 0
+
+    def test_script_documents_come_back_on_the_script(self):
+        self.script.at_assistant_tick()
+        self.script.at_assistant_tick()
+        crash(self.npc)
+        self.script.at_server_start()  # the replay happens when the server starts
+        assert self.script.attributes.get(documents.TICK_COUNT) == 2
+        assert self.npc.attributes.get(documents.TICK_COUNT) is None
+
+    def test_a_flush_empties_the_log(self):
+        self.state().set(documents.CURRENT_GOALS, ["a"])
+        path = durability.log_path(self.npc)
+        assert read_log(path)[1] == 1
+        self.npc.assistant.flush()
+        assert read_log(path) == ({}, 0, False)  # what is left names its writer alone
+        assert self.script.attributes.get(documents.CURRENT_GOALS) == ["a"]
+
+    def test_the_flush_schedule_does_not_restart_from_a_rolled_back_counter(self):
+        # the stored counter says 11: the old schedule flushed at the next tick, or - rolled
+        # back by each crash - never; counted in memory, twelve ticks of this process flush
+        self.script.attributes.add(documents.TICK_COUNT, 11)
+        crash(self.npc)
+        for _ in range(11):
+            self.script.at_assistant_tick()
+        assert self.script.attributes.get(documents.TICK_COUNT) == 11
+        self.script.at_assistant_tick()
+        assert self.script.attributes.get(documents.TICK_COUNT) == 23
+
+    def test_a_big_log_is_flushed_at_once(self):
+        self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"durability.max_log_kb": 16})
+        crash(self.npc)
+        from twisted.internet import reactor
+
+        with patch.object(reactor, "callLater") as call_later:
+            self.state().set(documents.SCENE_NOTES, ["x" * 20_000])
+        flushes = [call for call in call_later.call_args_list if call.args[0] == 0]
+        assert len(flushes) == 1
+        flushes[0].args[1]()
+        assert read_log(durability.log_path(self.npc)) == ({}, 0, False)
+        assert self.npc.attributes.get(documents.SCENE_NOTES) == ["x" * 20_000]
+
+    def test_a_value_the_log_refuses_is_written_through(self):
+        log = self.npc.ndb.ai_runtime.caches["state_log"]
+        with patch.object(log, "record", return_value=False):
+            self.state().set(documents.SCENE_NOTES, ["kept"])
+        assert self.npc.attributes.get(documents.SCENE_NOTES) == ["kept"]
+
+    def test_without_write_ahead_nothing_is_logged(self):
+        self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"durability.write_ahead": False})
+        crash(self.npc)
+        os.remove(durability.log_path(self.npc))
+        self.state().set(documents.CURRENT_GOALS, ["lost"])
+        assert not os.path.exists(durability.log_path(self.npc))
+        crash(self.npc)
+        assert self.state().get(documents.CURRENT_GOALS) is None  # what a crash lost before
+
+    def test_a_log_of_an_earlier_npc_with_the_same_id_is_not_replayed(self):
+        import subprocess
+
+        from ai_assistant.game_data import database_identity
+        from ai_assistant.plumbing.state_log import StateLog
+
+        gone = subprocess.Popen(["true"])
+        gone.wait()  # its writer, a process that is gone
+        other = os.path.join(durability.log_folder(), f"assistant_{self.npc.id}_1.log")
+        stale = StateLog(other, writer=(database_identity(), gone.pid, None))
+        stale.append("character", documents.CURRENT_GOALS, ["someone else's goal"])
+        stale.close()
+        crash(self.npc)
+        assert self.state().get(documents.CURRENT_GOALS) is None
+        assert not os.path.exists(other)
+
+    def test_deleting_the_assistant_deletes_its_log(self):
+        self.state().set(documents.CURRENT_GOALS, ["secret"])
+        path = durability.log_path(self.npc)
+        assert os.path.exists(path)
+        self.npc.delete()
+        assert not os.path.exists(path)
+
+    def test_the_reactor_shutdown_trigger_is_added_once_and_flushes_every_assistant(self):
+        from twisted.internet import reactor
+
+        with patch.object(durability, "_shutdown_hooked", []), \
+                patch.object(reactor, "addSystemEventTrigger") as add:
+            durability.hook_shutdown()
+            durability.hook_shutdown()
+        add.assert_called_once_with("before", "shutdown", durability.flush_all)
+
+        second = create.create_object(AssistantCharacter, key="Bea", location=self.room1,
+                                      home=self.room1)
+        self.state().set(documents.CURRENT_GOALS, ["ada's"])
+        second.assistant.ports().state.set(documents.CURRENT_GOALS, ["bea's"])
+        assert durability.flush_all() >= 2
+        assert self.script.attributes.get(documents.CURRENT_GOALS) == ["ada's"]
+        assert second.assistant.script.attributes.get(documents.CURRENT_GOALS) == ["bea's"]
+        assert read_log(durability.log_path(second)) == ({}, 0, False)
+
+    def test_the_log_is_fsynced_off_the_reactor(self):
+        from twisted.internet import reactor
+
+        crash(self.npc)
+        with patch.object(reactor, "callLater") as call_later, \
+                patch.object(reactor, "running", True), \
+                patch("ai_assistant.durability.threads.run_blocking") as run_blocking:
+            self.state().set(documents.CURRENT_GOALS, ["a"])
+            self.state().set(documents.CURRENT_GOALS, ["b"])
+            syncs = [call for call in call_later.call_args_list if call.args[0] == 1.0]
+            assert len(syncs) == 1  # one fsync for a burst of changes
+            syncs[0].args[1]()
+        log = self.npc.ndb.ai_runtime.caches["state_log"].log
+        run_blocking.assert_called_once_with(log.sync)

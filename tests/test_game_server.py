@@ -1,0 +1,88 @@
+"""
+The e2e harness itself (tests/game_server.py), without starting a game: its settings win over
+the game's own, and a start that fails leaves no process behind.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import game_server
+import pytest
+from game_server import GameServer
+
+GAME_SETTINGS = '''
+from evennia.settings_default import *  # noqa
+
+try:
+    from server.conf.secret_settings import *  # noqa
+except ImportError:
+    pass
+
+# a game maker's own ports, after everything else
+TELNET_PORTS = [4000]
+AMP_PORT = 4006
+WEBSERVER_ENABLED = True
+WEBSERVER_PORTS = [(4001, 4005)]
+'''
+
+
+def settings_of(path):
+    """The names a settings file defines, as Django would read it."""
+    names = {"__file__": str(path), "__name__": "server.conf.settings"}
+    exec(compile(path.read_text(), str(path), "exec"), names)  # noqa: S102 - our own file
+    return names
+
+
+def test_the_harness_settings_win_over_the_games_own(tmp_path, monkeypatch):
+    game = tmp_path / "game"
+    for part in game_server.GAME_PARTS:
+        (game / part).mkdir(parents=True)
+    (game / "server" / "conf").mkdir()
+    (game / "server" / "conf" / "settings.py").write_text(GAME_SETTINGS)
+    monkeypatch.setattr(game_server, "ROOT", str(game))
+    server = GameServer(settings="MAX_CHAR_LIMIT = 1234")
+    try:
+        server._write_game()
+        written = settings_of(Path(server.dir) / "server" / "conf" / "settings.py")
+    finally:
+        server.cleanup()
+    assert written["TELNET_PORTS"] == [server.telnet_port] != [4000]
+    assert written["AMP_PORT"] == server.amp_port != 4006
+    assert written["WEBSERVER_ENABLED"] is False
+    assert written["MAX_CHAR_LIMIT"] == 1234  # the test's own lines come last of all
+
+
+def test_a_start_that_fails_stops_what_it_started(monkeypatch):
+    server = GameServer()
+    started, commands = [], []
+
+    def failing_start():
+        # a process of this game (its folder on its command line), then the failure
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                                         server.dir]))
+        raise RuntimeError("server did not start")
+
+    def run(*args, timeout=240):
+        commands.append(args)
+        if args == ("stop",):  # what `evennia stop` does: the game's processes end
+            for process in started:
+                os.kill(process.pid, signal.SIGTERM)
+                process.wait(timeout=30)
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(server, "_start", failing_start)
+    monkeypatch.setattr(server, "_run", run)
+    try:
+        with pytest.raises(RuntimeError, match="did not start"):
+            server.start()
+        assert commands == [("stop",)]
+        assert server.processes() == []
+        assert started[0].poll() is not None
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+        server.cleanup()
