@@ -31,6 +31,8 @@ def boot(database):
     from django.conf import settings
 
     settings.DATABASES["default"]["NAME"] = database
+    # its files (state logs) beside its database, never in this repository's game folder
+    settings.AI_ASSISTANT_DATA_DIR = os.path.join(os.path.dirname(database), "ai_assistant_data")
     settings.AI_ASSISTANT = {**settings.AI_ASSISTANT, "memory": {"enabled": False}}
     settings.TEST_ENVIRONMENT = True
     import django

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import game_server
@@ -63,6 +64,9 @@ def test_a_start_that_fails_stops_what_it_started(monkeypatch):
         # a process of this game (its folder on its command line), then the failure
         started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
                                          server.dir]))
+        deadline = time.time() + 30  # until it runs as itself (just forked, it is the parent)
+        while time.time() < deadline and started[0].pid not in server.processes():
+            time.sleep(0.05)
         raise RuntimeError("server did not start")
 
     def run(*args, timeout=240):

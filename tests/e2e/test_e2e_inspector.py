@@ -193,8 +193,9 @@ def test_staff_search_and_pin_in_a_browser_and_a_player_is_refused(game):
         text.clear()
         text.send_keys("The harbour master lives by the west pier.")
         text.find_element(By.XPATH, "./following-sibling::button").click()
+        # back at the row: the pin's message was on the page already, so wait for the address
+        wait.until(lambda page: page.current_url.endswith(f"#entry-{entry_id}"))
         wait.until(ready.presence_of_element_located((By.ID, "flash")))
-        assert driver.current_url.endswith(f"#entry-{entry_id}")
         row = driver.find_element(By.ID, f"entry-{entry_id}")
         assert "Corrected: rewrote journal entry" in row.find_element(By.ID, "flash").text
         assert "west pier" in row.text
