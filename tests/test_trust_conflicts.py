@@ -44,6 +44,8 @@ from ai_assistant.plumbing.quoting import TESTIMONY_RULE
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.sleep.consolidation import consolidation_metadata
 from ai_assistant.tools.agency import PLAYER_SOURCE_TRUST
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import execute_tool
 
 pytestmark = pytest.mark.core
 
@@ -197,6 +199,10 @@ def test_a_player_never_supersedes_an_admins_fact(store):
     hits = support.result_of(memories.search("harbour vault code", limit=5))
     assert prefer_current(hits)[0]["memory"] == VAULT
     assert undated(recall_line(mirrored(ports)[FORGED])).startswith("- Mallory claimed")
+    load_all_tools()
+    found = support.result_of(execute_tool("search_facts", ports, {"query": "harbour vault code"}))
+    said = {hit["memory"]: hit["said_by"] for hit in found["memories"]}
+    assert said[VAULT] is None and said[FORGED] == "Mallory claimed (I know otherwise)"
     # "Eve is not allergic to peanuts" went the same way before: a player's negation of another
     allergy = "Eve is allergic to peanuts."
     support.result_of(memories.add(allergy, says("Eve")))
