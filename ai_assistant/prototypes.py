@@ -26,7 +26,6 @@ prototype's Attributes are written) renews its ticker for the prototype's settin
 """
 
 from ai_assistant.memory.persona import admin_instructions_attribute
-from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import DEFAULTS, validate
 
 
@@ -51,8 +50,10 @@ def assistant_prototype(key, *, persona=None, desc=None, config=None, typeclass=
     Raises:
         SettingError: For a setting in `config` outside its type or range.
     """
+    from ai_assistant.adapters import overrides_attribute  # the shell's owner of overrides
+
     overrides = {name: validate(name, value) for name, value in (config or {}).items()}
-    attrs = [(str(documents.CONFIG_OVERRIDES), overrides)]
+    attrs = [overrides_attribute(overrides)]
     if persona:
         attrs.append(admin_instructions_attribute(str(persona).strip()))
     prototype = {

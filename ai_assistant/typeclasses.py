@@ -17,9 +17,30 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from ai_assistant import durability
-from ai_assistant.handler import SCRIPT_KEY, AssistantMixin
+from ai_assistant.adapters import game_settings
+from ai_assistant.agent.warmup import warm_up_process
+from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never_raises, retire
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing.settings import Settings
 from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
+
+# Evennia imports this module early in a server start, when it loads the assistants' scripts:
+# what every reply needs (libraries, models) starts loading now, in the worker pools
+warm_up_process(Settings(game_settings()))
+
+
+def _no_timer_without_a_reactor(interval):
+    """
+    With no reactor running (Evennia's test runner running the demo's initial setup, a
+    script), a new ticker's timer would be left pending - a `DirtyReactorAggregateError` in
+    Evennia's own tests - and could never fire: stop it. The subscription stays in the ticker
+    store, and Evennia's server restores every persistent ticker when it starts.
+    """
+    if reactor.running:
+        return
+    ticker = TICKER_HANDLER.ticker_pool.tickers.get(interval)
+    if ticker is not None and ticker.task.running:
+        ticker.task.stop()
 
 
 class AssistantScript(DefaultScript):
@@ -65,6 +86,7 @@ class AssistantScript(DefaultScript):
         if interval not in live:
             TICKER_HANDLER.add(interval, self.at_assistant_tick, idstring=self.ticker_idstring,
                                persistent=True)
+            _no_timer_without_a_reactor(interval)
         self.attributes.add(documents.TICKER_INTERVAL, interval)
 
     def _live_intervals(self):
@@ -87,10 +109,34 @@ class AssistantScript(DefaultScript):
     def unsubscribe(self):
         for interval in self._live_intervals():
             self._remove_ticker(interval)
-        if self.attributes.get(documents.TICKER_INTERVAL) is not None:
+        if self.ticker_interval is not None:
             self.attributes.add(documents.TICKER_INTERVAL, None)
 
+    @property
+    def ticker_interval(self):
+        """Seconds between the ticks it is subscribed to, None when unsubscribed."""
+        return self.attributes.get(documents.TICKER_INTERVAL)
+
+    def retire_if_orphaned(self):
+        """
+        Delete this script when its object is no longer an assistant (`@typeclass` swapped it
+        to a class without `AssistantMixin`; the old class's hooks do not run on a swap).
+
+        Returns:
+            bool: True when it was retired (the caller must do nothing more with it).
+        """
+        if self.obj is not None and is_assistant(self.obj):
+            return False
+        where = f"{self.obj.key} ({self.obj.typeclass_path})" if self.obj else "no object"
+        logger.log_info(f"[ai_assistant] {where} is no longer an assistant: its script, ticker, "
+                        "tool commands and tag are removed")
+        self.delete()
+        return True
+
+    @never_raises
     def at_server_start(self):
+        if self.retire_if_orphaned():
+            return
         if self.obj:
             self.obj.ndb.assistant_script = self  # its handler need not look it up again
             # what an unclean stop left in the write-ahead log reaches the Attributes before
@@ -98,10 +144,15 @@ class AssistantScript(DefaultScript):
             self.obj.assistant.ports().state.durability()
             # persistent tickers come back by themselves; this repairs a missing or stale one
             self.subscribe()
+            # what the first reply needs (model client, store, embedder, recall index) is made
+            # ready now, off the reactor, once the start is over (agent/warmup.py)
+            reactor.callLater(0, self.obj.assistant.warm_up)
 
     def at_script_delete(self):
         self.unsubscribe()
-        if self.obj:
+        if self.obj is not None and not is_assistant(self.obj):
+            retire(self.obj, self)  # what the assistant left on an object that is one no more
+        elif self.obj:
             # the documents reach the database (its NPC may live on without this script), and
             # the write-ahead log - which may hold whispers - does not outlive them
             self.obj.assistant.flush()
@@ -114,10 +165,13 @@ class AssistantScript(DefaultScript):
 
     # --- ticks ----------------------------------------------------------------------------
 
+    @never_raises
     def at_assistant_tick(self, *args, **kwargs):
         """
         Called by TICKER_HANDLER. Starts the tick's work and returns None at once.
         """
+        if self.retire_if_orphaned():
+            return None
         assistant = self.obj.assistant
         ports = assistant.ports()
         state = ports.state
@@ -140,12 +194,14 @@ class AssistantScript(DefaultScript):
         reactor.callLater(0, self._start_work_if_idle)
         return None
 
+    @never_raises
     def at_server_reload(self):
-        if self.obj:
+        if self.obj and is_assistant(self.obj):
             self.obj.assistant.flush()
 
+    @never_raises
     def at_server_shutdown(self):
-        if self.obj:
+        if self.obj and is_assistant(self.obj):
             self.obj.assistant.flush()
 
     def poke(self):

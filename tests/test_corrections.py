@@ -82,7 +82,8 @@ def test_a_journal_entry_marked_wrong_is_never_recalled_but_stays_visible():
     found = [entry["id"] for _, entry in search_journal(ports, QUESTION)]
     assert wrong["id"] in found
 
-    record = corrections.mark_journal_entry_wrong(ports, wrong["id"], "he moved", by="Builder Bo")
+    record = result_of(corrections.mark_journal_entry_wrong(ports, wrong["id"], "he moved",
+                                                            by="Builder Bo"))
     found = [entry["id"] for _, entry in search_journal(ports, QUESTION)]
     assert wrong["id"] not in found and right["id"] in found
     # still in the journal, with the mark
@@ -100,7 +101,8 @@ def test_editing_a_journal_entry_replaces_it_and_the_search_sees_the_new_text():
     (entry,) = journal_with(ports, "Bob owes me three coins.")
     assert search_journal(ports, "coins")
     before = Journal(ports).entries()[0]
-    corrections.edit_journal_entry(ports, entry["id"], "Bob owes me a lantern.", by="admin")
+    result_of(corrections.edit_journal_entry(ports, entry["id"], "Bob owes me a lantern.",
+                                             by="admin"))
     after = Journal(ports).entry(entry["id"])
     assert after is not before  # a new object: the search index is keyed by entry identity
     assert after["content"] == "Bob owes me a lantern." and after["corrected"]["by"] == "admin"
@@ -109,18 +111,18 @@ def test_editing_a_journal_entry_replaces_it_and_the_search_sees_the_new_text():
     assert "lantern" in Journal(ports).entry(2)["content"]
     assert entry["id"] not in [e["id"] for _, e in search_journal(ports, "coins")]
     with pytest.raises(CorrectionError, match="cannot be empty"):
-        corrections.edit_journal_entry(ports, entry["id"], "  ", by="admin")
+        result_of(corrections.edit_journal_entry(ports, entry["id"], "  ", by="admin"))
     with pytest.raises(CorrectionError, match="no journal entry #99"):
-        corrections.edit_journal_entry(ports, 99, "x", by="admin")
+        result_of(corrections.edit_journal_entry(ports, 99, "x", by="admin"))
     with pytest.raises(CorrectionError, match="is a number"):
-        corrections.delete_journal_entry(ports, "abc", by="admin")
+        result_of(corrections.delete_journal_entry(ports, "abc", by="admin"))
 
 
 def test_deleting_a_journal_entry_removes_it_and_its_consolidation_mark():
     ports = make_ports()
     first, second = journal_with(ports, "First thing.", "Second thing.")
     Journal(ports).mark_consolidated([first["id"]])
-    corrections.delete_journal_entry(ports, first["id"], by="admin")
+    result_of(corrections.delete_journal_entry(ports, first["id"], by="admin"))
     doc = journal.get_journal(ports)
     assert first["id"] not in [e["id"] for e in doc["entries"]]
     assert first["id"] not in doc["consolidated_entry_ids"]
@@ -197,7 +199,7 @@ def test_the_audit_trail_keeps_the_last_n():
     ports = make_ports(overrides={"inspector.audit_kept": 2})
     journal_with(ports, "One.")
     for attempt in range(3):
-        corrections.edit_journal_entry(ports, 1, f"One, take {attempt}.", by="admin")
+        result_of(corrections.edit_journal_entry(ports, 1, f"One, take {attempt}.", by="admin"))
     trail = corrections.audit_trail(ports)
     assert [record["id"] for record in trail] == [2, 3]
 

@@ -86,9 +86,9 @@ class TestWriteAheadLog(EvenniaTest):
     def test_a_flush_empties_the_log(self):
         self.state().set(documents.CURRENT_GOALS, ["a"])
         path = durability.log_path(self.npc)
-        assert os.path.getsize(path) > 0
+        assert read_log(path)[1] == 1
         self.npc.assistant.flush()
-        assert os.path.getsize(path) == 0
+        assert read_log(path) == ({}, 0, False)  # what is left names its writer alone
         assert self.script.attributes.get(documents.CURRENT_GOALS) == ["a"]
 
     def test_the_flush_schedule_does_not_restart_from_a_rolled_back_counter(self):
@@ -112,7 +112,7 @@ class TestWriteAheadLog(EvenniaTest):
         flushes = [call for call in call_later.call_args_list if call.args[0] == 0]
         assert len(flushes) == 1
         flushes[0].args[1]()
-        assert os.path.getsize(durability.log_path(self.npc)) == 0
+        assert read_log(durability.log_path(self.npc)) == ({}, 0, False)
         assert self.npc.attributes.get(documents.SCENE_NOTES) == ["x" * 20_000]
 
     def test_a_value_the_log_refuses_is_written_through(self):
@@ -131,12 +131,15 @@ class TestWriteAheadLog(EvenniaTest):
         assert self.state().get(documents.CURRENT_GOALS) is None  # what a crash lost before
 
     def test_a_log_of_an_earlier_npc_with_the_same_id_is_not_replayed(self):
-        folder = durability.log_folder()
-        other = os.path.join(folder, f"assistant_{self.npc.id}_1.log")
-        shutil.copy(durability.log_path(self.npc), other)
+        import subprocess
+
+        from ai_assistant.game_data import database_identity
         from ai_assistant.plumbing.state_log import StateLog
 
-        stale = StateLog(other)
+        gone = subprocess.Popen(["true"])
+        gone.wait()  # its writer, a process that is gone
+        other = os.path.join(durability.log_folder(), f"assistant_{self.npc.id}_1.log")
+        stale = StateLog(other, writer=(database_identity(), gone.pid, None))
         stale.append("character", documents.CURRENT_GOALS, ["someone else's goal"])
         stale.close()
         crash(self.npc)
@@ -166,13 +169,14 @@ class TestWriteAheadLog(EvenniaTest):
         assert durability.flush_all() >= 2
         assert self.script.attributes.get(documents.CURRENT_GOALS) == ["ada's"]
         assert second.assistant.script.attributes.get(documents.CURRENT_GOALS) == ["bea's"]
-        assert os.path.getsize(durability.log_path(second)) == 0
+        assert read_log(durability.log_path(second)) == ({}, 0, False)
 
     def test_the_log_is_fsynced_off_the_reactor(self):
         from twisted.internet import reactor
 
         crash(self.npc)
         with patch.object(reactor, "callLater") as call_later, \
+                patch.object(reactor, "running", True), \
                 patch("ai_assistant.durability.threads.run_blocking") as run_blocking:
             self.state().set(documents.CURRENT_GOALS, ["a"])
             self.state().set(documents.CURRENT_GOALS, ["b"])

@@ -5,6 +5,7 @@ privately, braces in player text reach the room as typed on every path, and dele
 assistant empties its long-term memory store (others' memories stay). Select with `-m e2e`.
 """
 
+import glob
 import os
 import re
 import sqlite3
@@ -100,7 +101,9 @@ def test_private_stays_private_braces_stay_literal_and_delete_forgets():
     try:
         assert not left, f"server processes left running: {left}"
         assert "Traceback" not in server.logs()
-        data_dir = os.path.join(server.dir, "server", "ai_assistant_data")
+        # the game database's data folder (a subfolder of it on PostgreSQL: ai_assistant/game_data)
+        data_dir = os.path.dirname(next(iter(glob.glob(os.path.join(
+            server.dir, "server", "ai_assistant_data", "**", "history.db"), recursive=True))))
         assert store_contents(data_dir, scopes["Ada"]) == []
         assert store_contents(data_dir, scopes["Bob"]) == ["The bakery opens at dawn"]
         with sqlite3.connect(os.path.join(data_dir, "history.db")) as db:

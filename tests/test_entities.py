@@ -18,6 +18,7 @@ from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import LLMReply, LLMTimeout, parse_iso
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 from ai_assistant.sleep import entity_consolidation
+from ai_assistant.workspace.status import format_profile
 
 pytestmark = pytest.mark.core
 
@@ -336,7 +337,7 @@ def test_format_profile_shows_relationship_attributes_and_observations():
     ports, _ = make_ports()
     alice_with_tea(ports)
     profiles(ports)["#12"]["attributes"] = {"preference": "Prefers tea, dislikes coffee"}
-    text = entities.format_profile(People(ports).find("Alice"))
+    text = format_profile(People(ports).find("Alice"))
     assert "Alice (#12, player)" in text
     assert "Relationship: stranger" in text and "5 interactions" in text
     assert "preference: Prefers tea, dislikes coffee" in text
@@ -383,7 +384,7 @@ def test_one_relationship_schema_for_every_reader():
     assert entities.relationship_text(stored, ports.clock.now(), ports.settings) == (
         f"Alice (player): {summary['text']}")
     # @assistant/profile says the same words
-    assert summary["text"] in entities.format_profile(People(ports).find("Alice"))
+    assert summary["text"] in format_profile(People(ports).find("Alice"))
     # decay is applied for every reader
     ports.clock.advance(days=90)
     later = entities.relationship_summary(stored, ports.clock.now(), ports.settings)

@@ -20,8 +20,8 @@ from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.recall import pipeline
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.llm_resilience import (
-    HTTP_LOGGERS,
     LLMRequestError,
+    http_logger_names,
     says_tools_unsupported,
     with_deadline,
 )
@@ -262,13 +262,13 @@ def drive_clock(clock, results, limit=1000, step=1.0):
 
 
 def test_http_client_logs_stay_at_warning_unless_asked(llm_server, llm_config, clock):
-    for name in HTTP_LOGGERS:
+    for name in http_logger_names():
         logging.getLogger(name).setLevel(logging.NOTSET)
     config = deep_merge(DEFAULTS, {"llm": llm_config})["llm"]
     llm_server.script(Reply.text("hi"), Reply.text("hi"))
     client = LLMClient(config, runner=sync_runner, clock=clock)
     support.result_of(client.complete([{"role": "user", "content": "hi"}]))
-    assert {logging.getLogger(name).level for name in HTTP_LOGGERS} == {logging.WARNING}
+    assert {logging.getLogger(name).level for name in http_logger_names()} == {logging.WARNING}
     assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
     debugging = LLMClient({**config, "log_requests": True}, runner=sync_runner, clock=clock)
     support.result_of(debugging.complete([{"role": "user", "content": "hi"}]))

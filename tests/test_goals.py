@@ -238,8 +238,8 @@ def test_completing_or_abandoning_a_parent_cascades_to_open_subtasks(tree):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"progress": 150}, "150 is greater than the maximum of 100"),
-        ({"progress": -1}, "minimum"),
+        ({"progress": 150}, "'progress' must be at most 100."),
+        ({"progress": -1}, "'progress' must be at least 0."),
         ({"status": "done"}, "done"),
         ({}, "nothing to update"),
     ],

@@ -96,7 +96,8 @@ class TestInspectorAPI(InspectorTestCase):
         assert memories["available"] is True
         by_id = {memory["id"]: memory for memory in memories["memories"]}
         assert by_id["m1"]["trust"] == 0.9 and by_id["m1"]["source"]["source_entity"] == "Alice"
-        assert by_id["m1"]["links"] == [{"id": "m2", "score": 0.61}]
+        assert by_id["m1"]["links"] == [{"id": "m2", "score": 0.61,
+                                         "memory": "The market is noisy at dawn"}]
         assert by_id["m1"]["journal_ids"] == [1]
         scored = self.get(self.url("memories/") + "?q=harbour+master")
         assert scored["memories"][0]["id"] == "m1" and "recalled" in scored["memories"][0]

@@ -53,7 +53,7 @@ class TestInspectorPages(InspectorTestCase):
         assert 'id="status-mode">awake<' in html
         assert "mechanical (no LLM configured)" in html
         assert html.count('class="ai-entry') == 2
-        assert "Journal importance over time" in html and "<circle" in html
+        assert "Journal entries by day" in html and '<a href="?day=' in html
         assert "Links between long-term memories" in html and "similarity 0.61" in html
         assert "Alice" in html and "Favorability after each interaction" in html
         assert "Meet the harbour master" in html and 'data-goal="' in html
@@ -99,7 +99,7 @@ class TestInspectorPages(InspectorTestCase):
         response = client.post(url, {"action": "pin_node", "node_id": "n-kept",
                                      "back": "nodes", "csrfmiddlewaretoken": token})
         assert response.status_code == 302
-        assert response["Location"] == f"/assistants/{self.npc.id}/#nodes"
+        assert response["Location"] == f"/assistants/{self.npc.id}/#nodes"  # no `next` sent
         html = self.page(self.detail(), client)
         assert "Corrected: pinned memory node n-kept" in html
         assert re.search(r'data-node="n-kept"[\s\S]*?<b class="ai-pinned">pinned</b>', html)
@@ -128,11 +128,13 @@ def test_chart_text_is_escaped():
 
     entry = {"id": 1, "content": "<script>alert(1)</script>", "source_type": "direct"}
     svg = charts.importance_timeline([(datetime(2025, 1, 1, tzinfo=UTC), 5.0, entry)])
-    assert "<script>" not in svg and "&lt;script&gt;" in svg
-    graph = charts.link_graph([{"id": "a\"b", "memory": "<b>x</b>", "links": []}])
+    assert "<script>" not in svg and "2025-01-01: 1 entry, mean importance 5.0" in svg
+    graph = charts.link_graph([{"id": "a\"b", "memory": "<b>x</b>", "links": [{"id": "c"}]},
+                               {"id": "c", "memory": "c", "links": []}])
     assert "<b>x</b>" not in graph and 'data-memory="a&quot;b"' in graph
+    assert "&lt;b&gt;x&lt;/b&gt;" in graph  # the label, escaped
     assert "No journal entries yet." in charts.importance_timeline([])
-    assert "No long-term memories yet." in charts.link_graph([])
+    assert "No links between long-term memories yet." in charts.link_graph([])
 
 
 def test_the_pages_assets_ship_in_the_package_with_their_licence():
@@ -144,7 +146,9 @@ def test_the_pages_assets_ship_in_the_package_with_their_licence():
     assert "MIT License" in (vendored / "LICENSE").read_text()
     assert (static / "inspector.css").exists()
     templates = Path(charts.__file__).parent / "templates" / "ai_assistant"
-    for page in templates.glob("inspector_*.html"):
+    base = (templates / "inspector_base.html").read_text()
+    assert "ai_assistant/vendor/bootstrap-4.6.0/bootstrap.min.css" in base
+    for page in templates.glob("*.html"):
         text = page.read_text()
-        assert "ai_assistant/vendor/bootstrap-4.6.0/bootstrap.min.css" in text
         assert "http://" not in text and "https://" not in text  # nothing from a CDN
+        assert page.name == "inspector_base.html" or 'extends "website/' not in text

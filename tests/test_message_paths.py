@@ -192,19 +192,19 @@ class TestForgetting(EvenniaCommandTest):
                 npc.assistant.script.unsubscribe()
         super().tearDown()
 
-    def test_memory_scopes_are_random_and_old_assistants_keep_theirs(self):
+    def test_memory_scopes_are_random_and_a_missing_one_is_drawn_at_random(self):
         ada = create.create_object(AssistantCharacter, key="Ada", location=self.room1)
         bea = create.create_object(AssistantCharacter, key="Bea", location=self.room1)
         scopes = {ada.assistant.memory_scope, bea.assistant.memory_scope}
         assert len(scopes) == 2
         assert all(re.fullmatch(r"assistant_[0-9a-f]{32}", scope) for scope in scopes)
         assert ada.assistant.ports().key == ada.assistant.memory_scope
-        # one made before scopes were random: its stored memories stay where they are
+        # a scope found missing is drawn as at creation (never from the reusable object id)
         ada.attributes.remove(documents.MEMORY_SCOPE)
         ada.assistant.reset()
-        assert ada.assistant.memory_scope == f"assistant_{ada.id}"
-        assert ada.assistant.ports().key == f"assistant_{ada.id}"
-        assert ada.attributes.get(documents.MEMORY_SCOPE) == f"assistant_{ada.id}"
+        drawn = ada.assistant.ports().key
+        assert re.fullmatch(r"assistant_[0-9a-f]{32}", drawn) and drawn not in scopes
+        assert ada.assistant.memory_scope == drawn == ada.attributes.get(documents.MEMORY_SCOPE)
 
     def test_deleting_an_assistant_deletes_its_memories(self):
         from twisted.internet import defer

@@ -241,7 +241,7 @@ def test_mistakes_become_observations_and_the_model_recovers(llm_server, make_po
     observations = [r["messages"][-1]["content"] for r in llm_server.requests[1:]]
     assert "unknown tool 'fly'" in observations[0]
     assert "not valid JSON" in observations[1]
-    assert "'message' is a required property" in observations[2]
+    assert "missing required argument 'message'" in observations[2]
     metrics = ports.state.get("session_metrics")
     # the unknown tool never ran; the bad-JSON say and the whisper ran and failed
     assert (metrics["total_tool_calls"], metrics["failed_calls"]) == (3, 2)

@@ -73,8 +73,9 @@ def test_arguments_are_validated_with_clear_errors():
     tool = Echo()
     assert "not valid JSON" in result(execute_tool(tool, p, "{nope"))["error"]
     assert "JSON object" in result(execute_tool(tool, p, "[1, 2]"))["error"]
-    assert "'word' is a required property" in result(execute_tool(tool, p, {}))["error"]
-    assert "invalid argument word" in result(execute_tool(tool, p, {"word": "toolong"}))["error"]
+    assert "missing required argument 'word'" in result(execute_tool(tool, p, {}))["error"]
+    assert "'word' is too long: at most 5" in result(
+        execute_tool(tool, p, {"word": "toolong"}))["error"]
     assert tool.runs == 0
     assert result(execute_tool(tool, p, '{"word": "hi"}')) == {"success": True, "word": "hi"}
 
@@ -88,7 +89,8 @@ def test_a_tools_schema_is_checked_once_and_a_changed_one_again():
             execute_tool(tool, p, {"word": word})
         assert check.call_count == 1
         tool.parameters = {**Echo.parameters, "properties": {"word": {"type": "integer"}}}
-        assert "invalid argument word" in result(execute_tool(tool, p, {"word": "hi"}))["error"]
+        assert "'word' must be a whole number" in result(
+                execute_tool(tool, p, {"word": "hi"}))["error"]
         assert check.call_count == 2
     assert tool.runs == 2
 

@@ -134,6 +134,7 @@ def test_disabled_memory_gives_no_store(tmp_path):
     assert make_semantic_store(settings, str(tmp_path), "npc") is None
 
 
+@pytest.mark.embedded_store_only
 def test_telemetry_is_off_and_files_stay_in_the_data_folder(open_store, tmp_path):
     import mem0.memory.main
     import mem0.memory.telemetry
@@ -146,6 +147,7 @@ def test_telemetry_is_off_and_files_stay_in_the_data_folder(open_store, tmp_path
     assert (tmp_path / "history.db").exists()
 
 
+@pytest.mark.embedded_store_only
 def test_config_defaults_and_game_overrides(tmp_path):
     settings = Settings(DEFAULTS, {
         "llm.base_url": "http://127.0.0.1:9/v1",

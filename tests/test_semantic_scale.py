@@ -22,7 +22,8 @@ from ai_assistant.memory.longterm.mem0_store import COLLECTION, make_semantic_st
 from ai_assistant.memory.longterm.vector_collections import collection_name
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
-pytestmark = pytest.mark.core
+# the embedded layout itself: skipped where tests/memory_store.py keeps memories in PostgreSQL
+pytestmark = [pytest.mark.core, pytest.mark.embedded_store_only]
 
 ASSISTANTS = 100
 TRADES = ("baker", "smith", "miller", "weaver", "fisher", "tanner", "cooper", "mason", "potter",

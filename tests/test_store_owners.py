@@ -21,17 +21,6 @@ PACKAGE = ROOT / "ai_assistant"
 CONSTANTS = {name: value for name, value in vars(documents).items()
              if isinstance(value, documents.Document)}
 
-# Stores not yet behind their owner class: their documents are still named elsewhere. Remove a
-# name here once its owner is the only module that names it (the last test keeps this honest).
-NOT_YET_OWNED = {
-
-    # the shell's own documents
-    "TICKER_INTERVAL",
-    "CONFIG_OVERRIDES",
-    "MEMORY_SCOPE",
-}
-
-
 def module_name(path):
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -67,7 +56,7 @@ def namers():
 NAMERS = namers()
 
 
-@pytest.mark.parametrize("name", sorted(set(CONSTANTS) - NOT_YET_OWNED))
+@pytest.mark.parametrize("name", sorted(CONSTANTS))
 def test_only_its_owner_names_a_document(name):
     document = CONSTANTS[name]
     strangers = NAMERS[name] - {document.owner}
@@ -81,11 +70,3 @@ def test_every_owner_is_a_module():
     modules = {module_name(path) for path in PACKAGE.rglob("*.py")}
     missing = {name: doc.owner for name, doc in CONSTANTS.items() if doc.owner not in modules}
     assert not missing
-
-
-def test_the_list_of_stores_still_to_own_is_honest():
-    unknown = NOT_YET_OWNED - set(CONSTANTS)
-    assert not unknown, f"not documents: {sorted(unknown)}"
-    done = {name for name in NOT_YET_OWNED
-            if NAMERS[name] <= {CONSTANTS[name].owner} and not CONSTANTS[name].writers}
-    assert not done, f"already named by their owner alone: drop {sorted(done)} from NOT_YET_OWNED"

@@ -224,6 +224,7 @@ def test_update_system_prompt_changes_only_the_assistants_prompt_and_logs_why():
             "previous": "Be chatty.",
             "old_len": 10,
             "new_len": 45,
+            "which": "guidelines",
         }
     ]
     assert any("Players prefer direct responses" in line for line in ports.logged)

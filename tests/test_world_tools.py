@@ -51,8 +51,8 @@ def test_say_speaks_and_logs_reasoning(ports, world):
     [
         ({"message": "x" * (world_tools.MAX_MESSAGE_CHARS + 1)}, "too long (2001 characters"),
         ({"message": "   "}, "message is empty"),
-        ({}, "'message' is a required property"),
-        ({"message": 42}, "is not of type 'string'"),
+        ({}, "missing required argument 'message'"),
+        ({"message": 42}, "'message' must be text, not 42"),
         ('{"message": "unterminated', "not valid JSON"),
     ],
 )

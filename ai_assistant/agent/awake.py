@@ -327,6 +327,23 @@ def _record_speech(ports, events):
     return shared and _history_full(ports)
 
 
+def _think_visibly(ports, world, heard, call_later):
+    """
+    Show "pauses, thinking." `react.thinking_delay` seconds after the line was heard (at once
+    if that has passed), unless the turn ends first.
+
+    Returns:
+        IDelayedCall or None: The pending emote, for the caller to cancel.
+    """
+    delay = ports.settings.get("react.thinking_delay")
+    if call_later is None or world is None or not delay or delay <= 0:
+        return None
+    heard_at = min((event["heard_at"] for event in heard if event.get("heard_at")), default=None)
+    waited = ports.clock.now().timestamp() - heard_at if heard_at is not None else 0.0
+    return call_later(max(0.0, delay - max(0.0, waited)), ports.world.emote,
+                      perception.THINKING_EMOTE)
+
+
 @defer.inlineCallbacks
 def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache):
     """
@@ -358,12 +375,10 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
         "present": ports.world.present() if ports.world else [],
         "private": bool(world is not None and world.private),
     }
-    situation["recall"] = yield _relevant_memories(ports, situation)
-    thinking = None
-    delay = ports.settings.get("react.thinking_delay")
-    if call_later is not None and world is not None and delay and delay > 0:
-        thinking = call_later(delay, ports.world.emote, perception.THINKING_EMOTE)
+    # the "thinking" emote counts from when the line was heard, whatever phase the turn is in
+    thinking = _think_visibly(ports, world, addressed or their_events, call_later)
     try:
+        situation["recall"] = yield _relevant_memories(ports, situation)
         result = yield run_cycle(dataclasses.replace(ports, world=world, llm=llm), situation,
                                  cache=cache)
     finally:

@@ -4,16 +4,19 @@ Corrections staff make to what an assistant remembers, and their audit trail.
 The memory inspector on the game's website (`ai_assistant.web`) calls these; they are store
 logic, so they live here and run without Evennia. Each correction changes one store through its
 own rules, then is recorded twice: in the `documents.CORRECTIONS_AUDIT` trail (the last
-`inspector.audit_kept`), and as a journal entry tagged `correction`, so the assistant itself
-knows its memory was corrected and by whom. That note is bookkeeping, not a memory: it has a low
-importance (`NOTE_IMPORTANCE`, below `memory.min_importance`, so it is never consolidated), it
-is never ranked by the journal search or recall (`not_recalled`), so it neither outranks the
-entry it corrected nor reaches a player's prompt; staff see it in the journal and the
-inspector. An edited entry carries its own short marker (`corrected`: by whom, when), which the
-journal tools show the assistant as "corrected by an admin".
+`inspector.audit_kept`) with the values before and after (`memory.correction_undo` puts them
+back), and as a journal entry tagged `correction`, so the assistant itself knows its memory was
+corrected and by whom. That note is bookkeeping, not a memory: it has the lowest importance
+(`NOTE_IMPORTANCE`, below `memory.min_importance`, so it is never consolidated) and a staff-only
+audience, and it is never ranked by the journal search or recall (`not_recalled`), so it neither
+outranks the entry it corrected nor reaches a player's prompt; staff see it in the journal and
+the inspector. An edited entry carries its own short marker (`corrected`: by whom, when), which
+the journal tools show the assistant as "corrected by an admin".
 
 - pin or unpin a memory node (a pinned node never starts dying: `sleep.patrol.decay`);
-- edit or delete a journal entry;
+- edit or delete a journal entry, or mark it wrong: the long-term memories made from it (its
+  `journal_ids` in `memory_links`, its `entry_id` in their metadata) are marked wrong with it,
+  and an edited entry's corrected text becomes a long-term memory in their place;
 - edit or delete a long-term (semantic) memory;
 - correct, add or remove an attribute of an entity profile;
 - mark a journal entry or a long-term memory as wrong: it stays visible to staff but is never
@@ -31,6 +34,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
+from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.sources import ADMIN_SOURCE, ADMIN_TRUST
 from ai_assistant.memory.nodes import Nodes
@@ -38,10 +42,16 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
 
 CORRECTION_TAG = "correction"
-NOTE_IMPORTANCE = 2  # a correction note never outranks what it corrected
+# The audience of a correction note: no player's id, so recall never puts it in a prompt built
+# for a player (`memory.audience.visible_to`); it is in the assistant's own journal all the same.
+STAFF_AUDIENCE = "staff"
+# A correction note's importance: the lowest, so it never outranks what it corrects.
+NOTE_IMPORTANCE = 1
 MAX_ATTRIBUTE_NAME_CHARS = 64
 MAX_ATTRIBUTE_VALUE_CHARS = 500
 MAX_REASON_CHARS = 300
+# The most memories looked up as made from one journal entry (far more than one entry yields).
+DERIVED_SCAN = 200
 
 
 class CorrectionError(ValueError):
@@ -79,13 +89,18 @@ def audit_trail(ports):
     return list(trail) if isinstance(trail, list) else []
 
 
-def _record(ports, by, action, target, detail):
-    """Append a correction to the audit trail and the journal; returns the audit record."""
+def _record(ports, by, action, target, detail, *, before=None, after=None, derived=None):
+    """
+    Append a correction to the audit trail and the journal; returns the audit record.
+
+    `before` and `after` are the values the correction changed (what `correction_undo` puts
+    back); `derived` the long-term memories it changed with a journal entry.
+    """
     who = str(by or "staff")[:80]
     entry = Journal(ports).add(
         f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
-        importance=NOTE_IMPORTANCE,
+        importance=NOTE_IMPORTANCE, audience=STAFF_AUDIENCE,
     )
     trail = audit_trail(ports)
     record = {
@@ -96,11 +111,39 @@ def _record(ports, by, action, target, detail):
         "target": str(target),
         "detail": detail,
         "journal_entry_id": entry["id"],
+        "before": before,
+        "after": after,
+        "derived": list(derived or ()),
     }
     trail.append(record)
     kept = max(1, int(ports.settings.get("inspector.audit_kept")))
     ports.state.set(documents.CORRECTIONS_AUDIT, trail[-kept:])
     return record
+
+
+def mark_undone(ports, record_id, undo_id):
+    """Note on correction `record_id` that correction `undo_id` undid it."""
+    trail = audit_trail(ports)
+    for record in trail:
+        if record.get("id") == record_id:
+            record["undone_by"] = undo_id
+    ports.state.set(documents.CORRECTIONS_AUDIT, trail)
+
+
+def store_pin(ports, node_id, pinned):
+    """Pin or unpin a node, unrecorded (`correction_undo` records the undo); the node."""
+    try:
+        return Nodes(ports).pin(node_id, pinned)
+    except KeyError:
+        raise CorrectionError(f"There is no memory node {node_id!r}.") from None
+
+
+def store_attribute(ports, entity_id, attribute, value):
+    """Set (or, for None, remove) a profile attribute, unrecorded (`correction_undo`)."""
+    try:
+        People(ports).set_attribute(entity_id, attribute, value)
+    except KeyError:
+        raise CorrectionError(f"There is no profile of {entity_id!r}.") from None
 
 
 def _clean_reason(reason):
@@ -128,14 +171,13 @@ def set_node_pinned(ports, node_id, pinned, *, by):
     Returns:
         dict: The audit record.
     """
-    try:
-        node = Nodes(ports).pin(node_id, pinned)
-    except KeyError:
-        raise CorrectionError(f"There is no memory node {node_id!r}.") from None
+    was = bool((Nodes(ports).stored().get(str(node_id)) or {}).get("pinned"))
+    node = store_pin(ports, node_id, pinned)
     verb = "pinned" if pinned else "unpinned"
     title = str((node.get("scene") or {}).get("action") or node_id)[:80]
     return _record(ports, by, "pin_node" if pinned else "unpin_node", node_id,
-                   f"{verb} memory node {node_id} ({title}).")
+                   f"{verb} memory node {node_id} ({title}).",
+                   before={"pinned": was}, after={"pinned": bool(pinned)})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -149,6 +191,15 @@ def _entry_id(entry_id):
         raise CorrectionError(f"A journal entry id is a number, not {entry_id!r}.") from None
 
 
+def _existing_entry(ports, entry_id):
+    """The journal entry `entry_id` (a copy), or `CorrectionError`."""
+    wanted = _entry_id(entry_id)
+    entry = Journal(ports).entry(wanted)
+    if entry is None:
+        raise CorrectionError(f"There is no journal entry #{wanted}.")
+    return dict(entry)
+
+
 def _replace_entry(ports, entry_id, change):
     """Replace an entry by a changed copy (`change(copy)`); returns the new entry."""
     wanted = _entry_id(entry_id)
@@ -158,35 +209,124 @@ def _replace_entry(ports, entry_id, change):
         raise CorrectionError(f"There is no journal entry #{wanted}.") from None
 
 
+@defer.inlineCallbacks
+def derived_memories(ports, entry_id):
+    """
+    The long-term memories made from journal entry `entry_id`: those whose link record names
+    it (`journal_ids`, written by sleep) and those whose metadata does (`entry_id`).
+
+    Returns:
+        Deferred[list[dict]]: The memories (`{"id", "memory", "metadata"}`), none if the
+        assistant has no long-term memory.
+    """
+    memories = Memories(ports)
+    if not memories.available:
+        return []
+    wanted = {str(mem_id) for mem_id in MemoryLinks(ports).memory_ids_for_entry(entry_id)}
+    listed = yield memories.list(limit=DERIVED_SCAN, filters={"entry_id": entry_id})
+    found = {str(hit.get("id")): hit for hit in listed or ()
+             if (hit.get("metadata") or {}).get("entry_id") == entry_id}
+    for mem_id in wanted - set(found):
+        hit = yield memories.get(mem_id)
+        if hit:
+            found[mem_id] = hit
+    return sorted(found.values(), key=lambda hit: str(hit.get("id")))
+
+
+@defer.inlineCallbacks
+def _mark_derived_wrong(ports, entry_id, reason, by):
+    """Mark every memory made from the entry wrong (recall skips them); their ids."""
+    marked = []
+    for memory in (yield derived_memories(ports, entry_id)):
+        if is_wrong(memory):
+            continue
+        # through the owner: recall skips it at once (its mirror is written through)
+        yield Memories(ports).update(str(memory["id"]), memory.get("memory") or "",
+                                     metadata=_wrong_mark(ports, reason, by))
+        marked.append(str(memory["id"]))
+    return marked
+
+
+def _wrong_mark(ports, reason, by):
+    return {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
+            "wrong_at": iso(ports.clock.now())}
+
+
+@defer.inlineCallbacks
 def edit_journal_entry(ports, entry_id, content, *, by):
-    """Replace the text of a journal entry. Returns the audit record."""
+    """
+    Replace the text of a journal entry, and what was made of it: its long-term memories are
+    marked wrong and one memory of the corrected text takes their place.
+
+    Returns:
+        Deferred[dict]: The audit record (`derived`: the memories marked wrong).
+    """
     content = _clean_text(ports, content, "The new text")
     stamp = {"by": str(by), "time": iso(ports.clock.now())}
+    old = _existing_entry(ports, entry_id)
     entry = _replace_entry(ports, entry_id,
                            lambda entry: entry.update(content=content, corrected=stamp))
+    derived = yield _mark_derived_wrong(
+        ports, entry["id"], f"journal entry #{entry['id']} was corrected", by)
+    replacement = None
+    if derived:
+        metadata = {key: value for key, value in (old.items()) if key in (
+            "source_type", "source_trust", "source_entity", "importance", "timestamp",
+            "audience")}
+        metadata.update(source="journal", entry_id=entry["id"], corrected_by=str(by),
+                        corrected_at=stamp["time"], replaces=derived)
+        added = yield Memories(ports).add(content, metadata=metadata)
+        replacement = next((str(hit.get("id")) for hit in added or () if hit.get("id")), None)
     return _record(ports, by, "edit_journal", entry["id"],
-                   f"rewrote journal entry #{entry['id']} as: {content[:200]}")
+                   f"rewrote journal entry #{entry['id']} as: {content[:200]}"
+                   + (f" ({len(derived)} long-term memories made from it replaced)"
+                      if derived else ""),
+                   before={"content": old.get("content"), "corrected": old.get("corrected")},
+                   after={"content": content, "memory": replacement}, derived=derived)
 
 
+@defer.inlineCallbacks
 def delete_journal_entry(ports, entry_id, *, by):
-    """Remove a journal entry. Returns the audit record."""
+    """
+    Remove a journal entry; the long-term memories made from it are marked wrong.
+
+    Returns:
+        Deferred[dict]: The audit record (`before`: the entry, to put back).
+    """
     wanted = _entry_id(entry_id)
+    journal = Journal(ports)
+    was_consolidated = wanted in journal.consolidated_ids()
     try:
-        removed = Journal(ports).remove(wanted)
+        removed = journal.remove(wanted)
     except JournalError:
         raise CorrectionError(f"There is no journal entry #{wanted}.") from None
+    derived = yield _mark_derived_wrong(
+        ports, removed["id"], f"journal entry #{removed['id']} was deleted", by)
     return _record(ports, by, "delete_journal", removed["id"],
-                   f"deleted journal entry #{removed['id']}.")
+                   f"deleted journal entry #{removed['id']}."
+                   + (f" {len(derived)} long-term memories made from it marked wrong."
+                      if derived else ""),
+                   before={"entry": removed, "consolidated": was_consolidated},
+                   derived=derived)
 
 
+@defer.inlineCallbacks
 def mark_journal_entry_wrong(ports, entry_id, reason="", *, by):
-    """Mark a journal entry as wrong: searches never return it again. Returns the audit record."""
+    """
+    Mark a journal entry as wrong (searches never return it again), and the long-term
+    memories made from it. Deferred[audit record].
+    """
     reason = _clean_reason(reason)
     mark = {"by": str(by), "time": iso(ports.clock.now()), "reason": reason}
     entry = _replace_entry(ports, entry_id, lambda entry: entry.update(wrong=mark))
+    derived = yield _mark_derived_wrong(ports, entry["id"], reason or
+                                        f"journal entry #{entry['id']} is wrong", by)
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"journal:{entry['id']}",
-                   f"marked journal entry #{entry['id']} as wrong{why}; I will not recall it.")
+                   f"marked journal entry #{entry['id']} as wrong{why}; I will not recall it"
+                   + (f", nor the {len(derived)} long-term memories made from it."
+                      if derived else "."),
+                   before={"wrong": None}, after={"wrong": mark}, derived=derived)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -212,6 +352,7 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     profile = people.profiles().get(entity_id)
     if profile is None:
         raise CorrectionError(f"There is no profile of {entity_id!r}.")
+    before = {"value": (profile.get("attributes") or {}).get(attribute)}
     if value:
         detail = f"set {profile.get('name')}'s {attribute} to: {value}"
     elif attribute in (profile.get("attributes") or {}):
@@ -219,7 +360,8 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     else:
         raise CorrectionError(f"{profile.get('name')} has no attribute {attribute!r} to remove.")
     people.set_attribute(entity_id, attribute, value)
-    return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail)
+    return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail,
+                   before=before, after={"value": value or None})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,10 +388,10 @@ def edit_memory(ports, memory_id, text, *, by):
     """Rewrite a long-term memory (re-embedded; its id and links stay). Deferred[audit record]."""
     text = _clean_text(ports, text, "The new text")
     store = _require_store(ports)
-    memory = yield _existing_memory(store, memory_id)
+    old = yield _existing_memory(store, memory_id)
     # The text is now the admin's statement (recall states it as fact, and only an admin's
     # claim may replace it: `longterm.sources`); whose word it was before stays on record.
-    before = memory.get("metadata") or {}
+    before = old.get("metadata") or {}
     # recall reads the corrected text at once (the owner writes through to its mirror)
     yield store.update(str(memory_id), text, metadata={
         "corrected_by": str(by), "corrected_at": iso(ports.clock.now()),
@@ -257,7 +399,8 @@ def edit_memory(ports, memory_id, text, *, by):
         "former_source": {key: before.get(key) for key in
                           ("source_type", "source_trust", "source_entity")}})
     return _record(ports, by, "edit_memory", memory_id,
-                   f"rewrote long-term memory {memory_id} as: {text[:200]}")
+                   f"rewrote long-term memory {memory_id} as: {text[:200]}",
+                   before={"memory": old.get("memory")}, after={"memory": text})
 
 
 @defer.inlineCallbacks
@@ -267,7 +410,9 @@ def delete_memory(ports, memory_id, *, by):
     memory = yield _existing_memory(store, memory_id)
     yield store.delete(str(memory_id))
     return _record(ports, by, "delete_memory", memory_id,
-                   f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).")
+                   f"deleted long-term memory {memory_id} ({str(memory.get('memory'))[:80]}).",
+                   before={"memory": memory.get("memory"),
+                           "metadata": dict(memory.get("metadata") or {})})
 
 
 @defer.inlineCallbacks
@@ -276,9 +421,9 @@ def mark_memory_wrong(ports, memory_id, reason="", *, by):
     reason = _clean_reason(reason)
     store = _require_store(ports)
     memory = yield _existing_memory(store, memory_id)
-    mark = {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
-            "wrong_at": iso(ports.clock.now())}
+    mark = _wrong_mark(ports, reason, by)
     yield store.update(str(memory_id), memory.get("memory") or "", metadata=mark)  # unrecalled now
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"memory:{memory_id}",
-                   f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.")
+                   f"marked long-term memory {memory_id} as wrong{why}; I will not recall it.",
+                   before={"wrong": bool(is_wrong(memory))}, after={"wrong": True})

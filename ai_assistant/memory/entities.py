@@ -15,6 +15,7 @@ second memory tier, O-Mem style).
         "observation_count": 7,           # id counter: ids never repeat
         "relationship": {"state": "stranger", "favorability": 0.12,
                          "interaction_count": 1, "updated_at": "..."},
+        "relationship_history": [{"time", "favorability", "state"}],  # after each interaction
         "first_seen": "...", "last_seen": "...", "last_interaction": "...",
         "consolidated_through": 0,        # highest observation id an LLM pass has reviewed
         "last_consolidated": None,
@@ -64,6 +65,7 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 ENTITY_TYPES = ("player", "npc", "assistant", "object")
+RELATIONSHIP_HISTORY_LIMIT = 200  # points of `relationship_history` kept (the inspector's course)
 
 SPEECH_KINDS = ("talk", "say", "whisper", "page", "pose")
 INTERACTIONS = ("direct_message", "direct_addressing")
@@ -276,39 +278,13 @@ def _add_observation(profile, text, source, now, settings, audience=None):
     del profile["observations"][:-bound]
 
 
-# ----------------------------------------------------------------------------------------------
-# Presentation
-
-
-def format_profile(profile):
-    """
-    An entity profile as text for `@assistant/profile` (pass a `People.profile`/`People.find`
-    result so the relationship shows its current, decayed value).
-
-    Returns:
-        str: Several lines.
-    """
-    relationship = profile.get("relationship") or {}
-    favorability = float(relationship.get("favorability", 0.0))
-    count = int(relationship.get("interaction_count", 0) or 0)
-    lines = [
-        f"{profile.get('name')} ({profile.get('entity_id')}, {profile.get('entity_type')})",
-        # the same words as `relationship_summary` (the view's relationship is already decayed)
-        f"Relationship: {relationship.get('state', 'stranger')} (favorability "
-        f"{favorability:.2f}, {count} interaction{'' if count == 1 else 's'})",
-        f"First seen {profile.get('first_seen') or '-'}; last seen "
-        f"{profile.get('last_seen') or '-'}; last consolidated "
-        f"{profile.get('last_consolidated') or 'never'}",
-    ]
-    attributes = profile.get("attributes") or {}
-    lines.append(f"Attributes ({len(attributes)}):")
-    lines += [f"  {key}: {value}" for key, value in attributes.items()] or ["  (none yet)"]
-    observations = profile.get("observations") or []
-    lines.append(f"Recent observations ({len(observations)}):")
-    lines += [
-        f"  [{o.get('time')}] ({o.get('source')}) {o.get('text')}" for o in observations[-10:]
-    ] or ["  (none)"]
-    return "\n".join(lines)
+def _note_relationship(profile):
+    """Keep the relationship now in the profile's bounded course (it outlives consolidation)."""
+    relationship = profile["relationship"]
+    profile.setdefault("relationship_history", []).append({
+        "time": relationship.get("updated_at"), "favorability": relationship.get("favorability"),
+        "state": relationship.get("state")})
+    del profile["relationship_history"][:-RELATIONSHIP_HISTORY_LIMIT]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -457,6 +433,7 @@ class People:
         if interaction:
             apply_interaction(profile["relationship"], text, now, settings)
             profile["last_interaction"] = iso(now)
+            _note_relationship(profile)
         self._save(profiles)
         return profile
 

@@ -452,6 +452,26 @@ class Journal:
                 return removed
         raise JournalError(f"there is no journal entry #{entry_id}")
 
+    def restore(self, entry, *, consolidated=False):
+        """
+        Put a removed entry back in its place by id (undoing a staff deletion).
+
+        Args:
+            entry (dict): The entry as `remove` returned it.
+            consolidated (bool): It was marked consolidated before it was removed.
+
+        Raises:
+            JournalError: When an entry with its id is in the journal already.
+        """
+        journal = get_journal(self.ports)
+        if any(existing.get("id") == entry["id"] for existing in journal["entries"]):
+            raise JournalError(f"journal entry #{entry['id']} is there already")
+        journal["entries"].append(dict(entry))
+        journal["entries"].sort(key=lambda existing: existing.get("id") or 0)
+        if consolidated:
+            journal["consolidated_entry_ids"].append(entry["id"])
+        self._save(journal)
+
     def mark_consolidated(self, entry_ids):
         """
         Record that entries were moved to the semantic tier (used by sleep consolidation).

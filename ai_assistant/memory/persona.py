@@ -83,11 +83,14 @@ def filter_insights(insights):
 # ----------------------------------------------------------------------------------------------
 # Who the assistant is: its own guidelines and the admins' instructions
 #
-# Every change the assistant makes to its guidelines (`update_system_prompt`) and every revert an
-# admin orders (`@assistant/persona/revert`) is one numbered version: `{"version", "time", "by",
-# "reason", "prompt", "previous", "old_len", "new_len"}`, where `prompt` is the text it set and
-# `previous` the text it replaced (None: no guidelines of its own). Numbers only grow, so they
-# stay the same when the oldest versions are dropped (`workspace.system_prompt.history_max`).
+# Every change the assistant makes to its guidelines (`update_system_prompt`), every change an
+# admin makes to its persona (`@assistant/persona`) and every revert an admin orders
+# (`@assistant/persona/revert`) is one numbered version: `{"version", "time", "by", "reason",
+# "prompt", "previous", "old_len", "new_len", "which"}`, where `which` is the text changed
+# ("guidelines", the assistant's own; "persona", the admins'), `prompt` the text set and
+# `previous` the text it replaced (None: none). Numbers only grow, so they stay the same when
+# the oldest versions are dropped (`workspace.system_prompt.history_max`).
+WHICH = {"guidelines": documents.ASSISTANT_SYSTEM_PROMPT, "persona": documents.USER_SYSTEM_PROMPT}
 
 
 class PersonaVersionError(ValueError):
@@ -107,9 +110,9 @@ class Persona:
     Who the assistant is told to be, read fresh from its state on every call.
 
     It owns three documents: `documents.ASSISTANT_SYSTEM_PROMPT` (the guidelines the assistant
-    writes for itself), `documents.SYSTEM_PROMPT_HISTORY` (their numbered versions) and
-    `documents.USER_SYSTEM_PROMPT` (the admins' instructions, which the assistant cannot change
-    and which the prompt places last, so they win).
+    writes for itself), `documents.USER_SYSTEM_PROMPT` (the admins' instructions, which the
+    assistant cannot change and which the prompt places last, so they win) and
+    `documents.SYSTEM_PROMPT_HISTORY` (the numbered versions of both, see above).
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -124,9 +127,27 @@ class Persona:
         """The admins' instructions (str), or None when they gave none."""
         return self.ports.state.get(documents.USER_SYSTEM_PROMPT, None)
 
-    def instruct(self, text):
-        """Set the admins' instructions to `text` (None removes them)."""
-        self.ports.state.set(documents.USER_SYSTEM_PROMPT, text)
+    def instruct(self, text, *, reason="set by an admin", by=None):
+        """
+        Set the admins' instructions to `text` (None removes them).
+
+        Args:
+            text (str or None): The instructions.
+            reason (str): Why (kept with the version).
+            by (str, optional): Who ("admin <name>"): the change is then a numbered version
+                (`which` "persona") that `revert` can undo; without, it is set unrecorded (a
+                game's own setup).
+
+        Returns:
+            dict or None: The version recorded (None: unrecorded, or `text` unchanged).
+        """
+        current = self.admin_instructions()
+        if by is None:
+            self.ports.state.set(documents.USER_SYSTEM_PROMPT, text)
+            return None
+        if current == text:
+            return None
+        return self._record(current, text, reason=reason, by=by, which="persona")
 
     # --- its own guidelines -------------------------------------------------------------------
 
@@ -148,24 +169,37 @@ class Persona:
         """
         current = self.own_guidelines()
         previous = current if isinstance(current, str) and current else None
+        return self._record(previous, prompt, reason=reason, by=by, which="guidelines")
+
+    # --- the versions of both -----------------------------------------------------------------
+
+    def _record(self, previous, prompt, *, reason, by, which):
+        """
+        Set the `which` text to `prompt` and record it as a new version. The first persona
+        version is preceded by one that keeps the persona as it was, so that the first change
+        can be undone too.
+        """
         history = self._history()
+        first_persona = which == "persona" and not any(
+            entry.get("which") == "persona" for entry in history)
         number = max([int(entry.get("version") or 0) for entry in history] or [0]) + 1
         if not any("version" in entry for entry in history):
             number = len(history) + 1  # continue an unnumbered history where it stands
-        version = {
-            "version": number,
-            "time": iso(self.ports.clock.now()),
-            "by": by,
-            "reason": reason,
-            "prompt": prompt,
-            "previous": previous,
-            "old_len": len(previous or ""),
-            "new_len": len(prompt or ""),
-        }
+        added = []
+        if first_persona:
+            added.append(self._version(number, previous, previous, by, which,
+                                       "the persona as it was before its first versioned change"))
+            number += 1
+        version = self._version(number, previous, prompt, by, which, reason)
         keep = max(int(self.ports.settings.get("workspace.system_prompt.history_max")), 1)
-        self.ports.state.set(documents.ASSISTANT_SYSTEM_PROMPT, prompt)
-        self.ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, version][-keep:])
+        self.ports.state.set(WHICH[which], prompt)
+        self.ports.state.set(documents.SYSTEM_PROMPT_HISTORY, [*history, *added, version][-keep:])
         return version
+
+    def _version(self, number, previous, prompt, by, which, reason):
+        return {"version": number, "time": iso(self.ports.clock.now()), "by": by,
+                "reason": reason, "prompt": prompt, "previous": previous,
+                "old_len": len(previous or ""), "new_len": len(prompt or ""), "which": which}
 
     def _history(self):
         history = self.ports.state.get(documents.SYSTEM_PROMPT_HISTORY, None)
@@ -177,27 +211,32 @@ class Persona:
         The versions an admin may see and revert to, oldest first.
 
         Returns:
-            list[dict]: `{"version", "time", "by", "reason", "prompt", "kept"}`; the first is
-            the text before the oldest kept change (its `version` one less), `kept` is False for
-            an old-format change whose text was not kept.
+            list[dict]: `{"version", "time", "by", "reason", "prompt", "kept", "which"}`; the
+            first is the text before the oldest kept change (its `version` one less), `kept` is
+            False for an old-format change whose text was not kept, `which` the text changed
+            ("guidelines" or "persona").
         """
         listed = []
         for index, entry in enumerate(self._history(), 1):
             number = int(entry.get("version") or index)
+            which = entry.get("which") or "guidelines"
             if not listed:
                 listed.append({"version": number - 1, "time": None, "by": None,
                                "reason": "before the oldest change kept",
-                               "prompt": entry.get("previous"), "kept": "previous" in entry})
+                               "prompt": entry.get("previous"), "kept": "previous" in entry,
+                               "which": which})
             listed.append({"version": number,
                            "time": entry.get("time") or entry.get("timestamp"),
                            "by": entry.get("by") or "assistant",
                            "reason": entry.get("reason") or entry.get("reasoning"),
-                           "prompt": entry.get("prompt"), "kept": "prompt" in entry})
+                           "prompt": entry.get("prompt"), "kept": "prompt" in entry,
+                           "which": which})
         return listed
 
     def revert(self, number, by):
         """
-        Put back the guidelines of version `number`, recorded as a new version.
+        Put back the text (guidelines or the admins' persona) of version `number`, recorded as
+        a new version.
 
         Args:
             number (int): A version of `versions()`.
@@ -215,5 +254,8 @@ class Persona:
             raise PersonaVersionError(f"no version {number}; versions: {choices}")
         if not known[number]["kept"]:
             raise PersonaVersionError(f"the text of version {number} was not kept")
-        return self.rewrite(known[number]["prompt"], reason=f"reverted to version {number}",
-                            by=by)
+        prompt, reason = known[number]["prompt"], f"reverted to version {number}"
+        if known[number]["which"] == "guidelines":
+            return self.rewrite(prompt, reason=reason, by=by)
+        return self._record(self.admin_instructions(), prompt, reason=reason, by=by,
+                            which="persona")

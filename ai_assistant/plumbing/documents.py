@@ -108,15 +108,14 @@ TICKER_INTERVAL = Document(
     shape="seconds between the ticks the script is subscribed to, None when unsubscribed; "
           "written straight to the Attribute, never through ports.state", straight=True)
 CONFIG_OVERRIDES = Document(
-    "config_overrides", on=CHARACTER, default={}, owner="commands", writers=("handler",),
+    "config_overrides", on=CHARACTER, default={}, owner="adapters",
     shape="the NPC's @assistant/config settings over the game's, {dotted key: value}; read "
           "when the ports are built, written straight to the Attribute", straight=True)
 MEMORY_SCOPE = Document(
-    "memory_scope", on=CHARACTER, default=None, owner="handler",
+    "memory_scope", on=CHARACTER, default=None, owner="adapters",
     shape='the id that scopes its long-term memories (mem0 user_id): "assistant_<random hex>" '
-          'given at creation, never reused; "assistant_<object id>" for an assistant made '
-          "before scopes were random (its stored memories stay readable); written straight to "
-          "the Attribute", straight=True)
+          "given at creation (or when found missing), never reused, kept across a typeclass "
+          "swap; written straight to the Attribute", straight=True)
 MODE_HISTORY = Document(
     "mode_history", on=SCRIPT, default=[], owner="workspace.mode",
     shape='the last 20 mode changes, [{"from", "to", "reason", "time"}]')

@@ -15,6 +15,7 @@ backoff, the circuit breaker of each endpoint, and the process-wide concurrency 
   Such a refusal is never retried, whatever its status (llama.cpp answers it with a 500).
 """
 
+import functools
 import json
 import logging
 import re
@@ -194,20 +195,72 @@ def get_global_semaphore(limit):
 # ----------------------------------------------------------------------------------------------
 # Deadlines and logs
 
-# The loggers of the HTTP stack under the openai SDK, which log each request at INFO.
-HTTP_LOGGERS = ("httpx", "httpcore", "openai")
+# The client library whose HTTP stack logs each request at INFO. Which HTTP library it uses
+# changes between releases (openai 1.x: httpx/httpcore; 3.x: httpx2/httpcore2), so the stack's
+# loggers are found from the installed packages: the client and everything it depends on.
+HTTP_CLIENT = "openai"
+# HTTP libraries that may log requests although the client does not depend on them directly.
+HTTP_LOGGER_PREFIXES = ("http", "urllib3", "requests")
+
+
+@functools.cache
+def _dependency_modules(distribution):
+    """Top-level import names of `distribution` and of all it requires (extras left out)."""
+    from importlib import metadata
+
+    provided = metadata.packages_distributions()  # import name -> distributions
+    by_distribution = {}
+    for module, owners in provided.items():
+        for owner in owners:
+            by_distribution.setdefault(_normal(owner), set()).add(module)
+    seen, todo, modules = set(), [_normal(distribution)], {distribution}
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        modules |= by_distribution.get(name, set())
+        try:
+            requirements = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in requirements:
+            if "extra ==" not in requirement:
+                todo.append(_normal(re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]))
+    return frozenset(modules)
+
+
+def _normal(distribution):
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def http_logger_names():
+    """
+    The loggers that may write a line per HTTP request: the client's, its dependencies' (as
+    installed), and any registered logger of a known HTTP library.
+
+    Returns:
+        list[str]: Logger names, sorted.
+    """
+    names = set(_dependency_modules(HTTP_CLIENT))
+    for name in list(logging.root.manager.loggerDict):
+        top = name.split(".", 1)[0]
+        if top in names or top.startswith(HTTP_LOGGER_PREFIXES):
+            names.add(top)
+    return sorted(names)
 
 
 def quiet_http_logs(verbose=False):
     """
     Keep the HTTP stack's per-request INFO lines out of the server log (process-wide: the
-    loggers are the libraries' own).
+    loggers are the libraries' own). Call it after the client is imported, so its loggers
+    exist; a logger below one of these (`httpx2._client`) follows its parent.
 
     Args:
         verbose (bool): True (`llm.log_requests`, for debugging) lets them through at INFO.
     """
     level = logging.INFO if verbose else logging.WARNING
-    for name in HTTP_LOGGERS:
+    for name in http_logger_names():
         logging.getLogger(name).setLevel(level)
 
 

@@ -15,6 +15,10 @@ holds what the database does not have yet.
 
 Each record is `length (4 bytes) | crc32 (4 bytes) | pickle`. A record cut short by a crash in
 the middle of a write, or damaged, ends the replay there: everything before it is kept.
+
+A log may start with a header record naming its writer (`read_writer`): the shell records which
+process and which database wrote it, so that a log is only ever removed by someone who can
+prove it is stale.
 """
 
 import os
@@ -24,6 +28,7 @@ import zlib
 
 _HEADER = struct.Struct("<II")
 _PROTOCOL = 5
+WRITER = "writer"  # the place of the header record: who writes the log, not a document
 
 
 class StateLog:
@@ -32,14 +37,25 @@ class StateLog:
 
     Args:
         path (str): The log file (its folder is created).
+        writer (object, optional): Who writes it (picklable): recorded first in a new or emptied
+            log, read back by `read_writer`.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, writer=None):
         self.path = path
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self.size = os.fstat(self._fd).st_size
         self.unsynced = False
+        self._writer = writer
+        self._empty_size = 0
+        if not self.size:
+            self._write_writer()
+
+    def _write_writer(self):
+        if self._writer is not None:
+            self.append(WRITER, "", self._writer)
+            self._empty_size = self.size
 
     @property
     def closed(self):
@@ -70,10 +86,11 @@ class StateLog:
 
     def truncate(self):
         """Forget every record: the database has them all now."""
-        if self._fd is not None and self.size:
+        if self._fd is not None and self.size > self._empty_size:
             os.ftruncate(self._fd, 0)
             self.size = 0
             self.unsynced = True
+            self._write_writer()
 
     def sync(self):
         """fsync the log (blocking: run it off the reactor). Safe after `close`."""
@@ -90,6 +107,46 @@ class StateLog:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+def _records(data):
+    """`(place, name, value)` of each whole record, then True if the data ends damaged."""
+    offset = 0
+    while offset < len(data):
+        if offset + _HEADER.size > len(data):
+            yield True
+            return
+        length, crc = _HEADER.unpack_from(data, offset)
+        payload = data[offset + _HEADER.size: offset + _HEADER.size + length]
+        if len(payload) < length or zlib.crc32(payload) != crc:
+            yield True
+            return
+        try:
+            record = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - an unreadable record ends the replay
+            yield True
+            return
+        if not (isinstance(record, tuple) and len(record) == 3):
+            yield True
+            return
+        yield record
+        offset += _HEADER.size + length
+    yield False
+
+
+def read_writer(path):
+    """
+    Who wrote a log (the `writer` given to its `StateLog`), None when it names none.
+
+    Raises:
+        OSError: The log cannot be read (a missing one included).
+    """
+    with open(path, "rb") as handle:
+        data = handle.read(64 * 1024)  # the header is the first record, a few hundred bytes
+    first = next(_records(data))
+    if isinstance(first, tuple) and first[0] == WRITER:
+        return first[2]
+    return None
 
 
 def read_log(path):
@@ -109,20 +166,14 @@ def read_log(path):
             data = handle.read()
     except FileNotFoundError:
         return {}, 0, False
-    changes, records, offset = {}, 0, 0
-    while offset < len(data):
-        if offset + _HEADER.size > len(data):
-            return changes, records, True
-        length, crc = _HEADER.unpack_from(data, offset)
-        payload = data[offset + _HEADER.size: offset + _HEADER.size + length]
-        if len(payload) < length or zlib.crc32(payload) != crc:
-            return changes, records, True
-        try:
-            place, name, value = pickle.loads(payload)
-        except Exception:  # noqa: BLE001 - an unreadable record ends the replay
-            return changes, records, True
+    changes, records = {}, 0
+    for record in _records(data):
+        if record is True or record is False:
+            return changes, records, record
+        place, name, value = record
+        if place == WRITER:
+            continue
         changes.pop((place, name), None)  # keep the order of the last change
         changes[(place, name)] = value
         records += 1
-        offset += _HEADER.size + length
     return changes, records, False

@@ -244,6 +244,8 @@ class RecallScenesTool(Tool):
 class OpenMemoryClusterTool(Tool):
     name = "open_memory_cluster"
     aliases = ("recall_memory",)
+    # a model that calls `recall_memory` with a query means a search by what it describes
+    former_arguments = {"query": "recall_scenes.query"}
     description = (
         "Open one memory cluster (by id or name) and go through its scenes; recalling "
         "fading or forgotten scenes brings them back."

@@ -22,6 +22,8 @@ import jsonschema
 from twisted.internet import defer
 
 from ai_assistant.plumbing.tool_calls import decode_arguments
+from ai_assistant.tools.arguments import fit_arguments, former_call, takes_unknown
+from ai_assistant.tools.arguments import refusal as argument_refusal
 
 MAX_ARGUMENT_CHARS = 20000
 
@@ -89,9 +91,10 @@ class Tool:
         cache_scope (str): "tick" (cleared every tick) or "session".
         kit (str): The situations that offer it (`KITS`).
         aliases (tuple): Former names, still accepted from a model and as commands.
-        strict_arguments (bool): Refuse unknown arguments instead of dropping them (for a
-            tool where an unexpected argument means the caller wants something it must not
-            do, like rewriting the admins' prompt).
+        former_arguments (dict): Arguments a former tool of this name took, each mapped to
+            `"tool.argument"` that takes it now (`tools.arguments.former_call`).
+        strict_arguments (bool): Refuse unknown arguments instead of dropping them; a tool
+            that sets it says why in its class (`tools.arguments` holds the policy).
         reach (str): SCOPED (its effects stay in the conversation: a player's words may have
             it run) or LASTING (only the assistant's own turns and admins' orders). A game's
             own tool is LASTING unless it says otherwise.
@@ -113,6 +116,7 @@ class Tool:
     cache_scope = "tick"
     kit = WORKSPACE
     aliases = ()
+    former_arguments = {}
     strict_arguments = False
     reach = LASTING
     recipient_argument = None
@@ -364,82 +368,28 @@ def parse_arguments(arguments):
     return decode_arguments(arguments)
 
 
-_TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
-
-
-def _coerce(value, spec):
-    """`value` as the schema's type where a model sent it as text (or as the wrong number)."""
-    kind = spec.get("type") if isinstance(spec, dict) else None
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            if kind == "integer" and re.fullmatch(r"[-+]?\d+(\.0*)?", text):
-                return int(float(text))
-            if kind == "number" and text:
-                return float(text)
-        except ValueError:
-            return value
-        if kind == "boolean" and text.lower() in _TRUE + _FALSE:
-            return text.lower() in _TRUE
-        if kind in ("array", "object") and text[:1] in "[{":
-            try:
-                decoded = json.loads(text)
-            except json.JSONDecodeError:
-                return value
-            return decoded if isinstance(decoded, list if kind == "array" else dict) else value
-    elif kind == "integer" and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def fit_arguments(tool, params):
-    """
-    Make a model's arguments fit the tool: arguments the schema does not know are dropped
-    (a lone stray one is taken for a lone missing required one of the same kind), and numbers
-    and booleans sent as text are converted.
-
-    Args:
-        tool (Tool): The tool.
-        params (dict): The arguments (not changed).
-
-    Returns:
-        tuple: `(arguments that fit, notes for the model)`; notes name what was dropped or
-        renamed.
-    """
-    properties = tool.parameters.get("properties") or {}
-    params = dict(params)
-    notes = []
-    if tool.parameters.get("additionalProperties") is not True and not tool.strict_arguments:
-        unknown = [key for key in params if key not in properties and key != "reasoning"]
-        missing = [key for key in tool.parameters.get("required") or () if key not in params]
-        if len(unknown) == 1 and len(missing) == 1 and isinstance(params[unknown[0]], str) \
-                and properties.get(missing[0], {}).get("type") == "string":
-            params[missing[0]] = params.pop(unknown[0])
-            notes.append(f"took '{unknown[0]}' as '{missing[0]}'")
-            unknown = []
-        for key in unknown:
-            params.pop(key)
-        if unknown:
-            notes.append(f"ignored unknown arguments: {', '.join(sorted(unknown))} "
-                         f"(this tool takes: {', '.join(properties) or 'none'})")
-    for key, value in params.items():
-        if key in properties:
-            params[key] = _coerce(value, properties[key])
-    return params, notes
-
-
-def validate_arguments(tool, params):
-    """
-    Check `params` against the tool's schema.
-
-    Returns:
-        str or None: A readable error, or None when valid.
-    """
-    err = jsonschema.exceptions.best_match(tool.validator().iter_errors(params))
-    if err is None:
+def _strict_refusal(tool, params):
+    """For a tool that takes no unknown argument (`strict_arguments`), why a call is refused."""
+    if not tool.strict_arguments or takes_unknown(tool):
         return None
-    where = ".".join(str(part) for part in err.absolute_path)
-    return f"invalid argument {where}: {err.message}" if where else err.message
+    takes = tool.parameters.get("properties") or {}
+    stray = sorted(set(params) - set(takes) - {"reasoning"})
+    if not stray:
+        return None
+    return (f"{tool.name}: refused, it does not take {', '.join(map(repr, stray))} (it takes "
+            f"{', '.join(takes) or 'nothing'}, and guesses at nothing).")
+
+
+def _former_tool(tool, params):
+    """The tool and arguments a call with a former tool's arguments means (else as called)."""
+    former = former_call(tool, params)
+    target = REGISTRY.get(former[0]) if former else None
+    if target is None or target.reach != tool.reach:  # never widen what a turn may do
+        return tool, params, []
+    mapping = former[1]
+    params = {mapping.get(key) or key: value for key, value in params.items()}
+    named = ", ".join(f"'{old}'" for old in mapping)
+    return target, params, [f"{tool.name} takes no {named}: ran {target.name}, which does"]
 
 
 def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, reactor=None,
@@ -468,9 +418,14 @@ def execute_tool(tool, ports, arguments, *, cache=None, allow_dangerous=False, r
     params, error = parse_arguments(arguments)
     if error:
         return defer.succeed(error_result(error))
-    params, notes = fit_arguments(tool, params)
+    tool, params, notes = _former_tool(tool, params)
+    error = _strict_refusal(tool, params)
+    if error:
+        return defer.succeed(error_result(error))
+    params, fitted = fit_arguments(tool, params)
+    notes += fitted
     reasoning = params.pop("reasoning", None)
-    error = validate_arguments(tool, params)
+    error = argument_refusal(tool, params)
     if error:
         return defer.succeed(error_result(error, **({"note": "; ".join(notes)} if notes else {})))
     if tool.category == ToolCategory.DANGEROUS and not allow_dangerous:

@@ -10,7 +10,7 @@ the assistant's journal, and the changed documents are flushed to the database a
 
 from rest_framework import serializers
 
-from ai_assistant.memory import corrections
+from ai_assistant.memory import correction_undo, corrections
 from ai_assistant.memory.corrections import CorrectionError
 from ai_assistant.web.reactor import on_reactor
 
@@ -24,6 +24,7 @@ ACTIONS = {
     "delete_memory": (("memory_id",), "delete a long-term memory"),
     "correct_attribute": (("entity_id", "attribute"), "correct an entity attribute"),
     "mark_wrong": ((), "mark a journal entry or long-term memory as wrong"),
+    "undo": (("change_id",), "undo a correction"),
 }
 
 
@@ -39,13 +40,15 @@ class CorrectionSerializer(serializers.Serializer):
     value = serializers.CharField(required=False, allow_blank=True, max_length=1000)
     text = serializers.CharField(required=False, allow_blank=True, max_length=20000)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    change_id = serializers.IntegerField(required=False, min_value=1)
 
     def validate(self, data):
         needed, _ = ACTIONS[data["action"]]
         missing = [name for name in needed if data.get(name) in (None, "")]
-        if data["action"] == "mark_wrong" and not (data.get("entry_id")
-                                                   or data.get("memory_id")):
-            missing.append("entry_id or memory_id")
+        if data["action"] == "mark_wrong" and bool(data.get("entry_id")) == bool(
+                data.get("memory_id")):
+            raise serializers.ValidationError(
+                "mark_wrong needs entry_id or memory_id (one of them, not both).")
         if missing:
             raise serializers.ValidationError(
                 f"{data['action']} needs {', '.join(missing)}.")
@@ -66,6 +69,8 @@ def _run(npc, data, by):
         return corrections.edit_memory(ports, data["memory_id"], data["text"], by=by)
     if action == "delete_memory":
         return corrections.delete_memory(ports, data["memory_id"], by=by)
+    if action == "undo":
+        return correction_undo.undo_correction(ports, data["change_id"], by=by)
     if action == "correct_attribute":
         return corrections.correct_entity_attribute(
             ports, data["entity_id"], data["attribute"], data.get("value", ""), by=by)

@@ -1,8 +1,9 @@
 """
 The inspector's charts as server-side SVG: no script, no CDN, nothing to vendor.
 
-- `importance_timeline`: every journal entry, importance over time;
-- `link_graph`: long-term memories and the A-MEM links between them;
+- `importance_timeline`: the journal's entries per day (or per hour of one day), with their
+  importance;
+- `link_graph`: long-term memories and the A-MEM links between them, in clusters;
 - `decay_curve`: a memory node's effective importance over patrol sessions, with the dying
   threshold, and where the node is now;
 - `relationship_course`: favorability after each interaction, over the relationship bands.
@@ -29,64 +30,128 @@ def _title(text):
     return f"<title>{escape(str(text))}</title>"
 
 
-def importance_timeline(points, width=720, height=220):
+def _bins(points, day):
+    """`{bin key: [importances], ...}` by day, or by hour within `day`, oldest first."""
+    bins = {}
+    for moment, importance, entry in points:
+        if day:
+            if moment.date().isoformat() != day:
+                continue
+            key = moment.strftime("%H:00")
+        else:
+            key = moment.date().isoformat()
+        bins.setdefault(key, []).append((importance, bool(entry.get("wrong"))))
+    return dict(sorted(bins.items()))
+
+
+def _shade(importance):
+    """Light for unimportant, dark for important (importance 1-10)."""
+    level = (min(max(importance, 1.0), 10.0) - 1) / 9
+    return f"rgb({int(198 - 167 * level)},{int(219 - 100 * level)},{int(239 - 59 * level)})"
+
+
+def importance_timeline(points, day="", width=720, height=200):
     """
     Args:
         points (list): `(datetime, importance 1-10, entry)` each, as `inspect.importance_points`.
+        day (str): `YYYY-MM-DD` to zoom into that day (a bar per hour); empty: a bar per day.
 
     Returns:
-        str: SVG; a dot per entry (colour: source type; red ring: marked wrong).
+        str: SVG; a bar per day (or hour): its height the number of entries, its shade their
+        mean importance, a red cap for those marked wrong; each day links to its zoom.
     """
-    left, right, top, bottom = 36, 12, 12, 28
+    label = f"Journal entries on {day}, by hour" if day else "Journal entries by day"
+    bins = _bins(points, day)
+    left, right, top, bottom = 36, 12, 12, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     parts = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-             'stroke="#999"/>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>']
-    for level in (1, 5, 10):
-        y = top + plot_h - (level - 1) / 9 * plot_h
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" '
-                     f'text-anchor="end">{level}</text>')
-    if not points:
+             'stroke="#999"/>']
+    if not bins:
         parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" '
                      'font-size="12">No journal entries yet.</text>')
-        return _svg(width, height, "".join(parts), "Journal importance over time")
-    start, end = points[0][0], points[-1][0]
-    span = max((end - start).total_seconds(), 1.0)
-    for moment, x, anchor in ((start, left, "start"), (end, left + plot_w, "end")):
-        parts.append(f'<text x="{x:.1f}" y="{height - 8}" font-size="10" text-anchor="{anchor}">'
-                     f'{escape(moment.strftime("%Y-%m-%d %H:%M"))}</text>')
-    for moment, importance, entry in points:
-        x = left + (moment - start).total_seconds() / span * plot_w
-        y = top + plot_h - (min(max(importance, 1), 10) - 1) / 9 * plot_h
-        colour = SOURCE_COLOURS.get(entry.get("source_type"), "#555")
-        ring = f' stroke="{WRONG_COLOUR}" stroke-width="2"' if entry.get("wrong") else ""
-        tip = f"#{entry.get('id')} importance {importance:g}: {str(entry.get('content'))[:120]}"
-        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}" '
-                     f'fill-opacity="0.8"{ring} data-entry="{entry.get("id")}">'
-                     f'{_title(tip)}</circle>')
-    return _svg(width, height, "".join(parts), "Journal importance over time")
+        return _svg(width, height, "".join(parts), label)
+    most = max(len(values) for values in bins.values())
+    parts.append(f'<text x="{left - 6}" y="{top + 8}" font-size="10" text-anchor="end">'
+                 f"{most}</text>")
+    slot = min(plot_w / len(bins), 48.0)  # a few days stay bars, not a wall
+    for number, (key, values) in enumerate(bins.items()):
+        mean = sum(value for value, _ in values) / len(values)
+        wrong = sum(1 for _, is_wrong in values if is_wrong)
+        bar = max(1.0, len(values) / most * plot_h)
+        x, y = left + number * slot, top + plot_h - bar
+        tip = (f"{key}: {len(values)} entr{'y' if len(values) == 1 else 'ies'}, mean importance "
+               f"{mean:.1f}" + (f", {wrong} marked wrong" if wrong else ""))
+        rect = (f'<rect x="{x + 1:.1f}" y="{y:.1f}" width="{max(slot - 2, 1):.1f}" '
+                f'height="{bar:.1f}" fill="{_shade(mean)}">{_title(tip)}</rect>')
+        if wrong:
+            cap = max(1.0, wrong / most * plot_h)
+            rect += (f'<rect x="{x + 1:.1f}" y="{y:.1f}" width="{max(slot - 2, 1):.1f}" '
+                     f'height="{cap:.1f}" fill="{WRONG_COLOUR}"/>')
+        if not day:
+            rect = f'<a href="?day={escape(key)}#journal" class="ai-day">{rect}</a>'
+        parts.append(rect)
+        if len(bins) <= 16 or number % max(1, len(bins) // 8) == 0:
+            parts.append(f'<text x="{x + slot / 2:.1f}" y="{height - 24}" font-size="9" '
+                         f'text-anchor="middle">{escape(key[5:] if not day else key)}</text>')
+    parts.append(f'<text x="{left}" y="{height - 6}" font-size="10">'
+                 f"{escape(next(iter(bins)))} to {escape(list(bins)[-1])}"
+                 f"{'' if day else '; click a day to zoom in'}</text>")
+    return _svg(width, height, "".join(parts), label)
 
 
-def link_graph(memories, width=480, height=480, most=60):
+def _clusters(chosen):
+    """The memories as groups of linked ones (connected components), biggest first."""
+    parent = {memory["id"]: memory["id"] for memory in chosen}
+
+    def root(node):
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for memory in chosen:
+        for link in memory.get("links") or ():
+            if link.get("id") in parent:
+                parent[root(link["id"])] = root(memory["id"])
+    groups = {}
+    for memory in chosen:
+        groups.setdefault(root(memory["id"]), []).append(memory)
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+def _cluster_layout(groups, width):
+    """Each group on its own small circle, the circles in rows: `{id: (x, y)}`, height."""
+    where, x, y, row_height = {}, 0.0, 0.0, 0.0
+    for group in groups:
+        radius = 0.0 if len(group) == 1 else max(28.0, 11.0 * len(group) / math.pi)
+        size = 2 * radius + 110
+        if x + size > width and x > 0:
+            x, y, row_height = 0.0, y + row_height, 0.0
+        cx, cy = x + size / 2, y + radius + 24
+        for number, memory in enumerate(group):
+            angle = 2 * math.pi * number / len(group) - math.pi / 2
+            where[memory["id"]] = (cx + radius * math.cos(angle), cy + radius * math.sin(angle))
+        x, row_height = x + size, max(row_height, 2 * radius + 48)
+    return where, y + row_height
+
+
+def link_graph(memories, width=720, most=40):
     """
     Args:
         memories (list[dict]): `inspect.long_term_memories` rows (`id`, `memory`, `links`).
         most (int): At most this many memories are drawn (the linked ones first).
 
     Returns:
-        str: SVG; memories on a circle, a line per link (darker: more similar).
+        str: SVG; linked memories grouped in clusters, each labelled with its words and a link
+        to it in the list (`?memory=<id>`), a line per link (darker: more similar).
     """
     linked = {link.get("id") for memory in memories for link in memory.get("links") or ()}
-    chosen = sorted(memories, key=lambda m: not (m.get("links") or m["id"] in linked))[:most]
+    chosen = [m for m in memories if m.get("links") or m["id"] in linked][:most]
     if not chosen:
         body = (f'<text x="{width / 2}" y="24" text-anchor="middle" font-size="12">'
-                "No long-term memories yet.</text>")
+                "No links between long-term memories yet.</text>")
         return _svg(width, 40, body, "Links between long-term memories")
-    cx, cy, radius = width / 2, height / 2, min(width, height) / 2 - 24
-    where = {}
-    for number, memory in enumerate(chosen):
-        angle = 2 * math.pi * number / len(chosen) - math.pi / 2
-        where[memory["id"]] = (cx + radius * math.cos(angle), cy + radius * math.sin(angle))
+    where, height = _cluster_layout(_clusters(chosen), width)
     parts = []
     for memory in chosen:
         for link in memory.get("links") or ():
@@ -100,9 +165,13 @@ def link_graph(memories, width=480, height=480, most=60):
     for memory in chosen:
         x, y = where[memory["id"]]
         colour = WRONG_COLOUR if memory.get("wrong") else "#ff7f0e"
-        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{colour}" '
-                     f'data-memory="{escape(memory["id"])}">'
-                     f'{_title(str(memory.get("memory"))[:160])}</circle>')
+        words = str(memory.get("memory") or "")
+        short = words if len(words) <= 18 else words[:17] + "…"
+        parts.append(f'<a href="?memory={escape(memory["id"])}#memories" class="ai-graph-node">'
+                     f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{colour}" '
+                     f'data-memory="{escape(memory["id"])}">{_title(words[:160])}</circle>'
+                     f'<text x="{x:.1f}" y="{y + 16:.1f}" font-size="9" text-anchor="middle">'
+                     f"{escape(short)}</text></a>")
     return _svg(width, height, "".join(parts), "Links between long-term memories")
 
 

@@ -10,21 +10,25 @@ lives. The functions that read the semantic tier return Deferreds.
 from twisted.internet import defer
 
 from ai_assistant.memory import entities
+from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
-from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.links import MemoryLinks
-from ai_assistant.memory.longterm.memories import SCAN_LIMIT
+from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
-from ai_assistant.memory.search.journal_search import search_journal
 from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
-from ai_assistant.plumbing import documents
+from ai_assistant.memory.search.journal_search import search_journal, split_matches
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.sleep.reports import recent_sleeps
 from ai_assistant.workspace.status import inspector_status
 
 # The most results one journal search returns (the pages of a search come from these).
 SEARCH_LIMIT = 200
+# The first listing's size when reading every long-term memory for the page and its counts:
+# one listing holds them all in practice (`Memories.list_all` grows it if not).
+MEMORY_SCAN_LIMIT = 100_000
+# How importance was set, in words (`journal.importance_method`).
+IMPORTANCE_METHODS = {"l": "scored by the LLM", "h": "heuristic", "m": "set by hand"}
 # Relationship moves that are direct interactions (`agent.perception` classifications).
 INTERACTIONS = ("direct_message", "direct_addressing", "talk")
 
@@ -43,14 +47,18 @@ def assistant_summary(npc):
 
 
 @defer.inlineCallbacks
-def status(npc):
+def status(npc, long_term=None):
     """
     The status header (`workspace.status.inspector_status`) with who and where it is.
+
+    Args:
+        long_term (int, optional): The number of long-term memories, when the caller has
+            already read them all (else they are counted here).
 
     Returns:
         Deferred[dict]
     """
-    view = yield inspector_status(npc.assistant.ports())
+    view = yield inspector_status(npc.assistant.ports(), long_term)
     return {**assistant_summary(npc), "dbref": npc.dbref, **view}
 
 
@@ -63,6 +71,11 @@ def entry_view(entry, consolidated, score=None):
     view = {key: entry.get(key) for key in (
         "id", "timestamp", "content", "importance", "importance_method", "source_type",
         "source_trust", "source_entity", "tags", "related_projects")}
+    view["row"] = f"entry-{entry.get('id')}"
+    view["importance_how"] = IMPORTANCE_METHODS.get(
+        str(entry.get("importance_method") or "")[:1], entry.get("importance_method") or "")
+    view["audience"] = audience_of(entry)
+    view["private"] = view["audience"] is not PUBLIC
     view["consolidated"] = entry.get("id") in consolidated
     view["wrong"] = entry.get("wrong")
     view["corrected"] = entry.get("corrected")
@@ -71,20 +84,61 @@ def entry_view(entry, consolidated, score=None):
     return view
 
 
-def journal_entries(npc, query=""):
+def journal_hits(npc, query="", day="", related=False):
     """
-    The journal, newest first; with a query, the assistant's own journal search, best first.
+    The journal, newest first; with a query, the entries of the assistant's own journal search
+    that match it, best first (`split_matches`).
+
+    Args:
+        day (str, optional): `YYYY-MM-DD`: only the entries of that day (UTC).
+        related (bool): With a query, the search's other results instead: entries it ranks
+            near the matches that share no word, speaker or time with the query.
 
     Returns:
-        list[dict]: `entry_view`s (with `score` for a search).
+        list[tuple]: `(entry, score or None)` each (views of a page: `entry_views`).
     """
     ports = npc.assistant.ports()
     journal = npc.assistant.journal
-    consolidated = set(journal.consolidated_ids())
     if query and query.strip():
         hits = search_journal(ports, query.strip(), limit=SEARCH_LIMIT)
-        return [entry_view(entry, consolidated, score) for score, entry in hits]
-    return [entry_view(entry, consolidated) for entry in reversed(journal.entries())]
+        matches, others = split_matches(ports, query.strip(), hits)
+        found = [(entry, score) for score, entry in (others if related else matches)]
+    elif related:
+        return []
+    else:
+        found = [(entry, None) for entry in reversed(journal.entries())]
+    if day:
+        found = [(entry, score) for entry, score in found if _day_of(entry) == day]
+    return found
+
+
+def entry_views(npc, hits):
+    """`entry_view`s of `journal_hits` rows."""
+    consolidated = set(npc.assistant.journal.consolidated_ids())
+    return [entry_view(entry, consolidated, score) for entry, score in hits]
+
+
+def derived_by_entry(npc, views):
+    """Give each entry view `derived`: the long-term memories made from it (`memory_links`)."""
+    wanted = {view["id"] for view in views}
+    made = {}
+    for mem_id, record in MemoryLinks(npc.assistant.ports()).records().items():
+        for entry_id in record.get("journal_ids") or ():
+            if entry_id in wanted:
+                made.setdefault(entry_id, []).append(mem_id)
+    for view in views:
+        view["derived"] = made.get(view["id"], [])
+    return views
+
+
+def journal_entries(npc, query="", day="", related=False):
+    """Every `journal_hits` row as an `entry_view` (the API pages them)."""
+    return entry_views(npc, journal_hits(npc, query, day, related))
+
+
+def _day_of(entry):
+    moment = parse_iso(entry.get("timestamp"))
+    return moment.date().isoformat() if moment is not None else ""
 
 
 def importance_points(npc):
@@ -106,6 +160,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     trust = metadata.get("source_trust")
     trust = float(trust) if isinstance(trust, int | float) else UNKNOWN_TRUST
     record = links.get(str(hit.get("id"))) or {}
+    audience = audience_of(hit)
     view = {
         "id": str(hit.get("id")),
         "memory": hit.get("memory", ""),
@@ -117,6 +172,11 @@ def _memory_view(ports, hit, links, threshold, min_trust):
         "links": list(record.get("linked_to") or []),
         "journal_ids": list(record.get("journal_ids") or []),
         "wrong": is_wrong(hit),
+        "audience": audience,
+        "private": audience is not PUBLIC,
+        "superseded": is_superseded(hit),
+        "superseded_by": metadata.get("superseded_by"),
+        "disputed": bool(metadata.get("disputed")),
         "metadata": metadata,
     }
     if hit.get("score") is not None:
@@ -127,31 +187,94 @@ def _memory_view(ports, hit, links, threshold, min_trust):
     return view
 
 
+def _memory_summary(hit):
+    """What the filters read of a memory (cheap: the page builds full views for one page)."""
+    metadata = hit.get("metadata") or {}
+    audience = audience_of(hit)
+    return {"id": str(hit.get("id")), "created_at": hit.get("created_at"),
+            "source": {"source_type": metadata.get("source_type"),
+                       "source_entity": metadata.get("source_entity")},
+            "audience": audience, "private": audience is not PUBLIC, "wrong": is_wrong(hit),
+            "superseded": is_superseded(hit)}
+
+
 @defer.inlineCallbacks
-def long_term_memories(npc, query="", limit=SCAN_LIMIT):
+def long_term_memories(npc, query="", filters=None, offset=0, size=None):
     """
-    The long-term memories with trust, source and links; with a query, scored as the
-    assistant's recall scores them (`recalled` says whether its recall would return each).
+    The long-term memories with trust, source and links, newest first; with a query, scored
+    as the assistant's recall scores them (`recalled` says whether its recall would return
+    each), best first. Every memory is read, so the counts are true; views are built for the
+    page asked for only.
+
+    Args:
+        filters (web.listing.MemoryFilters, optional): Only the memories that pass.
+        offset (int): The first of the matching memories to show.
+        size (int, optional): How many to show (None: all).
 
     Returns:
-        Deferred[dict]: `{"available": bool, "memories": [...], "threshold", "min_trust"}`.
+        Deferred[dict]: `{"available": bool, "total": every memory, "count": those matching,
+        "with_links": memories with a link, "memories": [a page of views], "threshold",
+        "min_trust"}`; each link names the memory it leads to (`memory`).
     """
     ports = npc.assistant.ports()
     memories = npc.assistant.memories
     if not memories.available:
-        return {"available": False, "memories": [], "threshold": None, "min_trust": None}
+        return {"available": False, "memories": [], "threshold": None, "min_trust": None,
+                "total": 0, "count": 0, "with_links": 0}
     if query and query.strip():
-        hits = yield memories.search(query.strip(), limit=min(limit, 50))
+        hits = yield memories.search(query.strip(), limit=SEARCH_LIMIT)
     else:
-        hits = yield memories.list(limit=limit)
+        hits = yield memories.list_all(MEMORY_SCAN_LIMIT)
+    hits = list(hits or ())
+    total = len(hits)
+    words = {str(hit.get("id")): hit.get("memory", "") for hit in hits}
     links = MemoryLinks(ports).records()  # read after the yield: the links as they are now
+    if not query:
+        hits.sort(key=lambda hit: hit.get("created_at") or "", reverse=True)
+    if filters is not None and filters.active():
+        hits = [hit for hit in hits if filters.matches(_memory_summary(hit))]
     threshold = memories.threshold("relevance_threshold")
     min_trust = float(ports.settings.get("memory.min_source_trust"))
-    memories = [_memory_view(ports, hit, links, threshold, min_trust) for hit in hits or ()]
-    if not query:
-        memories.sort(key=lambda memory: memory.get("created_at") or "", reverse=True)
-    return {"available": True, "memories": memories, "threshold": threshold,
-            "min_trust": min_trust}
+    shown = hits[offset:] if size is None else hits[offset:offset + size]
+    views = [_memory_view(ports, hit, links, threshold, min_trust) for hit in shown]
+    for view in views:  # each link with the words of the memory it leads to
+        view["links"] = [{**link, "memory": words.get(str(link.get("id")), "")}
+                         for link in view["links"]]
+    return {"available": True, "total": total, "count": len(hits),
+            "with_links": sum(1 for record in links.values() if record.get("linked_to")),
+            "memories": views, "threshold": threshold, "min_trust": min_trust}
+
+
+def memory_history(npc, view):
+    """
+    What happened to one long-term memory, oldest first: made (from which journal entries),
+    superseded, corrected, marked wrong, each correction of the audit trail that touched it
+    (with its before and after), as mem0 keeps a history per memory.
+
+    Args:
+        view (dict): The memory's view (`long_term_memories`).
+
+    Returns:
+        list[dict]: `{"time", "event", "detail"}` each.
+    """
+    metadata = view.get("metadata") or {}
+    made = "consolidated from journal " + ", ".join(
+        f"#{entry_id}" for entry_id in view.get("journal_ids") or ()) if view.get(
+        "journal_ids") else "added"
+    events = [{"time": view.get("created_at") or metadata.get("timestamp"), "event": "added",
+               "detail": made}]
+    if metadata.get("superseded_by"):
+        events.append({"time": metadata.get("superseded_at"), "event": "superseded",
+                       "detail": f"by {metadata['superseded_by']}"})
+    for record in audit_trail(npc.assistant.ports()):
+        target = str(record.get("target", "")).removeprefix("memory:")
+        if target == view["id"] or view["id"] in (record.get("derived") or ()) or view[
+                "id"] == (record.get("after") or {}).get("memory"):
+            events.append({"time": record.get("time"), "event": record.get("action"),
+                           "detail": f"#{record.get('id')} by {record.get('by')}: "
+                                     f"{record.get('detail')}", "before": record.get("before"),
+                           "after": record.get("after")})
+    return events
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,7 +282,12 @@ def long_term_memories(npc, query="", limit=SCAN_LIMIT):
 
 
 def _relationship_course(ports, profile):
-    """Favorability after each direct interaction the profile still holds, replayed."""
+    """
+    Favorability after each direct interaction: the profile's `relationship_history` (kept
+    across sleeps), or for a profile older than it, replayed from the observations it holds.
+    """
+    if profile.get("relationship_history"):
+        return [dict(point) for point in profile["relationship_history"]]
     settings = ports.settings
     relationship = {"favorability": float(settings.get("entities.initial_favorability"))}
     course = []
@@ -256,7 +384,12 @@ def memory_nodes(npc):
             "action": scene.get("action", ""),
             "pinned": bool(node.get("pinned")),
             "state": _node_state(node),
-            "effective_importance": round(effective_importance(node, decay), 4),
+            # a dead node is no longer recalled: nothing of its importance is in effect
+            "effective_importance": (0.0 if node.get("status") == DEAD
+                                     else round(effective_importance(node, decay), 4)),
+            "decayed_importance": round(effective_importance(node, decay), 4),
+            "audience": audience_of(node) or audience_of(scene),
+            "private": (audience_of(node) or audience_of(scene)) is not PUBLIC,
             "cluster": (clusters.get(node.get("cluster_id")) or {}).get("name"),
         })
     order = {DYING: 0, "revived": 1, "active": 2, DEAD: 3}

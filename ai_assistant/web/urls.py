@@ -24,6 +24,7 @@ api_urlpatterns = ([
     path("<int:assistant_id>/projects/", api.Projects.as_view(), name="projects"),
     path("<int:assistant_id>/nodes/", api.Nodes.as_view(), name="nodes"),
     path("<int:assistant_id>/sleeps/", api.Sleeps.as_view(), name="sleeps"),
+    path("<int:assistant_id>/recall/", api.RecallPreview.as_view(), name="recall"),
     path("<int:assistant_id>/corrections/", api.Corrections.as_view(), name="corrections"),
 ], "ai_assistant_api")
 

@@ -33,7 +33,7 @@ from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.links import MemoryLinks
-from ai_assistant.memory.longterm.memories import SCAN_LIMIT, Memories
+from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, cluster_members
 from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.memory.perception_queue import PerceptionQueue
@@ -335,6 +335,44 @@ def _step_summary(result):
 # What the memory inspector's status header shows
 
 
+SHOWN_OBSERVATIONS = 10  # observations `format_profile` lists, the newest
+
+
+def format_profile(profile):
+    """
+    An entity profile as text for `@assistant/profile` (pass a `People.profile`/`People.find`
+    result so the relationship shows its current, decayed value).
+
+    Returns:
+        str: Several lines.
+    """
+    relationship = profile.get("relationship") or {}
+    favorability = float(relationship.get("favorability", 0.0))
+    count = int(relationship.get("interaction_count", 0) or 0)
+    lines = [
+        f"{profile.get('name')} ({profile.get('entity_id')}, {profile.get('entity_type')})",
+        # the same words as `relationship_summary` (the view's relationship is already decayed)
+        f"Relationship: {relationship.get('state', 'stranger')} (favorability "
+        f"{favorability:.2f}, {count} interaction{'' if count == 1 else 's'})",
+        f"First seen {profile.get('first_seen') or '-'}; last seen "
+        f"{profile.get('last_seen') or '-'}; last consolidated "
+        f"{profile.get('last_consolidated') or 'never'}",
+    ]
+    attributes = profile.get("attributes") or {}
+    lines.append(f"Attributes ({len(attributes)}):")
+    lines += [f"  {key}: {value}" for key, value in attributes.items()] or ["  (none yet)"]
+    observations = profile.get("observations") or []
+    shown = observations[-SHOWN_OBSERVATIONS:]
+    # the header counts what it lists, and says how many more there are
+    older = len(observations) - len(shown)
+    lines.append(f"Recent observations ({len(shown)}"
+                 f"{f' of {len(observations)}' if older else ''}):")
+    lines += [
+        f"  [{o.get('time')}] ({o.get('source')}) {o.get('text')}" for o in shown
+    ] or ["  (none)"]
+    return "\n".join(lines)
+
+
 def tier_counts(ports):
     """How much each tier of memory and the workspace hold (long-term memory left out)."""
     entries = Journal(ports).entries()
@@ -347,7 +385,9 @@ def tier_counts(ports):
         "journal_entries": len(entries),
         "journal_consolidated": len(Journal(ports).consolidated_ids()),
         "journal_wrong": sum(1 for entry in entries if is_wrong(entry)),
-        "memory_links": len(MemoryLinks(ports).records()),
+        # memories with at least one A-MEM link (not the link records: one per memory)
+        "memories_with_links": sum(1 for record in MemoryLinks(ports).records().values()
+                                   if record.get("linked_to")),
         "entity_profiles": len(People(ports).profiles()),
         "goals": len(Goals(ports).all()),
         "projects": len(Projects(ports).all()),
@@ -358,20 +398,29 @@ def tier_counts(ports):
     }
 
 
+# The first listing's size when counting the long-term memories: one listing holds them all in
+# practice (`Memories.list_all` grows it if not), where many smaller ones would each cost a scan.
+COUNT_SCAN = 100_000
+
+
 @defer.inlineCallbacks
-def inspector_status(ports):
+def inspector_status(ports, long_term=None):
     """
     The inspector's status header: mode and phase, ticks, provider and model, LLM use, errors,
     the emergency stop and the counts per tier (long-term memories counted in the store).
 
+    Args:
+        long_term (int, optional): The number of long-term memories, when the caller has
+            already read them all (else every memory is listed here, so the count is true).
+
     Returns:
         Deferred[dict]: Plain data; the shell adds who and where the assistant is.
     """
-    long_term, note = None, None
+    note = None
     memories = Memories(ports)
-    if memories.available:
+    if memories.available and long_term is None:
         try:
-            long_term = len((yield memories.list(limit=SCAN_LIMIT)) or ())
+            long_term = len((yield memories.list_all(COUNT_SCAN)) or ())
         except Exception as err:  # noqa: BLE001 - the rest of the status still shows
             note = f"long-term memory unavailable: {err}"
     mode = Mode(ports)

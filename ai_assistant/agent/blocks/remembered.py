@@ -70,7 +70,9 @@ def recall_query(ports, situation):
     return RecallQuery(text=text[:2000], viewer=str(viewer) if viewer is not None else None,
                        exclude=frozenset(exclude),
                        limit=ports.settings.get("recall.prompt_items"),
-                       budget=ports.settings.get("recall.budget_tokens"))  # fmt: skip
+                       budget=ports.settings.get("recall.budget_tokens"),
+                       # a reply never waits for the store to open (just after a start)
+                       wait_for_store=False)  # fmt: skip
 
 
 def recall_lines(ports, situation):

@@ -40,6 +40,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 
+from ai_assistant.memory.longterm import pgvector_store
 from ai_assistant.memory.longterm.policy import COMPARED, judge_claim
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.longterm.vector_collections import AssistantCollections
@@ -92,7 +93,7 @@ def configure_mem0_environment(data_dir):
     return os.environ["MEM0_DIR"]
 
 
-def default_mem0_config(settings, data_dir, embedder=None):
+def default_mem0_config(settings, data_dir, embedder=None, database=None):
     """
     Our default mem0 config, with the game's `memory.mem0` merged over it.
 
@@ -100,6 +101,8 @@ def default_mem0_config(settings, data_dir, embedder=None):
         settings (conf.Settings): The assistant's settings.
         data_dir (str): Folder for the local vector store and mem0's history database.
         embedder (LocalEmbedder, optional): The local embedder (sets the vector size).
+        database (dict, optional): The game's Django database settings: the postgres store's
+            database when `memory.postgres_url` names none.
 
     Returns:
         tuple: `(config dict for mem0.Memory.from_config, uses_local_embedder bool)`.
@@ -128,6 +131,9 @@ def default_mem0_config(settings, data_dir, embedder=None):
         "history_db_path": os.path.join(data_dir, "history.db"),
         "custom_instructions": ASSISTANT_FACT_EXTRACTION_PROMPT,
     }
+    if pgvector_store.is_postgres(settings):  # `memory.store`: the embedded one or PostgreSQL
+        config["vector_store"] = pgvector_store.vector_store_config(
+            pgvector_store.database_url(settings, database), dims)
     uses_local_embedder = "embedder" not in override
     for section in ("vector_store", "embedder", "llm"):
         chosen = (override.get(section) or {}).get("provider")
@@ -166,7 +172,9 @@ def _close_memory(memory):
         memory.close()
     except Exception:  # closing is best effort; the process may be going down
         pass
-    client = getattr(getattr(memory, "vector_store", None), "client", None)
+    store = getattr(memory, "vector_store", None)
+    # qdrant's client, or the connection pool of the pgvector store
+    client = getattr(store, "client", None) or getattr(store, "connection_pool", None)
     if client is not None:
         try:
             client.close()
@@ -460,7 +468,7 @@ def _purge_history(memory, memory_ids, key):
 
 
 def make_semantic_store(settings, data_dir, key="assistant", *, judge=judge_claim, runner=None,
-                        log=None):
+                        log=None, database=None):
     """
     Open (or join) the mem0 store for one assistant.
 
@@ -474,6 +482,8 @@ def make_semantic_store(settings, data_dir, key="assistant", *, judge=judge_clai
             project's policy, `policy.judge_claim`, unless a caller gives another).
         runner (callable, optional): Runs blocking calls, returns Deferreds.
         log (callable, optional): `log(message)`.
+        database (dict, optional): The game's Django database settings (`memory.store`
+            "postgres" keeps the memories there unless `memory.postgres_url` names another).
 
     Returns:
         Mem0Store or None: None when `memory.enabled` is False.
@@ -481,6 +491,7 @@ def make_semantic_store(settings, data_dir, key="assistant", *, judge=judge_clai
     if not settings.get("memory.enabled"):
         return None
     data_dir = os.path.abspath(data_dir)
+    os.makedirs(data_dir, exist_ok=True)  # mem0's history database, whichever vector store
     configure_mem0_environment(data_dir)
     override = settings.get("memory.mem0") or {}
     embedder = None
@@ -488,11 +499,12 @@ def make_semantic_store(settings, data_dir, key="assistant", *, judge=judge_clai
         from ai_assistant.memory.embedder import get_embedder
 
         embedder = get_embedder()
-    config, uses_local = default_mem0_config(settings, data_dir, embedder)
+    config, uses_local = default_mem0_config(settings, data_dir, embedder, database)
     path_key = repr(config.get("vector_store"))
     with _stores_lock:
         shared = _stores.get(path_key)
         if shared is None:
+            pgvector_store.prepare(config.get("vector_store"))
             shared = _open_shared(config, uses_local, embedder, path_key)
             _stores[path_key] = shared
         shared.users += 1

@@ -75,6 +75,9 @@ class RecallQuery:
         filters (SearchFilters, optional): What may be recalled at all (tags, age, trust).
         journal (bool): Include the journal's unconsolidated entries, the memory nodes and the
             entity profiles (False: the long-term store only).
+        wait_for_store (bool): Wait for the long-term store's first read (False: while it is
+            still being opened, just after a start, recall from the other tiers instead of
+            keeping a speaker waiting; the read goes on, and the next recall has it).
     """
 
     text: str
@@ -84,6 +87,7 @@ class RecallQuery:
     budget: int = 0
     filters: SearchFilters | None = None
     journal: bool = True
+    wait_for_store: bool = True
 
 
 @dataclass(frozen=True)
@@ -255,7 +259,8 @@ def recall(ports, query, *, runner=None):
     if not query.text.strip():
         return [], []
     runner = runner or RECALL_RUNNER or threads.run_cpu_bound
-    mirror = yield Memories(ports).recall_mirror(runner)
+    loading = Memories(ports).recall_mirror(runner)
+    mirror = (yield loading) if loading.called or query.wait_for_store else None
     # the journal's current version (entries are never changed in place); the corpus, its
     # index and its vectors are made from it and the mirror's snapshot in the worker
     journal = get_journal(ports)["entries"] if query.journal else ()

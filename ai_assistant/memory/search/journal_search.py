@@ -51,7 +51,7 @@ from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.index import JournalIndexCache, get_index
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.scoring import formula_scores, relevance_scores
-from ai_assistant.memory.search.terms import STOPWORDS, stem, words
+from ai_assistant.memory.search.terms import STOPWORDS, stem, tokenize, words
 from ai_assistant.memory.search.time_references import (
     find_time_references,
     strip_spans,
@@ -230,3 +230,37 @@ def search_journal(ports, query, *, limit=None, filters=None):
     return search_entries(entries, query, now=ports.clock.now(),
                           params=SearchParams.from_settings(ports.settings), filters=filters,
                           limit=limit, index_cache=journal_index_cache(ports))  # fmt: skip
+
+
+def split_matches(ports, query, hits):
+    """
+    Tell the hits that match the query itself from those only related to it.
+
+    The ranking also returns entries that share no word with the query (a neighbour of a match,
+    a feedback term, an embedding's similarity): shown as matches they read as false ("the
+    weather line" for "lighthouse"). An entry matches when it shares a content word with the
+    query (as the search reads words: lemmatised, stemmed), is by a speaker the query names, or
+    was written at a time the query names.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        query (str): The query.
+        hits (list): `(score, entry)` pairs, as `search_journal` returns them.
+
+    Returns:
+        tuple: `(matches, related)`, each a list of `(score, entry)` in the hits' order.
+    """
+    entries = get_journal(ports)["entries"]
+    index = get_index(entries, journal_index_cache(ports))
+    read = _read_query(index, query, ports.clock.now(), SearchParams.from_settings(ports.settings))
+    terms = set(read.terms)
+    in_window = set()
+    if read.in_window is not None:
+        in_window = {entries[position].get("id") for position in numpy.flatnonzero(read.in_window)}
+    matches, related = [], []
+    for score, entry in hits:
+        speaker = str(entry.get("source_entity") or "").lower()
+        hit = (terms & set(tokenize(entry.get("content") or "")) or speaker in read.named
+               or entry.get("id") in in_window)
+        (matches if hit else related).append((score, entry))
+    return matches, related

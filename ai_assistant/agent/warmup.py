@@ -1,0 +1,163 @@
+"""
+Warming up: what an assistant's first reply needs, made ready in the background when the server
+starts or reloads, so that the first reply is as fast as a warm one.
+
+A fresh server process has loaded nothing a reply uses: the first line said to an assistant
+used to pay, before the model was even asked, for importing the model client (`openai`, about
+1.5 s here), opening the long-term store (mem0 and its local vector store, about 3 s), loading
+the local embedder (WordLlama) and the tokenizer's vocabulary (tiktoken), and building the
+recall index over its journal and memories: 6-12 s on a loaded machine (issue 34).
+
+`warm_up(ports)` does that work ahead, off the reactor: the process-wide models in the
+computing pool (`threads.run_cpu_bound`), the turn's code and the client in the waiting pool
+(`run_blocking`), and one real recall for the assistant (the prompt's own query), which opens
+its store, loads its mirror and builds its index. A reply that comes before the store is open
+does not wait for it (`RecallQuery.wait_for_store`): it recalls from the journal, the nodes and
+the profiles. Nothing is written: the recall only reads, and its caches are the ones the next
+real recall uses. A mechanical assistant (no model) makes no reply, so it warms nothing.
+
+The shell calls it for every assistant when its script starts (`AssistantScript.at_server_start`
+at every start and reload); `warm_up_in_turn` keeps at most one assistant warming at a time, so
+a game of 100 assistants never queues 100 jobs ahead of a player's recall.
+"""
+
+import dataclasses
+import time
+
+from twisted.internet import defer
+
+from ai_assistant.agent.blocks.remembered import recall_query
+from ai_assistant.memory.recall.pipeline import recall
+from ai_assistant.plumbing import threads
+
+# What the warm-up recalls for: common words, so that the index and every tier are touched.
+WARM_QUERY = "hello, how are you today?"
+_queue = []  # process-wide: (ports, Deferred) of assistants waiting for their turn
+_busy = []
+_started = []  # the process-wide warm-up was started
+
+
+def _load_models(settings):
+    """Load the process-wide models a reply uses (once per process; later calls are free)."""
+    from ai_assistant.memory.search.dense import default_embed
+    from ai_assistant.plumbing.tokens import count_tokens
+
+    count_tokens(WARM_QUERY)
+    embed = default_embed(settings)
+    if embed is not None:
+        embed([WARM_QUERY])
+    return True
+
+
+def _open_client(llm):
+    """Import the turn's code and build the model client (its `sdk`), where the port has one."""
+    import ai_assistant.agent.awake  # noqa: F401  (imported off the reactor, once)
+    import ai_assistant.agent.react  # noqa: F401
+
+    return getattr(llm, "sdk", None) is not None
+
+
+def _recall(ports):
+    """One real recall, waiting for the store (a reply does not; see `RecallQuery`)."""
+    situation = {"events": [{"text": WARM_QUERY}], "interlocutor": {}, "history": []}
+    query = dataclasses.replace(recall_query(ports, situation), wait_for_store=True)
+    return recall(ports, query).addCallback(lambda result: True)
+
+
+def warm_up_process(settings):
+    """
+    Start the process-wide part of the warm-up at once (the code a turn runs, the model client's
+    library, the tokenizer and the embedder), before any assistant is loaded: the shell calls it
+    when its typeclasses are imported, early in a server start. Only the first call does work.
+
+    Args:
+        settings (Settings): The game-wide settings.
+
+    Returns:
+        Deferred or None: Fires when the models are loaded (None after the first call).
+    """
+    if _started:
+        return None
+    _started.append(True)
+    threads.configure(settings)  # the pools start now: at the game's sizes
+    threads.run_blocking(_import_client_library)
+    return threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
+
+
+def _import_client_library():
+    import openai  # noqa: F401  (what the first request imports, imported ahead)
+
+    _open_client(None)
+
+
+def warm_up(ports, *, cpu_runner=None, io_runner=None):
+    """
+    Make what a reply of this assistant needs ready, off the reactor.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        cpu_runner (callable, optional): `runner(func, *args) -> Deferred` for the models
+            (default `threads.run_cpu_bound`).
+        io_runner (callable, optional): The same for the model client (default
+            `threads.run_blocking`).
+
+    Returns:
+        Deferred[dict]: Fires when done with what was warmed (`{"models", "client",
+        "recall"}`, each True or False); never errbacks (a failure is logged: the reply
+        will do the work itself).
+    """
+    if ports.mechanical:
+        return defer.succeed({"models": False, "client": False, "recall": False})
+    started, results = time.monotonic(), {}
+
+    def _failed(failure, name):
+        ports.log(f"{ports.name}: warm-up of {name} failed: {failure.getErrorMessage()}")
+        return False
+
+    def _noted(value, name):
+        results[name] = value
+
+    # what a reply cannot do without comes first; the long-term store (a reply does not wait
+    # for it) only then, so that its opening never competes with them for the interpreter
+    first = [(cpu_runner or threads.run_cpu_bound)(_load_models, ports.settings),
+             (io_runner or threads.run_blocking)(_open_client, ports.llm)]
+    for name, deferred in zip(("models", "client"), first, strict=True):
+        deferred.addErrback(_failed, name).addCallback(_noted, name)
+    done = defer.gatherResults(first, consumeErrors=True)
+    done.addCallback(lambda _: defer.maybeDeferred(_recall, ports))
+    done.addErrback(_failed, "recall").addCallback(_noted, "recall")
+
+    def _warmed(_):
+        ports.log(f"{ports.name}: ready to reply (warmed up in "
+                  f"{time.monotonic() - started:.1f} s)")
+        return {name: results.get(name, False) for name in ("models", "client", "recall")}
+
+    return done.addCallback(_warmed)
+
+
+def warm_up_in_turn(ports):
+    """
+    `warm_up`, one assistant at a time across the process (see the module doc).
+
+    Returns:
+        Deferred[dict]: Fires with `warm_up`'s result once this assistant's turn is done.
+    """
+    waiter = defer.Deferred()
+    _queue.append((ports, waiter))
+    if not _busy:
+        _next()
+    return waiter
+
+
+def _next():
+    if not _queue:
+        return
+    ports, waiter = _queue.pop(0)
+    _busy.append(ports)
+
+    def _done(result):
+        _busy.remove(ports)
+        waiter.callback(result)
+        _next()
+
+    warm_up(ports).addCallback(_done)

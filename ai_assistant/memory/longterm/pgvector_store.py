@@ -1,0 +1,188 @@
+"""
+Long-term memories in PostgreSQL with pgvector: the `postgres` memory store.
+
+`memory.store = "postgres"` puts every assistant's long-term memories in one table of a
+PostgreSQL database through mem0's own `pgvector` store: the game's database when it is
+PostgreSQL (the Django alias `memory.postgres_database`), or the one `memory.postgres_url`
+names. What the embedded store keeps in qdrant files beside the game process (vectors, and a
+JSON payload with the text, `user_id`, audience, provenance and superseded marks) is then
+backed up, replicated and restored with the world.
+
+Layout, and why:
+
+- One table, `ai_assistant_memories` (`id uuid`, `vector vector(dims)`, `payload jsonb`), as
+  mem0 creates it, for every assistant. Each assistant's scope is its `user_id`, which every
+  call of `mem0_store.Mem0Store` filters on (and checks on what it reads by id); a b-tree index on
+  `payload->>'user_id'` makes that filter an index lookup, so an assistant pays for its own
+  memories only, like an embedded assistant in its own collection.
+- The vector search is exact within the scope (mem0's HNSW index is switched off): an
+  approximate index scanned before a scope filter returns only the neighbours it visited
+  (pgvector's `ef_search`, 40 by default) and then drops other assistants' rows, so a busy
+  table would hide an assistant's own true hits. One assistant's few thousand rows are ranked
+  in a millisecond or two; a game that wants an approximate index over very large scopes can
+  give mem0 its own `memory.mem0` vector store config.
+- The full-text half of mem0's hybrid search runs in the database too (`keyword_search`: a GIN
+  index over `to_tsvector('simple', payload->>'text_lemmatized')`).
+
+`prepare` creates the extension, the table and its indexes before mem0 first uses them (mem0
+creates neither the scope index nor, once the table exists, its text index), and refuses a
+table whose vectors have another size than the embedder's with a message that says so.
+mem0's history database (the text of past versions) stays in the game's data folder.
+
+Every call here blocks: the caller (`mem0_store.make_semantic_store`, or a worker thread) runs
+it off the reactor.
+"""
+
+import logging
+import threading
+
+STORES = ("embedded", "postgres")
+TABLE = "ai_assistant_memories"
+SCOPE_INDEX = f"{TABLE}_user_id_idx"
+TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
+MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
+
+_prepared = set()
+_prepared_lock = threading.Lock()
+
+
+class PostgresStoreError(ValueError):
+    """The postgres memory store is chosen but cannot be used as configured."""
+
+
+def is_postgres(settings):
+    """True when the game chose the postgres memory store (`memory.store`)."""
+    return (settings.get("memory.store") or "embedded") == "postgres"
+
+
+def database_url(settings, game_database=None):
+    """
+    The connection string of the database that holds the memories.
+
+    Args:
+        settings (conf.Settings): The assistant's settings (`memory.postgres_url`).
+        game_database (dict, optional): The game's Django database settings (`ENGINE`,
+            `NAME`, `USER`, `PASSWORD`, `HOST`, `PORT`), used when no URL is set.
+
+    Returns:
+        str: A libpq connection string (a URL or `key=value` words).
+
+    Raises:
+        PostgresStoreError: Neither a URL nor a PostgreSQL game database.
+    """
+    url = (settings.get("memory.postgres_url") or "").strip()
+    if url:
+        return url
+    engine = str((game_database or {}).get("ENGINE") or "")
+    if "postgresql" in engine:
+        return conninfo_from_django(game_database)
+    raise PostgresStoreError(
+        "memory.store is 'postgres' but the game's database is not PostgreSQL "
+        f"({engine or 'none'}): set memory.postgres_url to a PostgreSQL with pgvector")
+
+
+def conninfo_from_django(database):
+    """A libpq connection string from one entry of Django's `DATABASES`."""
+    from psycopg.conninfo import make_conninfo
+
+    words = {"dbname": database.get("NAME"), "user": database.get("USER"),
+             "password": database.get("PASSWORD"), "host": database.get("HOST"),
+             "port": database.get("PORT")}
+    return make_conninfo(**{name: str(value) for name, value in words.items() if value})
+
+
+def vector_store_config(url, dims):
+    """
+    mem0's `vector_store` section for the postgres store.
+
+    Args:
+        url (str): The database's connection string (`database_url`).
+        dims (int): The embedder's vector size.
+
+    Returns:
+        dict: `{"provider": "pgvector", "config": {...}}`.
+    """
+    return {
+        "provider": "pgvector",
+        "config": {
+            "connection_string": url,
+            "collection_name": TABLE,
+            "embedding_model_dims": int(dims),
+            "hnsw": False,  # exact within a scope: see the module's notes
+            "diskann": False,
+            "minconn": 1,
+            "maxconn": MAX_CONNECTIONS,
+        },
+    }
+
+
+def is_ours(vector_store):
+    """True for a `vector_store` section that `vector_store_config` made."""
+    config = (vector_store or {}).get("config") or {}
+    return (vector_store or {}).get("provider") == "pgvector" and \
+        config.get("collection_name") == TABLE
+
+
+def prepare(vector_store):
+    """
+    Create the extension, the table and its indexes once per process and database.
+
+    Args:
+        vector_store (dict): mem0's `vector_store` section; anything but ours is left alone.
+
+    Raises:
+        PostgresStoreError: The table holds vectors of another size, or pgvector is missing.
+    """
+    if not is_ours(vector_store):
+        return
+    # mem0 logs (with a traceback) every failed statement before raising it; the caller
+    # reports what it raises, and an id that is not a UUID is an expected "not found".
+    logging.getLogger("mem0.vector_stores.pgvector").setLevel(logging.CRITICAL)
+    config = vector_store["config"]
+    url, dims = config["connection_string"], config["embedding_model_dims"]
+    with _prepared_lock:
+        if (url, dims) in _prepared:
+            return
+        _create_schema(url, dims)
+        _prepared.add((url, dims))
+
+
+def _create_schema(url, dims):
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        try:
+            connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as error:
+            raise PostgresStoreError(
+                f"the memory database has no pgvector extension: {error}".strip()) from None
+        connection.execute(sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id UUID PRIMARY KEY, vector vector({}), "
+            "payload JSONB)").format(sql.Identifier(TABLE), sql.Literal(int(dims))))
+        stored = connection.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass "
+            "AND attname = 'vector'", (TABLE,)).fetchone()
+        if stored and stored[0] > 0 and stored[0] != int(dims):
+            raise PostgresStoreError(
+                f"{TABLE} holds vectors of {stored[0]} numbers but the embedder makes {dims}: "
+                "move the memories with the embedder they were made with")
+        connection.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} ((payload->>'user_id'))").format(
+                sql.Identifier(SCOPE_INDEX), sql.Identifier(TABLE)))
+        connection.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} "
+            "USING gin (to_tsvector('simple', payload->>'text_lemmatized'))").format(
+                sql.Identifier(TEXT_INDEX), sql.Identifier(TABLE)))
+
+
+def prepared_databases():
+    """The `(connection string, vector size)` pairs prepared in this process."""
+    with _prepared_lock:
+        return set(_prepared)
+
+
+def forget_prepared():
+    """Forget which databases were prepared (a test that drops the table calls this)."""
+    with _prepared_lock:
+        _prepared.clear()

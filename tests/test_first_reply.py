@@ -1,0 +1,176 @@
+"""
+A first reply as fast as a warm one (issue 34): what a reply needs is made ready in the
+background (`agent.warmup`), and the "thinking" emote counts from when the line was heard.
+"""
+
+import pytest
+import support
+from scripted_llm import FakeWorld, sync_runner
+from twisted.internet import defer, task
+
+from ai_assistant.agent import awake, perception, warmup
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.plumbing import tokens
+from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.ports import iso
+
+pytestmark = pytest.mark.core
+pytest_plugins = ["scripted_llm"]
+
+
+class ListingStore:
+    """A long-term store that only lists (what the mirror reads at the first recall)."""
+
+    def __init__(self):
+        self.listed = 0
+
+    def list(self, *, limit=100, filters=None):
+        self.listed += 1
+        return defer.succeed([{"id": "m1", "memory": "Bob keeps the lighthouse.",
+                               "metadata": {}, "created_at": "2025-01-01T10:00:00Z"}])
+
+
+def heard(ports, text, seconds_ago=0.0):
+    event = perception.make_event(kind="talk", text=text, sender="Bob", sender_id="#2",
+                                  classification="direct_message",
+                                  time=iso(ports.clock.now()))
+    event["heard_at"] = ports.clock.now().timestamp() - seconds_ago
+    return event
+
+
+def test_the_warm_up_opens_the_client_the_store_and_the_models(llm_config):
+    store = ListingStore()
+    llm = LLMClient(llm_config, runner=sync_runner, clock=task.Clock())
+    ports = support.make_ports(llm=llm, semantic=store)
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
+                      source_entity="Bob")
+    assert llm._sdk is None
+    done = support.result_of(warmup.warm_up(ports, cpu_runner=sync_runner,
+                                            io_runner=sync_runner))
+    assert done == {"models": True, "client": True, "recall": True}
+    assert llm._sdk is not None and tokens._encoding is not None
+    assert store.listed == 1
+    # the next recall (the first real reply's) finds the store read already
+    support.result_of(warmup.warm_up(ports, cpu_runner=sync_runner, io_runner=sync_runner))
+    assert store.listed == 1
+
+
+def test_a_mechanical_assistant_warms_nothing():
+    store = ListingStore()
+    ports = support.make_ports(semantic=store)
+    assert support.result_of(warmup.warm_up(ports)) == {
+        "models": False, "client": False, "recall": False}
+    assert store.listed == 0
+
+
+def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
+    started, gates = [], []
+
+    def slow_warm_up(ports):
+        started.append(ports.name)
+        gates.append(defer.Deferred())
+        return gates[-1]
+
+    monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
+    first = warmup.warm_up_in_turn(support.make_ports(name="Ada"))
+    second = warmup.warm_up_in_turn(support.make_ports(name="Bea"))
+    assert started == ["Ada"]
+    gates[0].callback({"recall": True})
+    assert started == ["Ada", "Bea"] and first.called and not second.called
+    gates[1].callback({"recall": True})
+    assert second.called and not warmup._busy and not warmup._queue
+
+
+@pytest.mark.parametrize("seconds_ago, delay", [(0.0, 2.0), (1.5, 0.5), (5.0, 0.0)])
+def test_the_thinking_emote_counts_from_when_the_line_was_heard(seconds_ago, delay):
+    clock = task.Clock()
+    world = FakeWorld()
+    ports = support.make_ports(world=world)
+    ports.llm = object()
+    recall_done = defer.Deferred()
+    ports_recall = []
+
+    def slow_recall(ports_, situation):
+        ports_recall.append(situation)
+        return recall_done
+
+    original = awake._relevant_memories
+    awake._relevant_memories = slow_recall
+    try:
+        PerceptionQueue(ports).add(heard(ports, "Ada, where is the lamp?", seconds_ago))
+        tick = awake.run_awake_tick(
+            ports, call_later=clock.callLater,
+            run_cycle=lambda p, s, cache=None: defer.succeed({"tools": [], "terminal": True}))
+        # recall is still running: the emote is already on its way, counted from hearing
+        assert ports_recall and not tick.called
+        clock.advance(max(0.0, delay - 0.01))
+        assert perception.THINKING_EMOTE not in world.emotes or delay == 0.0
+        clock.advance(0.02)
+        assert world.emotes == [perception.THINKING_EMOTE]
+        recall_done.callback([])
+        assert tick.called
+    finally:
+        awake._relevant_memories = original
+
+
+def test_a_quick_turn_shows_no_thinking_emote():
+    clock = task.Clock()
+    world = FakeWorld()
+    ports = support.make_ports(world=world, clock=None)
+    ports.llm = object()
+    PerceptionQueue(ports).add(heard(ports, "Ada, hello"))
+    support.result_of(awake.run_awake_tick(
+        ports, call_later=clock.callLater,
+        run_cycle=lambda p, s, cache=None: defer.succeed({"tools": [], "terminal": True})))
+    clock.advance(10)
+    assert perception.THINKING_EMOTE not in world.emotes
+
+
+
+class OpeningStore:
+    """A long-term store still opening: its first listing has not come back yet."""
+
+    def __init__(self):
+        self.pending = defer.Deferred()
+
+    def list(self, *, limit=100, filters=None):
+        return self.pending
+
+
+def test_a_reply_does_not_wait_for_a_store_still_opening_but_the_warm_up_does():
+    from ai_assistant.agent.blocks.remembered import recall_lines
+    from ai_assistant.memory.longterm.mirror import mirror_of
+
+    store = OpeningStore()
+    ports = support.make_ports(semantic=store)
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
+                      source_entity="Bob")
+    situation = {"events": [{"text": "what about the lighthouse lamp?"}],
+                 "interlocutor": {"id": "#2"}, "history": []}
+    lines = support.result_of(recall_lines(ports, situation))
+    assert any("lighthouse lamp is out" in line for line in lines)  # from the journal, now
+    ports.llm = object()
+    warmed = []
+    warmup.warm_up(ports, cpu_runner=sync_runner, io_runner=sync_runner).addCallback(
+        warmed.append)
+    assert warmed == []  # the warm-up waits for the store's first read
+    store.pending.callback([])
+    assert warmed == [{"models": True, "client": False, "recall": True}]
+    assert mirror_of(ports).loaded
+
+
+def test_the_process_warm_up_sizes_the_pools_first_and_runs_once(monkeypatch):
+    from ai_assistant.plumbing import threads
+    from ai_assistant.plumbing.settings import Settings
+
+    calls = []
+    monkeypatch.setattr(warmup, "_started", [])
+    monkeypatch.setattr(threads, "configure", lambda settings: calls.append("configure"))
+    monkeypatch.setattr(threads, "run_blocking",
+                        lambda func, *args: calls.append(func.__name__) or defer.succeed(None))
+    monkeypatch.setattr(threads, "run_cpu_bound",
+                        lambda func, *args: calls.append(func.__name__) or defer.succeed(True))
+    assert support.result_of(warmup.warm_up_process(Settings())) is True
+    assert calls == ["configure", "_import_client_library", "_load_models"]
+    assert warmup.warm_up_process(Settings()) is None and len(calls) == 3
