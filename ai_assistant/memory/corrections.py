@@ -36,6 +36,7 @@ from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.sources import ADMIN_SOURCE, ADMIN_TRUST
 from ai_assistant.memory.nodes import Nodes
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -388,9 +389,15 @@ def edit_memory(ports, memory_id, text, *, by):
     text = _clean_text(ports, text, "The new text")
     store = _require_store(ports)
     old = yield _existing_memory(store, memory_id)
+    # The text is now the admin's statement (recall states it as fact, and only an admin's
+    # claim may replace it: `longterm.sources`); whose word it was before stays on record.
+    before = old.get("metadata") or {}
     # recall reads the corrected text at once (the owner writes through to its mirror)
     yield store.update(str(memory_id), text, metadata={
-        "corrected_by": str(by), "corrected_at": iso(ports.clock.now())})
+        "corrected_by": str(by), "corrected_at": iso(ports.clock.now()),
+        "source_type": ADMIN_SOURCE, "source_trust": ADMIN_TRUST, "source_entity": str(by),
+        "former_source": {key: before.get(key) for key in
+                          ("source_type", "source_trust", "source_entity")}})
     return _record(ports, by, "edit_memory", memory_id,
                    f"rewrote long-term memory {memory_id} as: {text[:200]}",
                    before={"memory": old.get("memory")}, after={"memory": text})

@@ -13,6 +13,7 @@ from ai_assistant.memory.audience import PUBLIC, turn_audience, turn_viewer
 from ai_assistant.memory.importance import score_importance_heuristic
 from ai_assistant.memory.journal import DEFAULT_SOURCE_TRUST, JournalError, validate_entry_fields
 from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.sources import attribution
 from ai_assistant.memory.persona import (
     SELF_REFERENCE_ERROR,
     SELF_REFERENCE_SUGGESTION,
@@ -154,6 +155,8 @@ class SearchFactsTool(Tool):
                     "trust": hit.get("trust"),
                     "metadata": hit.get("metadata") or {},
                     "when": hit.get("when") or None,  # the day it was heard
+                    # whose word it is ("Mallory told me"); None for a fact
+                    "said_by": attribution(hit).strip().removesuffix(":") or None,
                 }
                 for hit in hits
             ]

@@ -324,6 +324,8 @@ class Mem0Store:
         for item in (result or {}).get("results", []):
             stored.append({"id": str(item.get("id")), "memory": item.get("memory", text),
                            "event": item.get("event", "ADD")})
+        if verdict and stored:  # the mirror records what the verdict added (disputed_with...)
+            stored[0]["metadata"] = dict(metadata)
         marks = verdict.marks(stored[0]["id"], _now()) if verdict and stored else ()
         for memory, mark in marks:
             self._memory.update(memory["id"], text=memory["memory"], metadata=mark)

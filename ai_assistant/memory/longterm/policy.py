@@ -10,12 +10,21 @@ superseded it). Its `Verdict` is one of:
 - `SUPERSEDE`: the claim corrects stored memories (a negation, a changed number, a small update:
   `supersede.correction_kind`): it is stored, saying which it supersedes, and each of those is
   kept, marked superseded (when, how, by which memory), for recall to prefer the current fact;
+- `DISPUTE`: the claim contradicts stored memories from other sources of equal trust: it is
+  stored beside them, and it and each of them are marked `disputed_with` the other(s);
+- `OUTRANKED`: the claim contradicts a more trusted source: it is stored beside as its
+  speaker's testimony, marked `outranked_by` that memory (never current fact);
 - `STORE`: anything else: the claim is stored beside whatever is there.
 
+Who may replace whom is `sources.conflict`: a claim never supersedes one from a more trusted
+source; an admin may supersede anything and a speaker their own earlier claim. One claim may do
+several of these at once (supersede its speaker's own earlier claim and dispute another's):
+the action names the strongest, the verdict carries each.
+
 Only memories with the claim's audience are compared: a private fact never hides or replaces a
-public one, nor one private to someone else. The rules of who may replace whom (a claim never
-replacing one from a more trusted source; equal sources disagreeing kept beside each other as
-a dispute) belong here, in `judge_claim`, and nowhere else.
+public one, nor one private to someone else. Every writer (the `store_memory` tool,
+consolidation, corrections) reaches this through `Memories.add` with the claim's source
+metadata, so the same rules hold for all of them.
 
 The store applies the verdict (`mem0_store.Mem0Store`, under its lock with the comparison, so two
 claims never race past each other): it asks for `verdict.new_metadata(...)` on the stored claim
@@ -25,6 +34,13 @@ and writes `verdict.marks(...)` on the memories the verdict names.
 from dataclasses import dataclass
 
 from ai_assistant.memory.audience import audience_of
+from ai_assistant.memory.longterm.sources import (
+    DISPUTED_WITH,
+    DISPUTES,
+    OUTRANKED_BY,
+    SUPERSEDES,
+    conflict,
+)
 from ai_assistant.memory.longterm.supersede import (
     correction_kind,
     same_fact,
@@ -34,6 +50,8 @@ from ai_assistant.memory.longterm.supersede import (
 STORE = "store"
 KEEP_EXISTING = "keep_existing"
 SUPERSEDE = "supersede"
+DISPUTE = "dispute"
+OUTRANKED = "outranked"
 
 # The stored memories a new claim is compared with: the most similar, current ones.
 COMPARED = 10
@@ -45,14 +63,18 @@ class Verdict:
     The decision on one claim.
 
     Attributes:
-        action (str): `STORE`, `KEEP_EXISTING` or `SUPERSEDE`.
+        action (str): `STORE`, `KEEP_EXISTING`, `SUPERSEDE`, `DISPUTE` or `OUTRANKED`.
         existing (dict | None): The memory kept instead (`KEEP_EXISTING`).
         superseded (tuple): `(memory, kind)` for each stored memory the claim corrects.
+        disputed (tuple): The stored memories of equal trust the claim contradicts.
+        outranked_by (tuple): The more trusted stored memories the claim contradicts.
     """
 
     action: str
     existing: dict | None = None
     superseded: tuple = ()
+    disputed: tuple = ()
+    outranked_by: tuple = ()
 
     @property
     def stores(self):
@@ -60,10 +82,16 @@ class Verdict:
         return self.action != KEEP_EXISTING
 
     def new_metadata(self, metadata):
-        """The metadata the claim is stored with: its own, plus the ids it supersedes."""
-        if not self.superseded:
-            return dict(metadata)
-        return {**metadata, "supersedes": [memory["id"] for memory, _ in self.superseded]}
+        """The metadata the claim is stored with: its own, plus the ids it supersedes,
+        disputes, or is outranked by."""
+        metadata = dict(metadata)
+        if self.superseded:
+            metadata["supersedes"] = [memory["id"] for memory, _ in self.superseded]
+        if self.disputed:
+            metadata[DISPUTED_WITH] = [memory["id"] for memory in self.disputed]
+        if self.outranked_by:
+            metadata[OUTRANKED_BY] = [memory["id"] for memory in self.outranked_by]
+        return metadata
 
     def marks(self, new_id, when):
         """
@@ -76,8 +104,12 @@ class Verdict:
         Returns:
             list[tuple]: `(memory, metadata to merge into it)`.
         """
-        return [(memory, superseded_metadata(new_id, kind, when))
-                for memory, kind in self.superseded]
+        marks = [(memory, superseded_metadata(new_id, kind, when))
+                 for memory, kind in self.superseded]
+        for memory in self.disputed:  # each side of a dispute names the other
+            others = list((memory.get("metadata") or {}).get(DISPUTED_WITH) or ())
+            marks.append((memory, {DISPUTED_WITH: [*others, str(new_id)]}))
+        return marks
 
 
 def judge_claim(text, metadata, existing, *, duplicate_similarity):
@@ -101,16 +133,24 @@ def judge_claim(text, metadata, existing, *, duplicate_similarity):
     exact = [hit for hit in hits if same_fact(hit["memory"], text)]
     if exact:
         return Verdict(KEEP_EXISTING, existing=exact[0])
-    corrected, near = [], None
+    corrected, disputed, outranked_by, near = [], [], [], None
     for hit in hits:
         close = hit["score"] >= duplicate_similarity
         kind = correction_kind(hit["memory"], text, near_identical=close)
-        if kind:
+        if not kind:
+            near = hit if close and near is None else near
+            continue
+        outcome = conflict(metadata, hit)
+        if outcome == SUPERSEDES:
             corrected.append((hit, kind))
-        elif close and near is None:
-            near = hit
-    if corrected:
-        return Verdict(SUPERSEDE, superseded=tuple(corrected))
+        elif outcome == DISPUTES:
+            disputed.append(hit)
+        else:
+            outranked_by.append(hit)
+    if corrected or disputed or outranked_by:
+        action = SUPERSEDE if corrected else DISPUTE if disputed else OUTRANKED
+        return Verdict(action, superseded=tuple(corrected), disputed=tuple(disputed),
+                       outranked_by=tuple(outranked_by))
     if near is not None:
         return Verdict(KEEP_EXISTING, existing=near)
     return Verdict(STORE)

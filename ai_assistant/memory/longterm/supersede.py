@@ -27,6 +27,8 @@ the claim policy (`longterm.policy`) calls `correction_kind`, `same_fact` and
 import difflib
 import re
 
+from ai_assistant.memory.longterm.sources import is_outranked
+
 NEGATION = "negation"
 QUANTITY = "quantity"
 UPDATE = "update"
@@ -174,7 +176,8 @@ def is_superseded(item):
 
 def prefer_current(hits):
     """
-    Current facts first (in their order), then the superseded ones, each marked
+    Current facts first (in their order), then testimony a more trusted source contradicts
+    (`sources.is_outranked`), then the superseded ones, each marked
     `formerly: True` so a prompt or a tool result can say "(formerly: ...)".
 
     Args:
@@ -183,6 +186,7 @@ def prefer_current(hits):
     Returns:
         list[dict]: The same hits, reordered (copies of the superseded ones).
     """
-    current = [hit for hit in hits if not is_superseded(hit)]
+    current = [hit for hit in hits if not is_superseded(hit) and not is_outranked(hit)]
+    outranked = [hit for hit in hits if not is_superseded(hit) and is_outranked(hit)]
     former = [{**hit, "formerly": True} for hit in hits if is_superseded(hit)]
-    return current + former
+    return current + outranked + former

@@ -9,6 +9,7 @@ memory's metadata by consolidation; the store's own `created_at` otherwise), its
 support group yesterday" can tell which day that was.
 """
 
+from ai_assistant.memory.longterm.sources import attribution
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.plumbing.ports import parse_iso
 
@@ -67,14 +68,31 @@ def recall_date(timestamp):
     return f"{moment.day} {moment.strftime('%B %Y')}" if moment else ""
 
 
+def said_by(item, content):
+    """
+    `content` with the prefix that says whose word it is (`sources.attribution`): a player's
+    claim reads "Mallory told me: ...", a dispute "Eve says (disputed): ...". Nothing for the
+    assistant's own memories, an admin's statements, memory nodes and profiles, nor for a line
+    that already starts with its speaker's name (a heard entry: 'Eve said to me: "..."').
+    """
+    if item.get("tier") in (NODE_TIER, PROFILE_TIER):
+        return content
+    prefix = attribution(item)
+    name = prefix.split(" ", 1)[0] if prefix and not prefix.startswith("(") else ""
+    if name and content.casefold().startswith(name.casefold()) and prefix.endswith("told me: "):
+        return content
+    return prefix + content
+
+
 def recall_line(item):
     """
-    One recalled item as the prompt shows it: `- [8 May 2023] Audrey said to me: "..."`.
+    One recalled item as the prompt shows it: `- [8 May 2023] Audrey said to me: "..."`, a
+    player's claim as theirs (`said_by`).
 
     Args:
         item (dict): A journal entry or a `memory_item`.
     """
-    content = " ".join(str(item.get("content") or "").split())
+    content = said_by(item, " ".join(str(item.get("content") or "").split()))
     if is_superseded(item):
         content = f"(formerly, since corrected) {content}"
     date = recall_date(item.get("timestamp"))

@@ -14,6 +14,7 @@ from twisted.internet import defer
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.sources import is_disputed, is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded, prefer_current
 from ai_assistant.memory.recall.lines import recall_date
 from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
@@ -190,6 +191,10 @@ def format_memory_results(query, hits):
         extra = f" [{tags}]" if tags else ""
         if is_superseded(hit):
             extra += f" (formerly; superseded {metadata.get('superseded_at') or 'since'})"
+        elif is_outranked(hit):
+            extra += " (outranked: a more trusted source says otherwise)"
+        elif is_disputed(hit):
+            extra += " (disputed by a source of equal trust)"
         source = metadata.get("source_entity")
         origin = f" from {source}" if source else ""
         lines.append(

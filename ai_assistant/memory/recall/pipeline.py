@@ -33,6 +33,7 @@ from ai_assistant.memory.audience import PUBLIC, audience_of, visible_to
 from ai_assistant.memory.entities import get_profiles
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.information import information
@@ -182,8 +183,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
         if said < min_information:
             continue
         score *= INFORMATION_FLOOR + (1 - INFORMATION_FLOOR) * said
-        if is_superseded(item):
-            score *= SUPERSEDED_SHARE  # a corrected fact comes after the current ones
+        if is_superseded(item) or is_outranked(item):
+            score *= SUPERSEDED_SHARE  # a corrected fact, or a claim a trusted source denies
         recalled.append(Recalled(score, item))
     recalled.sort(key=lambda found: -found.score)
     return recalled[: query.limit]

@@ -1,0 +1,131 @@
+"""
+Who said a memory, how far it is trusted, and what that decides when two claims conflict.
+
+A memory's source is in its metadata: `source_entity` (who said it; none for the assistant's
+own observations and thoughts), `source_type` and `source_trust`. An admin's statement is one
+with trust 1.0 (what only an admin's turn may record: a player's is capped at
+`tools.agency.PLAYER_SOURCE_TRUST`) or `source_type` "admin".
+
+When a new claim corrects a stored one (`supersede.correction_kind`), `conflict` says what
+happens (the claim policy, `policy.judge_claim`, applies it):
+
+- `SUPERSEDES`: an admin's claim, a speaker correcting their own earlier claim (the assistant
+  included), or a claim from a more trusted source replaces the stored one;
+- `DISPUTES`: another source of equal trust: both are kept, current, each marked
+  `disputed_with` the other, so recall says "Eve says A; Mallory says B" and settles nothing;
+- `OUTRANKED`: a less trusted source: the claim is stored beside as its speaker's testimony,
+  marked `outranked_by` the trusted memory, never current fact. Stored rather than kept out
+  because what someone claimed is itself worth knowing (the assistant can say "Mallory told me
+  otherwise"), the `store_memory` call that asked for it is acknowledged and nothing
+  acknowledged is lost, and staff see it in the inspector; recall ranks it after the facts and
+  always shows it as that speaker's word.
+
+Recall (`recall.lines.recall_line`) uses `attribution` for the short prefix that says whose
+word a line is: nothing for the assistant's own memories, an admin's statements and anything
+without a speaker; "Mallory told me:" for a player's claim.
+"""
+
+ADMIN_TRUST = 1.0
+ADMIN_SOURCE = "admin"
+# Trust closer than this is the same trust (stored trust is a float the model may have chosen).
+SAME_TRUST = 1e-6
+# The trust of a memory that records none (the specification's neutral middle).
+UNKNOWN_TRUST = 0.5
+
+SUPERSEDES = "supersedes"
+DISPUTES = "disputes"
+OUTRANKED = "outranked"
+
+DISPUTED_WITH = "disputed_with"
+OUTRANKED_BY = "outranked_by"
+MAX_NAME_CHARS = 40
+
+
+def _metadata(item):
+    if not isinstance(item, dict):
+        return {}
+    return item.get("metadata") if isinstance(item.get("metadata"), dict) else item
+
+
+def trust_of(item):
+    """The trust of a memory's source (a memory, a hit, or its metadata)."""
+    trust = _metadata(item).get("source_trust")
+    if isinstance(trust, bool) or not isinstance(trust, int | float):
+        return UNKNOWN_TRUST
+    return float(trust)
+
+
+def is_admin(item):
+    """Whether a memory is an admin's statement (trust 1.0, or an admin source)."""
+    metadata = _metadata(item)
+    return metadata.get("source_type") == ADMIN_SOURCE or trust_of(metadata) >= ADMIN_TRUST
+
+
+def speaker_of(item):
+    """Who said it, case-folded; None when no one did (the assistant's own memory)."""
+    name = " ".join(str(_metadata(item).get("source_entity") or "").split())
+    return name.casefold() or None
+
+
+def conflict(new, old):
+    """
+    What a new claim does to a stored one it corrects.
+
+    Args:
+        new (dict): The new claim's metadata.
+        old (dict): The stored memory (a hit with `metadata`, or its metadata).
+
+    Returns:
+        str: `SUPERSEDES`, `DISPUTES` or `OUTRANKED`.
+    """
+    if is_admin(new):
+        return SUPERSEDES
+    if is_admin(old):
+        return OUTRANKED  # only an admin replaces an admin, whatever name a player chose
+    if speaker_of(new) == speaker_of(old):
+        return SUPERSEDES  # a speaker correcting their own claim (or the assistant its own)
+    new_trust, old_trust = trust_of(new), trust_of(old)
+    if new_trust > old_trust + SAME_TRUST:
+        return SUPERSEDES
+    if new_trust < old_trust - SAME_TRUST:
+        return OUTRANKED
+    return DISPUTES
+
+
+def is_disputed(item):
+    """Whether a memory is one side of a dispute between sources of equal trust."""
+    return bool(_metadata(item).get(DISPUTED_WITH))
+
+
+def is_outranked(item):
+    """Whether a memory is testimony contradicted by a more trusted source."""
+    return bool(_metadata(item).get(OUTRANKED_BY))
+
+
+def rests_on_testimony(item):
+    """Whether a memory is someone's word rather than the assistant's or an admin's fact."""
+    return speaker_of(item) is not None and not is_admin(item)
+
+
+def attribution(item):
+    """
+    The short prefix that says whose word a recalled memory is ("" for a fact).
+
+    Args:
+        item (dict): A recall item (journal entry or memory item) or a store hit.
+
+    Returns:
+        str: "" for the assistant's own memories and admins' statements; otherwise
+        "Mallory told me: ", "Eve says (disputed): " or "Mallory claimed (I know otherwise): ".
+    """
+    if is_outranked(item):
+        verb = "claimed (I know otherwise)"
+    elif is_disputed(item):
+        verb = "says (disputed)"
+    else:
+        verb = "told me"
+    if not rests_on_testimony(item):
+        # a dispute between the assistant's own memories is still a dispute
+        return "(disputed) " if verb == "says (disputed)" else ""
+    name = " ".join(str(_metadata(item).get("source_entity")).split())[:MAX_NAME_CHARS]
+    return f"{name} {verb}: "
