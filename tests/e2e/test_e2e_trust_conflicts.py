@@ -11,12 +11,9 @@ bench/results/security.json (section "trust_conflicts"). Select with `-m e2e`.
 import json
 import re
 
-import pytest
 from game_server import GameServer, login, player
 from scripted_llm import Reply, ScriptedLLMServer
 from test_trust_conflicts import record
-
-pytestmark = pytest.mark.e2e
 
 _CALL = re.compile(r"CALL (\w+) (\{.*?\})(?=\s*(?:\n|$|\\n|<<<))", re.DOTALL)
 VAULT = "The harbour vault code is 4471."

@@ -47,9 +47,8 @@ from ai_assistant.tools.agency import PLAYER_SOURCE_TRUST
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import execute_tool
 
-pytestmark = pytest.mark.core
-
-RESULTS = os.path.join(os.path.dirname(__file__), "..", "bench", "results", "security.json")
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "results",
+                       "security.json")
 SECTION = "trust_conflicts"
 
 ADMIN = {"id": "#1", "name": "Admin"}
