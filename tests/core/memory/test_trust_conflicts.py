@@ -36,7 +36,6 @@ from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_seman
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.supersede import is_superseded, prefer_current
 from ai_assistant.memory.perception_queue import PerceptionQueue
-from ai_assistant.memory.recall import pipeline
 from ai_assistant.memory.recall.lines import memory_item, recall_line
 from ai_assistant.plumbing.llm import LLMClient
 from ai_assistant.plumbing.ports import iso
@@ -67,11 +66,6 @@ def says(who, trust=PLAYER_SOURCE_TRUST, source_type="direct"):
 
 def hit(memory_id, text, metadata, score=0.9):
     return {"id": memory_id, "memory": text, "score": score, "metadata": metadata}
-
-
-@pytest.fixture(autouse=True)
-def recall_here(monkeypatch):
-    monkeypatch.setattr(pipeline, "RECALL_RUNNER", sync_runner)
 
 
 @pytest.fixture
