@@ -19,7 +19,30 @@ import os
 import pytest
 
 STORE = os.environ.get("AI_ASSISTANT_TEST_MEMORY_STORE", "embedded")
-URL = os.environ.get("AI_ASSISTANT_TEST_MEMORY_URL", "")
+RUN_URL = os.environ.get("AI_ASSISTANT_TEST_MEMORY_URL", "")
+
+
+def own_database(url):
+    """
+    `url`'s database for this test process alone: each parallel worker (pytest-xdist) gets a
+    database of its own beside it, made on first use, so that one worker emptying the memory
+    table after a test never takes another's memories away mid-test.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not url or not worker:
+        return url
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    own = f"{name}_{worker}"
+    with psycopg.connect(url, autocommit=True) as connection:
+        known = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (own,))
+        if known.fetchone() is None:
+            connection.execute(f'CREATE DATABASE "{own}"')
+    return f"{base}/{own}"
+
+
+URL = own_database(RUN_URL)
 
 
 def pytest_configure(config):

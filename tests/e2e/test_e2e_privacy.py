@@ -118,7 +118,9 @@ def store_contents(data_dir, scope):
     from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
     from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
-    store = make_semantic_store(Settings(DEFAULTS), data_dir, scope, runner=sync_runner)
+    # the game's store is the embedded one, whatever store this test run keeps memories in
+    embedded = {**DEFAULTS, "memory": {**DEFAULTS["memory"], "store": "embedded"}}
+    store = make_semantic_store(Settings(embedded), data_dir, scope, runner=sync_runner)
     try:
         return [item["memory"] for item in result_of(store.list(limit=100))]
     finally:

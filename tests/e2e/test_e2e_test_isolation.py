@@ -8,6 +8,7 @@ deleted a live game's log). The game's logs must be exactly as they were, and th
 must leave no file in the game's folder nor in the repository's `server/ai_assistant_data`.
 """
 
+import glob
 import os
 import re
 import subprocess
@@ -57,7 +58,10 @@ def test_the_suite_next_to_a_running_game_leaves_its_logs_alone():
         # no tick during the test: what is in her log stays there until we look again
         client.command("@assistant/config Ada = ticks.awake 3600", r"ticks.awake[^\n]*\n")
         client.command("talk Ada = remember the swordfish", r"Ada[^\n]*\n", timeout=40)
-        logs = os.path.join(server.dir, "server", "ai_assistant_data", "state_log")
+        # the game's own folder of its database (a subfolder when that is PostgreSQL)
+        logs = max(glob.glob(os.path.join(server.dir, "server", "ai_assistant_data", "**",
+                                          "state_log"), recursive=True),
+                   key=lambda folder: len(os.listdir(folder)))
         before = settled(logs)
         assert any(name.startswith("assistant_") for name in before), before
         assert any(size > 0 for size, _ in before.values())
