@@ -16,6 +16,13 @@ from support import sync_runner
 from ai_assistant.admin_commands import all_assistants
 from ai_assistant.typeclasses import AssistantCharacter
 
+# A game's settings for an assistant in mechanical mode with long-term memory off.
+MECHANICAL = {
+    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
+    "llm": {"base_url": None, "api_key": None},
+    "memory": {"enabled": False},
+}
+
 
 class AssistantsInPlace:
     """

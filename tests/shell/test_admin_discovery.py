@@ -7,37 +7,19 @@ assistant's own, and every switch is named where a switch is refused.
 
 import re
 
+from assistant_npc import MECHANICAL, WithAda
 from django.test import override_settings
-from evennia.utils import create
 from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.admin_commands import CmdAssistant
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.setting_table import SETTINGS
-from ai_assistant.typeclasses import AssistantCharacter
 from ai_assistant.workspace.status import update_system_prompt
 
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
 
-
-@override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestAdminDiscovery(EvenniaCommandTest):
-    def setUp(self):
-        super().setUp()
-        self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
-                                        home=self.room1)
-
-    def tearDown(self):
-        for npc in all_assistants():
-            if npc.assistant.script:
-                npc.assistant.script.unsubscribe()
-        super().tearDown()
-
+@override_settings(AI_ASSISTANT=MECHANICAL)
+class TestAdminDiscovery(WithAda, EvenniaCommandTest):
     def state(self):
         return self.npc.assistant.ports().state
 

@@ -4,38 +4,20 @@ The handler exposes the conversation's stores as Evennia's buffs and traits hand
 and writing the NPC's own Attributes.
 """
 
+from assistant_npc import MECHANICAL, WithAda
 from django.test import override_settings
-from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.admin_commands import CmdAssistant
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
 from ai_assistant.plumbing.llm import LLMStats
-from ai_assistant.typeclasses import AssistantCharacter
 from ai_assistant.workspace.loop_state import LoopState
 
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
 
-
-@override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestTheHandlersStores(EvenniaCommandTest):
-    def setUp(self):
-        super().setUp()
-        self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
-                                        home=self.room1)
-
-    def tearDown(self):
-        for npc in all_assistants():
-            if npc.assistant.script:
-                npc.assistant.script.unsubscribe()
-        super().tearDown()
-
+@override_settings(AI_ASSISTANT=MECHANICAL)
+class TestTheHandlersStores(WithAda, EvenniaCommandTest):
     def test_each_store_is_a_property_of_the_handler(self):
         assistant = self.npc.assistant
         for name, owner in (("conversation", Conversation), ("perception", PerceptionQueue),

@@ -1,32 +1,12 @@
 """The handler exposes the mode and workspace stores: `npc.assistant.mode`, `.goals`, ...."""
 
+from assistant_npc import MECHANICAL, WithAda
 from django.test import override_settings
-from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.admin_commands import all_assistants
-from ai_assistant.typeclasses import AssistantCharacter
 
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
-
-
-@override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestHandlerStores(EvenniaCommandTest):
-    def setUp(self):
-        super().setUp()
-        self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
-                                        home=self.room1)
-
-    def tearDown(self):
-        for npc in all_assistants():
-            if npc.assistant.script:
-                npc.assistant.script.unsubscribe()
-        super().tearDown()
-
+@override_settings(AI_ASSISTANT=MECHANICAL)
+class TestHandlerStores(WithAda, EvenniaCommandTest):
     def test_the_mode_store_and_the_documented_operating_mode_agree(self):
         assistant = self.npc.assistant
         assert assistant.mode.current() == assistant.operating_mode == "awake"

@@ -3,34 +3,16 @@
 never read as one of Evennia's colour codes.
 """
 
+from assistant_npc import MECHANICAL, WithAda
 from django.test import override_settings
-from evennia.utils import create
 from evennia.utils.test_resources import EvenniaCommandTest
 
-from ai_assistant.admin_commands import CmdAssistant, all_assistants
+from ai_assistant.admin_commands import CmdAssistant
 from ai_assistant.commands import CmdPose, CmdTalk
-from ai_assistant.typeclasses import AssistantCharacter
-
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
 
 
-@override_settings(AI_ASSISTANT=TEST_SETTINGS)
-class TestToolDocs(EvenniaCommandTest):
-    def setUp(self):
-        super().setUp()
-        self.npc = create.create_object(AssistantCharacter, key="Ada", location=self.room1,
-                                        home=self.room1)
-
-    def tearDown(self):
-        for npc in all_assistants():
-            if npc.assistant.script:
-                npc.assistant.script.unsubscribe()
-        super().tearDown()
-
+@override_settings(AI_ASSISTANT=MECHANICAL)
+class TestToolDocs(WithAda, EvenniaCommandTest):
     def test_enum_values_show_as_written(self):
         out = " ".join(self.call(CmdAssistant(), "/tools Ada", noansi=True).split())
         assert "priority (string high|medium|low, optional)" in out

@@ -22,6 +22,7 @@ import re
 import pytest
 import support
 from scripted_llm import FakeWorld, Reply, sync_runner
+from support import result_of
 from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
@@ -106,15 +107,6 @@ class FakeSemantic:
 
     def list(self, *, limit=100, filters=None):
         return defer.succeed([])
-
-
-def result_of(deferred):
-    results = []
-    deferred.addBoth(results.append)
-    assert results, "the Deferred did not fire synchronously"
-    if hasattr(results[0], "raiseException"):
-        results[0].raiseException()
-    return results[0]
 
 
 def seeded_ports(llm_config):
