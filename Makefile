@@ -51,7 +51,7 @@ TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: venv
-	$(VPY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	$(VPY) -m pytest $(PARALLEL) --durations=15 $(PYTEST_ARGS)
 
 # Evennia's own server tests with the demo's settings, in a throwaway copy of the game (never
 # this folder's database or ai_assistant_data): the initial setup, which spawns Ada, must leave
