@@ -61,7 +61,7 @@ def format_setting_keys(npc, prefix=""):
     overrides = npc_overrides(npc)
     prefix = (prefix or "").strip().rstrip(".")
     rows = [row for row in setting_rows(npc.assistant.ports().settings, overrides)
-            if not prefix or row["key"] == prefix or row["key"].startswith(prefix + ".")]
+            if row["key"].startswith(prefix)]  # a section ("llm") or any start ("llm.base")
     if not rows:
         return (f"No setting starts with '{prefix}'. Sections: "
                 f"{', '.join(sorted({row['key'].split('.')[0] for row in setting_rows()}))}.")

@@ -35,6 +35,8 @@ class TestAdminDiscovery(WithAda, EvenniaCommandTest):
         # a section alone, and a prefix that names nothing
         section = strip_ansi(self.call(CmdAssistant(), "/config/keys Ada = react"))
         assert "under react (" in section and "journal." not in section
+        started = strip_ansi(self.call(CmdAssistant(), "/config/keys Ada = llm.base"))
+        assert "llm.base_url" in started and "llm.model" not in started
         assert "No setting starts with 'nope'" in self.call(CmdAssistant(),
                                                             "/config/keys Ada = nope")
         # the plain listing and an unknown key point at it
