@@ -1,5 +1,7 @@
 """Helpers shared by the tests: the ports of a test assistant, running Deferreds synchronously."""
 
+import json
+import os
 import uuid
 
 from twisted.internet import defer
@@ -60,3 +62,36 @@ def result_of(deferred):
     if isinstance(results[0], Failure):
         results[0].raiseException()
     return results[0]
+
+
+SECURITY_RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "bench", "results", "security.json")
+
+
+def record_security_cases(section, cases, *, key=None, sort=False):
+    """
+    Write the attack suites' cases to `bench/results/security.json`, under `section`.
+
+    Args:
+        section (str): The suite's section of the file.
+        cases (list[dict]): Its cases.
+        key (str, optional): Merge: the section's cases with the same `key` are replaced and
+            the others kept. Without it, `cases` replace the whole section.
+        sort (bool): Order the section by `key`.
+    """
+    data = {}
+    if os.path.exists(SECURITY_RESULTS):
+        with open(SECURITY_RESULTS) as handle:
+            try:
+                data = json.load(handle)
+            except json.JSONDecodeError:
+                data = {}
+    if key is not None:
+        new = {case.get(key) for case in cases}
+        cases = [case for case in data.get(section, []) if case.get(key) not in new] + cases
+        if sort:
+            cases.sort(key=lambda case: case[key])
+    data[section] = cases
+    os.makedirs(os.path.dirname(SECURITY_RESULTS), exist_ok=True)
+    with open(SECURITY_RESULTS, "w") as handle:
+        json.dump(data, handle, indent=2, ensure_ascii=False)

@@ -18,13 +18,12 @@ the real embedder), as tests/test_supersede.py does. Each case is added to
 bench/results/security.json (section "trust_conflicts").
 """
 
-import json
-import os
 import re
 
 import pytest
 import support
 from scripted_llm import FakeWorld, Reply, sync_runner
+from support import record_security_cases
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
@@ -46,8 +45,6 @@ from ai_assistant.tools.agency import PLAYER_SOURCE_TRUST
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import execute_tool
 
-RESULTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "results",
-                       "security.json")
 SECTION = "trust_conflicts"
 
 ADMIN = {"id": "#1", "name": "Admin"}
@@ -92,18 +89,8 @@ def undated(line):
 
 def record(attack, before, after, excerpt=""):
     """Merge one case into bench/results/security.json (section `SECTION`)."""
-    data = {}
-    if os.path.exists(RESULTS):
-        with open(RESULTS) as handle:
-            try:
-                data = json.load(handle)
-            except json.JSONDecodeError:
-                data = {}
-    case = {"attack": attack, "before": before, "after": after, "excerpt": excerpt}
-    kept = [item for item in data.get(SECTION, []) if item["attack"] != attack]
-    data[SECTION] = sorted([*kept, case], key=lambda item: item["attack"])
-    with open(RESULTS, "w") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
+    record_security_cases(SECTION, [{"attack": attack, "before": before, "after": after,
+                                     "excerpt": excerpt}], key="attack", sort=True)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,13 +21,12 @@ Each case is added to bench/results/security.json (section "trust_fairness").
 """
 
 import json
-import os
 import re
 
 import pytest
 import support
 from scripted_llm import FakeWorld, Reply, sync_runner
-from support import result_of
+from support import record_security_cases, result_of
 
 from ai_assistant.agent import awake, perception
 from ai_assistant.agent.react import run_react_cycle
@@ -55,8 +54,6 @@ from ai_assistant.sleep.patrol.scene_notes import classify_actions
 from ai_assistant.tools.agency import PLAYER_SOURCE_TRUST
 from ai_assistant.tools.catalogue import load_all_tools
 
-RESULTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "results",
-                       "security.json")
 SECTION = "trust_fairness"
 
 EVE = {"id": "#5", "name": "Eve"}
@@ -110,20 +107,7 @@ def quoted_as_data(request, mark=PLANT_MARK):
 
 def write_results(items):
     """Merge this suite's cases into bench/results/security.json (section `SECTION`)."""
-    data = {}
-    if os.path.exists(RESULTS):
-        with open(RESULTS) as handle:
-            try:
-                data = json.load(handle)
-            except json.JSONDecodeError:
-                data = {}
-    names = {item["attack"] for item in items}
-    data[SECTION] = [item for item in data.get(SECTION, []) if item["attack"] not in names]
-    data[SECTION] += items
-    data[SECTION].sort(key=lambda item: item["attack"])
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
+    record_security_cases(SECTION, items, key="attack", sort=True)
 
 
 # ----------------------------------------------------------------------------------------------

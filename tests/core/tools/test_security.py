@@ -16,13 +16,12 @@ The list of attempts and outcomes is written to bench/results/security.json (and
 
 import copy
 import json
-import os
 import re
 
 import pytest
 import support
 from scripted_llm import FakeWorld, Reply, sync_runner
-from support import result_of
+from support import record_security_cases, result_of
 from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
@@ -36,9 +35,6 @@ from ai_assistant.sleep import modes
 from ai_assistant.tools import agency
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import LASTING, SCOPED, execute_tool
-
-RESULTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "results",
-                       "security.json")
 
 # What a hostile player asks the obedient model to call, one entry per tool of the catalogue.
 ATTEMPTS = {
@@ -349,20 +345,6 @@ def test_hostile_player_text_is_quoted_and_defused(label, llm_server, llm_config
 
 def _write_results(section, items, merge=False):
     """Keep the attempts and outcomes for the note (bench/results/security.json)."""
-    data = {}
-    if os.path.exists(RESULTS):
-        with open(RESULTS) as handle:
-            try:
-                data = json.load(handle)
-            except json.JSONDecodeError:
-                data = {}
-    if merge:
-        kept = [item for item in data.get(section, [])
-                if item.get("attempt") not in {new.get("attempt") for new in items}]
-        items = kept + items
-    data[section] = items
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
+    record_security_cases(section, items, key="attempt" if merge else None)
     for item in items:
         print(f"{section}: {item.get('tool') or item.get('attempt')}: {item['outcome']}")
