@@ -7,7 +7,7 @@ import uuid
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
+from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMReply, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 
 
@@ -47,6 +47,31 @@ def make_ports(settings=None, *, overrides=None, key=None, name="Ada", state=Non
         log=log if log is not None else Log(),
         run_cpu_bound=run_cpu_bound or sync_runner,
     )
+
+
+class FakeLLM:
+    """
+    An LLM port that replies in order: a str becomes an `LLMReply`, an `LLMReply` is given as
+    it is, an exception fails the Deferred. `calls` records each request's messages, tools,
+    purpose and other parameters; `on_call(n)` (optional) runs at the n-th call, before it is
+    answered.
+    """
+
+    def __init__(self, *replies, on_call=None):
+        self.replies = list(replies)
+        self.calls = []
+        self.on_call = on_call
+
+    def complete(self, messages, *, tools=None, purpose="chat", **params):
+        self.calls.append({"messages": messages, "tools": tools, "purpose": purpose, **params})
+        if self.on_call:
+            self.on_call(len(self.calls))
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            return defer.fail(reply)
+        if isinstance(reply, LLMReply):
+            return defer.succeed(reply)
+        return defer.succeed(LLMReply(content=reply))
 
 
 def sync_runner(func, *args, **kwargs):

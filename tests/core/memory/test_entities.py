@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 from scripted_llm import Reply, sync_runner
+from support import FakeLLM, result_of
 from support import make_ports as support_ports
-from support import result_of
 from twisted.internet import defer, task
 
 from ai_assistant.agent import context
@@ -28,19 +28,6 @@ TEA_OBSERVATIONS = [
     "Keep that coffee away from me.",
 ]
 TEA_REPLY = json.dumps({"attributes": {"preference": "Prefers tea, dislikes coffee"}})
-
-
-class FakeLLM:
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls = []
-
-    def complete(self, messages, *, tools=None, purpose="chat", **params):
-        self.calls.append({"messages": messages, "purpose": purpose})
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            return defer.fail(reply)
-        return defer.succeed(LLMReply(content=reply))
 
 
 def make_ports(llm=None, settings=None, state=None):

@@ -1,35 +1,16 @@
 """Importance: the heuristic arithmetic, batched LLM scoring, the reflection state."""
 
 import pytest
+from support import FakeLLM, result_of
 from support import make_ports as support_ports
-from support import result_of
-from twisted.internet import defer
 
 from ai_assistant.memory.importance import score_importance_heuristic
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
-from ai_assistant.plumbing.ports import LLMError, LLMReply
+from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.sleep import facts, scoring
 from ai_assistant.sleep.scoring import parse_scores
-
-
-class FakeLLM:
-    """Replies in order: a str becomes an LLMReply, an exception fails the Deferred."""
-
-    def __init__(self, *replies, on_call=None):
-        self.replies = list(replies)
-        self.calls = []
-        self.on_call = on_call
-
-    def complete(self, messages, *, tools=None, purpose="chat", **params):
-        self.calls.append({"messages": messages, "purpose": purpose, **params})
-        if self.on_call:
-            self.on_call()
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            return defer.fail(reply)
-        return defer.succeed(LLMReply(content=reply))
 
 
 def make_ports(llm=None, overrides=None):
@@ -176,7 +157,7 @@ def test_a_garbled_reply_changes_nothing():
 
 
 def test_entries_deleted_while_the_llm_thinks_are_skipped():
-    def delete_first():
+    def delete_first(_calls):
         Journal(ports).remove(1)
 
     llm = FakeLLM("1: 9\n2: 9", on_call=delete_first)

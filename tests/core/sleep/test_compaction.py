@@ -5,6 +5,7 @@ import json
 import pytest
 import support
 from scripted_llm import Reply, sync_runner
+from support import FakeLLM
 from twisted.internet import defer, task
 
 from ai_assistant.agent import context
@@ -24,21 +25,6 @@ from ai_assistant.plumbing.tokens import count_message_tokens
 from ai_assistant.sleep import compaction
 
 SUMMARY = "Alice asked about the missing cat; Bob said he saw it near the mill."
-
-
-class FakeLLM:
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls = []
-
-    def complete(self, messages, *, tools=None, purpose="chat", **params):
-        self.calls.append({"messages": messages, "tools": tools, "purpose": purpose})
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            return defer.fail(reply)
-        if isinstance(reply, LLMReply):
-            return defer.succeed(reply)
-        return defer.succeed(LLMReply(content=reply))
 
 
 class FlakyState(MemoryState):

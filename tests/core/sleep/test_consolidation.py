@@ -9,8 +9,8 @@ import json
 import re
 
 import pytest
+from support import FakeLLM, result_of, sync_runner
 from support import make_ports as support_ports
-from support import result_of, sync_runner
 from twisted.internet import defer
 
 from ai_assistant.memory.journal import Journal
@@ -191,21 +191,6 @@ def test_mechanical_mode_stores_the_entry_text_without_inference(make_ports):
     result = result_of(run_sleep_consolidation(mechanical))
     assert mechanical.semantic.adds == [(FACTS[0], False)]
     assert result["completed"] is True and result["extracted"] == []
-
-
-class FakeLLM:
-    """Replies in order: a str becomes an LLMReply, an exception fails the Deferred."""
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls = []
-
-    def complete(self, messages, *, tools=None, purpose="chat", **params):
-        self.calls.append({"messages": messages, "purpose": purpose})
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            return defer.fail(reply)
-        return defer.succeed(LLMReply(content=reply))
 
 
 def scored(number, content, facts=None, importance=6, **fields):

@@ -2,35 +2,19 @@
 
 import json
 
+from support import FakeLLM, result_of
 from support import make_ports as support_ports
-from support import result_of
 from twisted.internet import defer
 
 from ai_assistant.memory import journal
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.reflection_state import ReflectionState
-from ai_assistant.plumbing.ports import LLMError, LLMReply
+from ai_assistant.plumbing.ports import LLMError
 from ai_assistant.sleep import reflection
 
 QUESTIONS = json.dumps(
     {"questions": ["How does Alice treat strangers?", "What threatens the town?"]}
 )
-
-
-class FakeLLM:
-    def __init__(self, *replies, on_call=None):
-        self.replies = list(replies)
-        self.calls = []
-        self.on_call = on_call
-
-    def complete(self, messages, *, tools=None, purpose="chat", **params):
-        self.calls.append({"messages": messages, "purpose": purpose})
-        if self.on_call:
-            self.on_call(len(self.calls))
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            return defer.fail(reply)
-        return defer.succeed(LLMReply(content=reply))
 
 
 class FakeSemantic:
