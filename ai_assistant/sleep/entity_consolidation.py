@@ -60,14 +60,30 @@ def shown_observations(profile, budget=OBSERVATIONS_BUDGET):
     The public observations one consolidation shows the model, oldest first, as many as fit
     in `budget` characters (at least one). Only these are consumed: the rest wait, unread
     observations are never pruned.
+
+    The ones not yet reviewed (ids above `consolidated_through`) come first: when they do not
+    all fit beside the ones already read, the read ones give way (the newest of them are kept
+    for context as room allows). So every consolidation reads at least one observation it has
+    not read before and `consolidated_through` moves on; a model that finds nothing stable is
+    not shown the same oldest observations again on every dreaming tick.
     """
-    shown, used = [], 0
-    for observation in public_observations(profile):
+    reviewed_through = int(profile.get("consolidated_through", 0) or 0)
+    public = public_observations(profile)
+    fresh = [o for o in public if int(o.get("id", 0) or 0) > reviewed_through]
+    read = [o for o in public if int(o.get("id", 0) or 0) <= reviewed_through]
+    chosen, used = [], 0
+    for observation in fresh:
         used += len(_observation_line(observation)) + 1
-        if shown and used > budget:
+        if chosen and used > budget:
             break
-        shown.append(observation)
-    return shown
+        chosen.append(observation)
+    for observation in reversed(read):  # context, newest first, in the room that is left
+        used += len(_observation_line(observation)) + 1
+        if used > budget:
+            break
+        chosen.append(observation)
+    order = {id(observation): position for position, observation in enumerate(public)}
+    return sorted(chosen, key=lambda observation: order[id(observation)])
 
 
 def consolidation_prompt(profile, shown=None):
