@@ -17,8 +17,11 @@ When the importance written since the last reflection reaches the threshold
 
 Then the reflection state is reset (threshold kept, count + 1, time recorded) and the journal's
 `last_reflection` set. If an LLM call fails or its reply is unusable, nothing is written or
-reset: the next dreaming tick tries again. Entries written while the LLM was thinking stay
-counted toward the next reflection.
+reset: the next dreaming tick tries again. A reply that says, in the asked format, that there
+is no insight (`{"insights": []}`), and questions for which no evidence is found, are answers:
+the state is reset as after a reflection that stored nothing, so the same window is not asked
+about again on every dreaming tick until new entries reach the threshold. Entries written while
+the LLM was thinking stay counted toward the next reflection.
 """
 
 import re
@@ -283,8 +286,6 @@ def _collect_evidence(ports, questions):
             if item["id"] not in seen:
                 seen[item["id"]] = len(evidence) + 1
                 evidence.append((len(evidence) + 1, item))
-    if not evidence:
-        raise ValueError("no evidence was found for the questions")
     return evidence
 
 
@@ -294,10 +295,23 @@ def _ask_insights(ports, questions, evidence):
     reply = yield ports.llm.complete(
         _insights_prompt(questions, evidence), purpose="reflection_insights"
     )
-    insights = parse_insights(getattr(reply, "content", None))
-    if not insights:
+    text = getattr(reply, "content", None)
+    insights = parse_insights(text)
+    if not insights and not says_no_insights(text):
         raise ValueError("the reply held no insights")
     return insights
+
+
+def says_no_insights(text):
+    """
+    True when a reply answers, in the asked format, that the evidence supports no insight
+    (`{"insights": []}` or `[]`): an answer, not a failure, so the window is done with and not
+    asked about again on the next dreaming tick. Prose or a reply without that list is not.
+    """
+    data = find_json(text)
+    if isinstance(data, dict):
+        data = data.get("insights")
+    return isinstance(data, list) and not data
 
 
 def _store_synthesis(ports, kept, numbered):
@@ -333,8 +347,12 @@ def _finish(ports, report, insights, numbered, covered_ids, covered_importance):
     if kept:
         report["entry_id"] = _store_synthesis(ports, kept, numbered)["id"]
         report["insights"] = [item["insight"] for item in kept]
-    else:
+    elif rejected:
         report["reason"] = "every insight was self-referential; nothing stored"
+    elif not numbered:
+        report["reason"] = "no evidence was found for the questions; nothing stored"
+    else:
+        report["reason"] = "the evidence supports no insight; nothing stored"
 
     ReflectionState(ports).reset(covered_ids, covered_importance)
     Journal(ports).mark_reflected()
@@ -379,7 +397,9 @@ def run_reflection(ports):
         questions = yield _ask_questions(ports, window)
         report["questions"] = questions
         evidence = yield _collect_evidence(ports, questions)
-        insights = yield _ask_insights(ports, questions, evidence)
+        # nothing to cite: the questions have no answer in memory, and asking again on the
+        # next tick would find the same (the window is done with, like an empty answer)
+        insights = (yield _ask_insights(ports, questions, evidence)) if evidence else []
     except Exception as err:  # noqa: BLE001 - nothing written, retried next tick
         report["reason"] = f"reflection failed, will retry: {type(err).__name__}: {err}"
         ports.log(f"{ports.name}: {report['reason']}")

@@ -200,3 +200,33 @@ def test_check_reflection_trigger_is_exported():
     for _ in range(15):
         Journal(ports).add("big news", importance=10)
     assert ReflectionState(ports).due()
+
+
+def test_an_empty_insight_list_is_an_answer_the_window_is_done_with():
+    llm = FakeLLM(QUESTIONS, json.dumps({"insights": []}))
+    ports, _ = make_ports(llm)
+    seed_journal(ports)
+    report = result_of(reflection.run_reflection(ports))
+    assert report["ran"] is True and report["entry_id"] is None
+    assert report["reason"] == "the evidence supports no insight; nothing stored"
+    state = ReflectionState(ports).current()
+    assert state["cumulative_importance"] == 0.0 and state["reflection_count"] == 1
+    assert len(Journal(ports).entries()) == 3  # no synthesis
+
+
+def test_questions_without_evidence_end_the_window_without_asking_for_insights():
+    llm = FakeLLM(json.dumps({"questions": ["Which comet did the astronomers name?"]}))
+    ports, _ = make_ports(llm)
+    seed_journal(ports)
+    report = result_of(reflection.run_reflection(ports))
+    assert [c["purpose"] for c in llm.calls] == ["reflection_questions"]
+    assert report["ran"] is True and "no evidence" in report["reason"]
+    assert ReflectionState(ports).current()["reflection_count"] == 1
+
+
+def test_says_no_insights_only_for_the_asked_format():
+    assert reflection.says_no_insights('{"insights": []}')
+    assert reflection.says_no_insights("[]")
+    assert not reflection.says_no_insights("I could not find any insight.")
+    assert not reflection.says_no_insights('{"questions": []}')
+    assert not reflection.says_no_insights('{"insights": [{"insight": "x"}]}')
