@@ -127,14 +127,15 @@ def entries_awaiting_scoring(ports):
 # Progress (`ConsolidationProgress`)
 
 
-def _finish_entry(ports, entry_id, memory_ids, verbatim=False):
+def _finish_entry(ports, entry_id, memory_ids, verbatim=False, merged=()):
     """
     Mark one entry consolidated and link it to its memories (no yield inside).
 
     An entry stored word for word (no LLM, or fact extraction gave up on it) says so:
-    `entry["consolidated_verbatim"]` is True.
+    `entry["consolidated_verbatim"]` is True. `merged` are the memories the store kept
+    instead of the entry's own claim (a duplicate): their links keep the entry for good.
     """
-    MemoryLinks(ports).link_entry(entry_id, memory_ids)
+    MemoryLinks(ports).link_entry(entry_id, memory_ids, merged)
     if verbatim:
         Journal(ports).update({entry_id: {"consolidated_verbatim": True}})
     Journal(ports).mark_consolidated([entry_id])
@@ -317,7 +318,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
         return True  # the extraction reply left it out: next tick
     try:
         done = yield _parts_stored(ports, store, entry_id, found)
-        memory_ids = [item["id"] for item in found]
+        memory_ids, merged = [item["id"] for item in found], []
         if facts is None:
             texts = [] if found or VERBATIM_PART in done else [(VERBATIM_PART, entry["content"])]
         else:
@@ -333,6 +334,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
             part = dict(metadata) if index == VERBATIM_PART else {**metadata, "fact_index": index}
             stored = yield store.add(text, part)  # recallable at once (the owner's mirror)
             new_ids = [item["id"] for item in stored or ()]
+            merged += [item["id"] for item in stored or () if item.get("event") == "DUPLICATE"]
             ConsolidationProgress(ports).record_part(entry_id, index, new_ids)  # before marking
             memory_ids += [i for i in new_ids if i not in memory_ids]
             result["stored"] += len(new_ids)
@@ -340,7 +342,8 @@ def _store_entry(ports, store, entry, found, verbatim, result):
         _fail(ports, result, f"consolidation of journal entry {entry_id} failed: {err}")
         return False
     # No yield from here on: the marking uses fresh state.
-    _finish_entry(ports, entry_id, memory_ids, verbatim=facts is None and bool(texts))
+    _finish_entry(ports, entry_id, memory_ids, verbatim=facts is None and bool(texts),
+                  merged=merged)
     result["consolidated"].append(entry_id)
     return True
 

@@ -9,6 +9,9 @@ The links store: what connects journal entries and long-term memories, and memor
 
 - `journal_ids`: the journal entries the memory was consolidated from (`link_entry`, by sleep
   consolidation, `ai_assistant.sleep.consolidation`);
+- `merged_journal_ids` (only where there are some): the entries among them whose claim was
+  found already stored in this memory (the store kept it instead of a duplicate), so this
+  record is the only place that says their words live on here;
 - `linked_to` and `processed_at`: the A-MEM links of the dreaming phase (`connect`, by
   `ai_assistant.sleep.linking`), bidirectional, strongest first.
 
@@ -23,7 +26,10 @@ older than the oldest processed record kept (`linking_horizon`).
 Old records cost less (`age_memory_links`, the same step): a record processed more than
 `memory.links_full_days` days ago keeps only its `memory.links_old_kept` strongest links, and
 forgets the journal entries the journal no longer holds, so after the first month the document
-grows by a fraction of what a new record costs.
+grows by a fraction of what a new record costs. A merged entry is not forgotten: the memory's
+own metadata (`entry_id`) names the entry it was made from, but nothing else names the entries
+merged into it, and without them what those entries said could no longer be traced to any
+memory.
 """
 
 from datetime import timedelta
@@ -63,10 +69,13 @@ class MemoryLinks:
         return [mem_id for mem_id, record in self.records().items()
                 if entry_id in (record.get("journal_ids") or ())]
 
-    def link_entry(self, entry_id, memory_ids):
-        """Record that the memories `memory_ids` came from journal entry `entry_id`."""
+    def link_entry(self, entry_id, memory_ids, merged=()):
+        """
+        Record that the memories `memory_ids` came from journal entry `entry_id`; `merged`
+        are those among them the store kept instead of storing the entry's claim again.
+        """
         links = self.records()
-        link_entry_to_memories(links, entry_id, memory_ids)
+        link_entry_to_memories(links, entry_id, memory_ids, merged)
         self._save(links)
 
     def processed_ids(self):
@@ -178,12 +187,20 @@ def link_record(links, memory_id):
     return record
 
 
-def link_entry_to_memories(links, entry_id, memory_ids):
-    """Record, in `links`, that the memories `memory_ids` came from journal entry `entry_id`."""
+def link_entry_to_memories(links, entry_id, memory_ids, merged=()):
+    """
+    Record, in `links`, that the memories `memory_ids` came from journal entry `entry_id`, and
+    that it was merged into those of them in `merged` (see the module doc).
+    """
+    merged = set(merged)
     for memory_id in memory_ids:
         record = link_record(links, memory_id)
         if entry_id not in record["journal_ids"]:
             record["journal_ids"].append(entry_id)
+        if memory_id in merged:
+            kept = record.setdefault("merged_journal_ids", [])
+            if entry_id not in kept:
+                kept.append(entry_id)
 
 
 def linking_horizon(ports, links):
@@ -221,7 +238,7 @@ def age_memory_links(ports, links):
     """
     Make old records compact: processed more than `memory.links_full_days` days ago, a record
     keeps its `memory.links_old_kept` strongest links, and only the journal ids of entries
-    the journal still holds.
+    the journal still holds or that were merged into it (`merged_journal_ids`).
 
     Args:
         ports (AssistantPorts): The assistant.
@@ -242,7 +259,9 @@ def age_memory_links(ports, links):
             in_journal = {entry.get("id") for entry in get_journal(ports)["entries"]}
         linked = record.get("linked_to") or []
         journal_ids = record.get("journal_ids") or []
-        still = [entry_id for entry_id in journal_ids if entry_id in in_journal]
+        merged = set(record.get("merged_journal_ids") or ())
+        still = [entry_id for entry_id in journal_ids
+                 if entry_id in in_journal or entry_id in merged]  # fmt: skip
         if len(linked) > kept or len(still) < len(journal_ids):
             # `linked_to` is kept strongest first (sleep.linking)
             record["linked_to"] = linked[:kept]

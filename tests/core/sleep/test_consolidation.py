@@ -147,6 +147,33 @@ def test_skips_synthesis_and_unimportant_entries(make_ports):
         "Alice prefers tea over coffee."]
 
 
+def test_an_entry_merged_into_an_existing_memory_stays_traceable_after_aging(make_ports):
+    from datetime import timedelta
+
+    from ai_assistant.memory.longterm.links import age_memory_links
+    from ai_assistant.plumbing.ports import iso
+
+    said = "Bob sells rye bread at the market on Thursdays."
+    ports = make_ports([entry(1, said), entry(2, said)])
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["consolidated"] == ["entry-1", "entry-2"]
+    memories = result_of(ports.semantic.list())
+    assert len(memories) == 1  # the second claim was kept as the first's memory
+    assert memories[0]["metadata"]["entry_id"] == "entry-1"
+    links = MemoryLinks(ports).records()
+    record = links[memories[0]["id"]]
+    assert record["journal_ids"] == ["entry-1", "entry-2"]
+    assert record["merged_journal_ids"] == ["entry-2"]
+
+    # both entries leave the journal; a month later the record is made compact
+    for entry_id in ("entry-1", "entry-2"):
+        Journal(ports).remove(entry_id)
+    record["processed_at"] = iso(ports.clock.now() - timedelta(days=40))
+    assert age_memory_links(ports, links) == 1
+    # the memory's metadata still names entry-1; only the record names entry-2, so it stays
+    assert record["journal_ids"] == ["entry-2"]
+
+
 def test_failure_mid_batch_keeps_the_rest_pending_and_retries_without_duplicates(make_ports):
     entries = [entry(i, text) for i, text in enumerate(FACTS[:4])]
     ports = make_ports(entries, wrap=lambda store: FailingStore(store, fail_add_on={3}))
