@@ -14,9 +14,22 @@ ASSISTANT_FACT_EXTRACTION_PROMPT):
   `entry["facts"]`, persona-filtered). Entries without them (importance set by hand, a reply
   without facts, entries too long for the scoring prompt) get theirs here, all entries of the
   tick in ONE extraction call (`sleep.facts.extract_missing_facts`), before anything is
-  stored. An entry whose facts are an empty list (nothing but self-reference, say) is marked
-  consolidated with no memories.
+  stored. An entry whose facts are an empty list is stored in its own words when it carries
+  information (`carries_information`: the model saw no fact in a line that says something,
+  and a fact missed is a line lost for good once the journal lets it go); it is marked
+  consolidated with no memories when it is small talk, or when every fact it gave was about
+  the assistant itself (persona protection dropped them: `entry["facts_rejected"]`).
 - In mechanical mode (no LLM), the entry text itself, without inference.
+
+Which entries: those scored at least `memory.min_importance`, and those scored lower (by the
+heuristic or by the model) that carry information someone gave the assistant (an entry with a
+`source_entity` other than itself: what a person said, or did where it saw). A score is one
+judgement of how much a line matters; whether it says anything at all is measured by its words
+(`memory.recall.information`: distinct content words beyond stop words, greetings, fillers and
+the speaker's name, at least `memory.min_information`). So small talk ("Thanks!", "Keep it
+up!", "Wow! What did you get?") may still be dropped, but not a line that says something a
+model happened to score low. An importance set by hand, and the staff's correction notes,
+are decisions, not estimates: below the minimum they are not consolidated.
 
 Ordering with importance scoring: the scoring step runs first in each compacting tick, but it
 may still be behind (a per-tick cap, a failed call). While an LLM is configured, an entry whose
@@ -25,7 +38,8 @@ scoring call has upgraded it - so its memories carry the LLM importance and the 
 that call - unless scoring has failed for it `journal.scoring_max_attempts` times; then it is
 consolidated with its heuristic score and facts extracted here. The phase is not `completed`
 while any entry waits, so the orchestrator does not move on to dreaming before scoring had its
-chance. An entry scored below `memory.min_importance` is then simply not consolidated.
+chance. An entry scored below `memory.min_importance` that carries no information is then
+simply not consolidated.
 
 Idempotence (nothing is stored twice, whatever fails or reloads):
 
@@ -52,11 +66,13 @@ goes on from there, and the store lookup of step 2 keeps that from storing anyth
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
+from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.journal import Journal, is_synthesis
 from ai_assistant.memory.journal_fairness import fair_order
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.progress import ConsolidationProgress
+from ai_assistant.memory.recall.information import information
 from ai_assistant.plumbing.ports import LLMUnavailable
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
 from ai_assistant.sleep.scoring import awaiting_llm_score, get_scoring_attempts
@@ -92,19 +108,54 @@ def _is_synthesis(entry):
     return is_synthesis(entry) or "synthesis" in tags
 
 
+# How an importance was set that the information measure may overrule (an estimate); a
+# "manual" one was a person's decision.
+ESTIMATED_IMPORTANCE = ("heuristic", "llm")
+
+
+def carries_information(ports, entry):
+    """
+    Does a journal entry say something someone told or showed the assistant (see the module
+    doc)? Only entries with a source other than the assistant count: its own notes and
+    actions are its own to score. Its speaker's and the assistant's names do not count as
+    information: a greeting that names someone is still a greeting.
+
+    Returns:
+        bool: It has such a source and its `information` is at least `memory.min_information`.
+    """
+    source = str(entry.get("source_entity") or "").strip().lower()
+    if not source or source == str(ports.name or "").strip().lower():
+        return False
+    names = {str(name).strip().lower() for name in (entry.get("source_entity"), ports.name)
+             if name}  # fmt: skip
+    ignored = {word for name in names for word in name.split()}
+    found = information(entry.get("content") or "", ignore=ignored)
+    return found >= float(ports.settings.get("memory.min_information"))
+
+
+def worth_consolidating(ports, entry):
+    """
+    True for an entry consolidation takes: important enough, or scored low by an estimate but
+    carrying information; never a synthesis or a staff note.
+    """
+    if _is_synthesis(entry) or not_recalled(entry):
+        return False
+    if (entry.get("importance") or 0) >= ports.settings.get("memory.min_importance"):
+        return True
+    return (entry.get("importance_method") in ESTIMATED_IMPORTANCE
+            and carries_information(ports, entry))  # fmt: skip
+
+
 def pending_entries(ports):
     """
     Journal entries still to consolidate, oldest first in turn per speaker (`fair_order`: a
     flood from one speaker does not hold the others back).
 
     Returns:
-        list: Unconsolidated, non-synthesis entries with importance >= memory.min_importance.
+        list: Unconsolidated entries `worth_consolidating`.
     """
-    min_importance = ports.settings.get("memory.min_importance")
-    return fair_order([
-        entry for entry in Journal(ports).unconsolidated()
-        if not _is_synthesis(entry) and (entry.get("importance") or 0) >= min_importance
-    ])
+    return fair_order([entry for entry in Journal(ports).unconsolidated()
+                       if worth_consolidating(ports, entry)])  # fmt: skip
 
 
 def entries_awaiting_scoring(ports):
@@ -316,6 +367,8 @@ def _store_entry(ports, store, entry, found, verbatim, result):
     facts = None if verbatim else extracted_facts(entry)
     if facts is None and not verbatim and not found:
         return True  # the extraction reply left it out: next tick
+    if facts == [] and not entry.get("facts_rejected") and carries_information(ports, entry):
+        facts = None  # no fact seen in a line that says something: kept in its own words
     try:
         done = yield _parts_stored(ports, store, entry_id, found)
         memory_ids, merged = [item["id"] for item in found], []

@@ -17,6 +17,7 @@ further inference::
 
     entry["facts"] = ["Alice prefers formal address."]   # persona-filtered, may be empty
     entry["facts_method"] = "llm"
+    entry["facts_rejected"] = 1   # only when persona protection dropped some
 
 The per-entry reply parsing (`reply_items`, `item_entry_id`) is shared with the scoring step,
 whose reply holds a score and a fact list per entry.
@@ -209,6 +210,10 @@ def store_facts(ports, entry, raw_facts):
     kept, rejected = clean_facts(raw_facts, max_facts)
     entry["facts"] = kept
     entry["facts_method"] = "llm"
+    if rejected:  # so consolidation does not keep the words those facts were dropped from
+        entry["facts_rejected"] = len(rejected)
+    else:
+        entry.pop("facts_rejected", None)
     return rejected
 
 

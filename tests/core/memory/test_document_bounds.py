@@ -129,6 +129,23 @@ def test_links_processed_long_ago_keep_their_strongest_links_only():
     assert age_memory_links(ports, links) == 0  # idempotent
 
 
+def test_aging_keeps_the_entries_merged_into_a_memory():
+    from ai_assistant.memory.longterm.links import age_memory_links, link_entry_to_memories
+
+    ports = make_ports(overrides={"memory.links_full_days": 30})
+    links = {}
+    link_entry_to_memories(links, "origin", ["m1"])
+    link_entry_to_memories(links, "said-again", ["m1", "m2"], merged=["m1"])
+    assert links["m1"]["merged_journal_ids"] == ["said-again"]
+    assert "merged_journal_ids" not in links["m2"]  # m2 was stored for it: its own entry_id
+    for record in links.values():
+        record["processed_at"] = iso(ports.clock.now() - timedelta(days=31))
+    assert age_memory_links(ports, links) == 2  # neither entry is in the journal any more
+    assert links["m1"]["journal_ids"] == ["said-again"]
+    assert links["m2"]["journal_ids"] == []
+    assert age_memory_links(ports, links) == 0
+
+
 def test_the_link_cleanup_step_ages_old_records():
     held = [{"id": memory_id, "memory": "fact", "metadata": {}}
             for memory_id in ("m", "x0", "x1", "x2", "x3")]

@@ -258,6 +258,70 @@ def test_extracted_facts_are_stored_one_memory_each_without_inference(make_ports
     assert len(result_of(ports.semantic.list())) == 2
 
 
+def heard(number, said, importance, facts=None, method="llm", **fields):
+    item = entry(number, f'Mira said to me: "{said}"', importance=importance,
+                 source_type="direct", entity="Mira")
+    item["importance_method"] = method
+    if facts is not None:
+        item.update(facts=list(facts), facts_method="llm", **fields)
+    return item
+
+
+def test_a_line_that_says_something_is_kept_whatever_its_score_small_talk_is_not(make_ports):
+    llm = FakeLLM()  # every entry has its score and facts already: no call
+    lens = "I repaired the lighthouse lens with brass from Hollowmere."
+    entries = [
+        heard(0, lens, importance=2, facts=[]),  # scored low, no fact listed: kept verbatim
+        heard(1, "Thanks!", importance=2, facts=[]),  # small talk: dropped
+        heard(2, "Keep it up, Ada!", importance=2, facts=[]),  # small talk naming the listener
+        heard(3, "The ferry to Saltmarsh leaves at dawn on Mondays.", importance=6,
+              facts=[]),  # important, no fact listed: kept verbatim (was: no memory at all)
+        heard(4, "Ada, you are the kindest assistant in the whole harbour town.",
+              importance=5, facts=[], facts_rejected=1),  # only facts about the assistant
+        heard(5, "My cousin Orrin breeds grey geese near the mill.", importance=1,
+              method="manual"),  # a person decided it does not matter
+        entry(6, "I polished the brass telescope in the study.", importance=2,
+              source_type="observation"),  # the assistant's own note, scored low
+    ]
+    entries[5]["importance_method"] = "manual"
+    entries[6]["importance_method"] = "llm"
+    entries[6].update(facts=[], facts_method="llm")
+    ports = make_ports(entries, llm=llm)
+    result = result_of(run_sleep_consolidation(ports, max_entries=10))
+
+    assert llm.calls == [] and result["completed"] is True
+    assert result["consolidated"] == ["entry-0", "entry-3", "entry-4"]
+    stored = {m["metadata"]["entry_id"]: m for m in result_of(ports.semantic.list())}
+    assert set(stored) == {"entry-0", "entry-3"}
+    assert stored["entry-0"]["memory"] == f'Mira said to me: "{lens}"'
+    assert stored["entry-0"]["metadata"]["verbatim"] is True
+    assert Journal(ports).entry("entry-0")["consolidated_verbatim"] is True
+    # persona protection dropped entry-4's facts: its words are not stored around it
+    assert MemoryLinks(ports).memory_ids_for_entry("entry-4") == []
+    # small talk, a hand-set score and the assistant's own note are left as they were
+    pending = {e["id"] for e in Journal(ports).unconsolidated()}
+    assert pending == {"entry-1", "entry-2", "entry-5", "entry-6"}
+
+
+def test_mechanical_mode_keeps_a_low_scored_line_that_says_something(make_ports):
+    entries = [heard(0, "Orrin sold his grey geese at the autumn fair.", importance=2,
+                     method="heuristic"),
+               heard(1, "Haha, okay!", importance=2, method="heuristic")]
+    ports = make_ports(entries)
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["consolidated"] == ["entry-0"] and result["completed"] is True
+    assert [m["memory"] for m in result_of(ports.semantic.list())] == [
+        'Mira said to me: "Orrin sold his grey geese at the autumn fair."']
+
+
+def test_min_information_one_keeps_only_lines_of_four_content_words(make_ports):
+    entries = [heard(0, "Orrin sold geese.", importance=2, facts=[]),
+               heard(1, "Orrin sold twelve geese at Hollowmere.", importance=2, facts=[])]
+    ports = make_ports(entries, llm=FakeLLM(), overrides={"memory.min_information": 1.0})
+    result = result_of(run_sleep_consolidation(ports))
+    assert result["consolidated"] == ["entry-1"]
+
+
 def test_entries_without_facts_get_them_in_one_batched_call(make_ports):
     entries = [scored(i, text) for i, text in enumerate(FACTS[:3])]
     entries[0]["importance_method"] = "manual"
