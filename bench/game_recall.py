@@ -554,12 +554,32 @@ def run_conversation(sample, number, limits, log):
         **shares(figures), **{k: round(v, 1) for k, v in timings.items()},
     }  # fmt: skip
     if model is not None:
-        summary["model"] = model.report()
+        summary["model"] = {**model.report(), "sleeps": len(sleeps)}
+        summary["model"]["sleep_calls_per_sleep"] = sleep_calls_per_sleep(summary["model"])
     log(f"{summary['sample_id']}: {summary['turns']} turns, {len(figures)} questions, "
         f"evidence in prompt {summary.get('evidence_in_prompt')} "
         f"(strict {summary.get('evidence_in_prompt_strict')}), "
         f"tools@10 {summary.get('tools_at_10')}")
     return figures, summary
+
+
+# what the model is asked while listening, not sleeping (one ReAct turn per line heard)
+AWAKE_PURPOSES = ("conversation",)
+
+
+def sleep_calls_per_sleep(model):
+    """
+    `{purpose: calls per sleep}` of a model report's sleep-time requests (every purpose but
+    the awake turns'), with their `total`; None without sleeps.
+    """
+    sleeps = model.get("sleeps") or 0
+    if not sleeps:
+        return None
+    asleep = {purpose: count for purpose, count in (model.get("calls") or {}).items()
+              if purpose not in AWAKE_PURPOSES}  # fmt: skip
+    per_sleep = {purpose: round(count / sleeps, 2) for purpose, count in sorted(asleep.items())}
+    per_sleep["total"] = round(sum(asleep.values()) / sleeps, 2)
+    return per_sleep
 
 
 def shares(figures):
@@ -625,12 +645,16 @@ def summarise(figures, conversations, seconds, splits=()):
     model = {}
     for report in models:
         for key, value in report.items():
+            if key == "sleep_calls_per_sleep" or value is None:
+                continue  # a ratio: worked out again from the sums below
             if isinstance(value, dict):
                 into = model.setdefault(key, {})
                 for name, count in value.items():
                     into[name] = into.get(name, 0) + count
             else:
                 model[key] = model.get(key, 0) + value
+    if model.get("sleeps"):
+        model["sleep_calls_per_sleep"] = sleep_calls_per_sleep(model)
     return {
         "benchmark": "game_recall",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

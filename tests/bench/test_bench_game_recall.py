@@ -239,6 +239,12 @@ def test_game_recall_smoke_on_the_llm_path(tmp_path):
     assert calls["importance"] >= 1 and calls["conversation"] >= 6  # sleep and listening
     assert document["model"]["unknown_purposes"] == {}
     assert document["model"]["facts_listed"] >= 6
+    # what each sleep asked the model: the two sleeps' requests, awake turns left out
+    assert document["model"]["sleeps"] == 2
+    per_sleep = document["model"]["sleep_calls_per_sleep"]
+    assert "conversation" not in per_sleep and per_sleep["importance"] >= 0.5
+    asleep = sum(count for purpose, count in calls.items() if purpose != "conversation")
+    assert per_sleep["total"] == round(asleep / 2, 2)
     for figures in [document["overall"], *document["per_category"].values()]:
         assert figures["evidence_in_prompt_strict"] <= figures["evidence_in_prompt"]
     assert (results.read_text() if results.exists() else None) == before
