@@ -18,11 +18,17 @@ The responder lists one fact per entry, plus a self-referential one for every fo
 LLM-scored, entries consolidated, memories stored and their metadata, facts rejected, and
 reflections run.
 
-Configurations: the seed's one scoring call per entry (`scoring_max_per_tick=1`), and the
-current defaults. Results go to `bench/results/llm_economy.json`.
+Configurations: the seed's one scoring call per entry (`scoring_max_per_tick=1`), the
+current defaults, and the current defaults where the speakers are also heard as people (each
+entry an observation of its speaker, with a longer remark, so entity consolidation has more
+than one prompt's worth of observations per person) and the model has nothing new to say (no
+stable attribute, no insight: valid, minimal answers, as a real model often gives): what each
+dreaming tick asks the model then shows whether a step with nothing new to work on is asked
+again (`dreaming_calls_by_tick`). Results go to `bench/results/llm_economy.json`.
 """
 
 import argparse
+import functools
 import json
 import re
 import shutil
@@ -35,6 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO / "tests"))
 
+QUIET_TICKS = 5  # dreaming ticks run once compacting is over
+NOTHING_NEW = "current defaults, people heard, a model with nothing new to say"
 TOPICS = ("the harbour", "the old tower", "a lost ring", "the spring festival", "wolves",
           "the baker", "a storm", "the library", "a stranger", "the mayor's election")  # fmt: skip
 PEOPLE = ("Alice", "Bob", "Carol", "Dmitri", "Eve")
@@ -46,6 +54,10 @@ def tokens(text):
 
 def classify(request):
     text = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
+    if "Known attributes" in text:
+        return "entity_consolidation"
+    if "high-level questions" in text or "high-level insights" in text:
+        return "reflection"  # its prompts speak of facts too: told apart first
     if "Rate the significance" in text:
         return "importance_scoring"
     if "List the objective facts each journal entry" in text:
@@ -73,13 +85,20 @@ def facts_for(content, entry_id):
     return [fact] + (["The assistant listened patiently."] if entry_id % 4 == 0 else [])
 
 
-def respond(request):
-    """A plausible answer for each kind of request (the server's responder)."""
+def respond(request, nothing_new=False):
+    """
+    A plausible answer for each kind of request (the server's responder); `nothing_new`: no
+    stable attribute and no insight to give (valid, minimal answers).
+    """
     from scripted_llm import Reply
 
     messages = request.get("messages", [])
     text = "\n".join(str(m.get("content", "")) for m in messages)
     kind = classify(request)
+    if nothing_new and kind in ("entity_consolidation", "reflection"):
+        content = json.dumps({"attributes": {}} if kind == "entity_consolidation" else
+                             {"questions": ["What matters most lately?"], "insights": []})
+        return Reply(content=content, usage=(tokens(json.dumps(messages)), tokens(content)))
     if kind == "importance_scoring":
         items = []
         for number, score_only, content in _ENTRY_LINE.findall(text):
@@ -106,10 +125,18 @@ def respond(request):
     return Reply(content=content, usage=(tokens(json.dumps(messages)), tokens(content)))
 
 
-def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
+def remark(number):
+    """What a speaker says at more length, heard as an observation of them."""
+    return (f"About {TOPICS[number % 10]} (note {number}): I saw it myself this morning, and I "
+            f"keep thinking about what it means for the rest of us living here, so I wanted "
+            f"you to hear it from me first before the whole market starts talking about it.")
+
+
+def run_cycle(server, entries, overrides, data_dir, max_ticks=400, people=False):
     from scripted_llm import sync_runner
     from twisted.python.failure import Failure
 
+    from ai_assistant.memory.entities import People
     from ai_assistant.memory.journal import Journal
     from ai_assistant.memory.longterm.links import MemoryLinks
     from ai_assistant.memory.longterm.mem0_store import make_semantic_store
@@ -136,16 +163,20 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
             f"{PEOPLE[number % 5]} told me about {TOPICS[number % 10]} (note {number}).",
             source_type="direct", source_entity=PEOPLE[number % 5],
         )  # fmt: skip
+        if people:
+            People(ports).observe(f"#{number % 5}", PEOPLE[number % 5], remark(number))
     written = {entry["id"] for entry in Journal(ports).entries()}
     ports.state.set("operating_mode", "sleep")
     ports.state.set("sleep_phase", "compacting")
     server.requests.clear()
     ticks, quiet, errors, compacting_ticks = 0, 0, [], 0
+    by_tick = []  # the requests of each dreaming tick
     scored, consolidated, rejected, reflections = set(), set(), 0, 0
     try:
         while ticks < max_ticks:
             ticks += 1
             ports.clock.advance(minutes=1)
+            asked_before = len(server.requests)
             outcome = []
             run_sleep_tick(ports, lambda target, reason: None).addBoth(outcome.append)
             report = outcome[0]
@@ -162,8 +193,9 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
             if report["phase"] == "compacting":
                 compacting_ticks += 1
             else:
+                by_tick.append(len(server.requests) - asked_before)
                 quiet += 1
-                if quiet >= 5:  # the dreaming steps have had their chance to finish
+                if quiet >= QUIET_TICKS:  # the dreaming steps have had their chance to finish
                     break
         memories = []
         store.list(limit=10000).addBoth(memories.append)
@@ -189,6 +221,7 @@ def run_cycle(server, entries, overrides, data_dir, max_ticks=400):
         "overrides": overrides,
         "ticks": ticks,
         "compacting_ticks": compacting_ticks,
+        "dreaming_calls_by_tick": by_tick,
         "llm_calls": calls,
         "calls_per_entry": round(calls / entries, 3),
         "prompt_tokens": prompt_tokens,
@@ -219,18 +252,21 @@ def run(entries=100, log=print):
     from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
     configurations = {
-        "seed: one scoring call per entry": {"journal.scoring_max_per_tick": 1,
-                                             "journal.scoring_batch_size": 1},
-        "current defaults": {},
+        "seed: one scoring call per entry": ({"journal.scoring_max_per_tick": 1,
+                                              "journal.scoring_batch_size": 1}, False),
+        "current defaults": ({}, False),
+        NOTHING_NEW: ({}, True),
     }
     document = {"benchmark": "llm_economy", "entries": entries,
                 "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "token_estimate": "4 characters per token", "runs": {}}  # fmt: skip
     with ScriptedLLMServer(responder=respond) as server:
-        for name, overrides in configurations.items():
+        for name, (overrides, people) in configurations.items():
             folder = tempfile.mkdtemp(prefix="economy-")
+            server.responder = functools.partial(respond, nothing_new=people)
             try:
-                document["runs"][name] = run_cycle(server, entries, overrides, folder)
+                document["runs"][name] = run_cycle(server, entries, overrides, folder,
+                                                   people=people)
             finally:
                 close_all_stores()
                 shutil.rmtree(folder, ignore_errors=True)

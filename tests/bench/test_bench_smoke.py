@@ -72,6 +72,20 @@ def test_llm_economy_smoke(tmp_path):
     assert current["consolidated"] == 6
 
 
+def test_llm_economy_asks_a_step_with_nothing_new_once(tmp_path):
+    """30 entries: every speaker has enough observations and the reflection threshold is met."""
+    from bench import llm_economy
+
+    document = llm_economy.main(["--entries", "30", "--out", str(tmp_path / "e.json")])
+    quiet = document["runs"][llm_economy.NOTHING_NEW]
+    kinds = quiet["by_kind"]
+    assert kinds["entity_consolidation"]["calls"] == 5  # one per speaker, not one per tick
+    assert kinds["reflection"]["calls"] == 2  # questions, then an empty list of insights
+    # once each step had its say (3 people a tick at most), the model is not asked again
+    assert quiet["dreaming_calls_by_tick"][-3:] == [0, 0, 0]
+    assert len(quiet["dreaming_calls_by_tick"]) == llm_economy.QUIET_TICKS
+
+
 def test_scale_smoke(tmp_path):
     """2 assistants x 3 days of the scale bench, in its own process (it boots its own Django)."""
     import subprocess
