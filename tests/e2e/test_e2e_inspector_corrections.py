@@ -78,15 +78,19 @@ def whole(request):
 
 
 def ask(client, llm, question, timeout=120):
-    """Say `question` to Iris; the first request to the LLM that carries it, as one text."""
+    """
+    Say `question` to Iris and wait for her answer (so her turn is over before what comes
+    next: a preview must see the state the next turn sees); the first request to the LLM
+    that carried the question, as one text.
+    """
     since = len(llm.requests)
+    client.drain(0.2)
     client.send(f"talk {NPC} = {question}")
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for request in llm.requests[since:]:
-            if question in whole(request):
-                return whole(request)
-        time.sleep(0.5)
+    client.read_until(rf'{NPC} says[^\n]*Noted\.', timeout=timeout)
+    client.drain(0.5)
+    for request in llm.requests[since:]:
+        if question in whole(request):
+            return whole(request)
     raise AssertionError(f"no request to the LLM carried {question!r}")
 
 
@@ -224,7 +228,7 @@ def test_each_correction_through_the_page_reaches_the_memory_and_the_next_prompt
         assert [event["event"] for event in old["history"]][:1] == ["added"]
         assert "edit_journal" in [event["event"] for event in old["history"]]
         assert any(event["by"] == "mem0" and event["event"] == "marked"
-                   for event in old["history"])
+                   for event in old["history"]), (old["history"], old.get("history_error"))
         screenshot(driver, "8-edited")
         sent = ask(client, llm, "Iris, tell me again how big the crew of the Gull is?")
         assert "twelve sailors" in sent and "eleven" not in sent

@@ -83,3 +83,15 @@ class TestMemoryHistory(InspectorTestCase):
         assert [event["event"] for event in history] == ["added"]
         html = self.client.get(f"/assistants/{self.npc.id}/").content.decode()
         assert "mem0&#x27;s history could not be read: history.db is locked" in html
+
+
+def test_the_games_lazy_store_offers_every_verb_of_the_store():
+    """The game's store opens on first use (`adapters.LazySemanticStore`): it passes each verb
+    on, the history included, or the page would silently show none of mem0's."""
+    from ai_assistant.adapters import LazySemanticStore
+    from ai_assistant.memory.longterm.mem0_store import Mem0Store
+
+    verbs = {name for name, value in vars(Mem0Store).items()
+             if callable(value) and not name.startswith("_")} - {"close"}
+    assert "histories" in verbs
+    assert verbs <= set(dir(LazySemanticStore)), verbs - set(dir(LazySemanticStore))
