@@ -16,6 +16,7 @@ page but the inspector's. Screenshots go to `tests/artifacts/inspector/`.
 import base64
 import http.cookiejar
 import json
+import os
 import re
 import time
 import urllib.parse
@@ -24,7 +25,7 @@ import urllib.request
 import pytest
 from game_server import login
 from scripted_llm import Reply, ScriptedLLMServer
-from test_e2e_inspector import browser, screenshot, wait_for_website
+from test_e2e_inspector import ARTIFACTS, browser, screenshot, wait_for_website
 
 NPC = "Iris"
 CREW = "Captain Mira said the crew of the Gull is eleven sailors."
@@ -107,6 +108,15 @@ def memories_of(server, npc_id, entry_text):
     """The long-term memories whose words hold `entry_text` (all of them, one API page)."""
     found = api(server, f"/api/assistants/{npc_id}/memories/?limit=1000")["memories"]
     return [memory for memory in found if entry_text in memory["memory"]]
+
+
+def section_shot(driver, section, name):
+    """One section of the page as `tests/artifacts/inspector/<name>.png` (for the docs)."""
+    from selenium.webdriver.common.by import By
+
+    path = os.path.join(ARTIFACTS, f"{name}.png")
+    assert driver.find_element(By.ID, section).screenshot(path), path
+    return path
 
 
 def session_id(server):
@@ -213,6 +223,7 @@ def test_each_correction_through_the_page_reaches_the_memory_and_the_next_prompt
         people = driver.find_element(By.ID, "people-block").get_attribute("textContent")
         assert "blue jetty" in shown
         screenshot(driver, "7-recall-preview")
+        section_shot(driver, "recall", "recall-preview")
         sent = ask(client, llm, question)
         assert shown in sent, (shown, sent)
         if not people.startswith("(no block"):
@@ -268,6 +279,7 @@ def test_each_correction_through_the_page_reaches_the_memory_and_the_next_prompt
                   history.find_elements(By.CSS_SELECTOR, "li.ai-history-event")]
         assert events[0] == "added" and "mark_wrong" in events and events[-1] == "undo"
         screenshot(driver, "9-memory-history")
+        section_shot(driver, "memories", "memory-history")
         page.check_requests()
         assert page.requested, "the network log recorded nothing: the check checked nothing"
     finally:
