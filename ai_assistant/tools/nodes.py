@@ -194,7 +194,7 @@ class NoteSceneTool(Tool):
     # in a player's turn the grant sources the note to the speaker, importance and trust capped
     sourced = True
 
-    def run(self, ports, source_entity=None, source_trust=None, **scene):
+    def run(self, ports, source_entity=None, source_trust=None, provenance=None, **scene):
         limit = int(setting(ports, "max_note_chars"))
         if len(json.dumps(scene)) > limit:
             return error_result(f"the scene is too long (at most {limit} characters)")
@@ -207,7 +207,8 @@ class NoteSceneTool(Tool):
         # a scene noted in a whispered conversation stays private to the whisperer
         note = Nodes(ports).add_scene_note(
             scene, audience=turn_audience(ports.world),
-            source={"source_entity": source_entity, "source_trust": source_trust})
+            source={"source_entity": source_entity, "source_trust": source_trust},
+            provenance=provenance)
         return {"success": True, "note_id": note["id"],
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 
