@@ -4,9 +4,10 @@ Who said a memory, how far it is trusted, and what that decides when two claims 
 A memory's source is in its metadata: its `provenance` (`memory.provenance`: the speaker's
 stable id and name, how it was heard, the trust), and the older flat fields `source_entity`
 (who said it; none for the assistant's own observations and thoughts), `source_type` and
-`source_trust`, which a memory stored before provenance existed has alone. An admin's statement is one
-with trust 1.0 (what only an admin's turn may record: a player's is capped at
-`tools.agency.PLAYER_SOURCE_TRUST`) or `source_type` "admin".
+`source_trust`, which a memory stored before provenance existed has alone. An admin's
+statement is one whose provenance says so, or, for an older memory, one with trust 1.0 (what
+only an admin's turn may record: a player's is capped at `tools.agency.PLAYER_SOURCE_TRUST`)
+or `source_type` "admin".
 
 When a new claim corrects a stored one (`supersede.correction_kind`), `conflict` says what
 happens (the claim policy, `policy.judge_claim`, applies it):

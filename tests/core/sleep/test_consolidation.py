@@ -223,6 +223,8 @@ def test_extracted_facts_are_stored_one_memory_each_without_inference(make_ports
             "source": "journal", "entry_id": "entry-0", "tags": ["drinks"],
             "source_type": "observation", "source_trust": 0.8, "source_entity": "Alice",
             "importance": 6, "importance_method": "llm", "timestamp": "2025-01-01T12:00:00Z",
+            "provenance": {"speaker_id": None, "speaker": "Alice", "channel": "seen",
+                           "trust": 0.8, "derived_from": ["journal:entry-0"]},
         }
     links = MemoryLinks(ports)
     assert sorted(links.memory_ids_for_entry("entry-0")) == sorted(m["id"] for m in memories)
