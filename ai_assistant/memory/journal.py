@@ -270,7 +270,7 @@ def entry_provenance(fields, provenance, evidence, audience):
     except provenance_model.ProvenanceError as err:
         raise JournalError(f"provenance: {err}") from None
     fields["source_trust"] = provenance["trust"]
-    if provenance.get("speaker") or provenance_model.is_admin(provenance):
+    if fields["source_entity"] is None or provenance_model.is_admin(provenance):
         fields["source_entity"] = provenance.get("speaker")
     return provenance
 
