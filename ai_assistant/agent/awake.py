@@ -135,35 +135,13 @@ HEARD_SOURCE = {
 PRIVATE_HEARD = ("direct", 'whispered to me (private): "{text}"')
 
 
-def heard_provenance(event):
-    """
-    Where an utterance came from (`memory.provenance`): its speaker's stable id and name, and
-    how it was heard. An admin's words told to the assistant (said to it or whispered) are the
-    admin's statement, at an admin's trust; what anyone else says is at most told directly.
-    """
-    private = event["kind"] in PRIVATE_KINDS
-    if event["kind"] == "pose":
-        channel = provenance.CHANNEL_SEEN
-    elif private:
-        channel = provenance.CHANNEL_WHISPERED
-    elif event["classification"] in ANSWERED:
-        channel = provenance.CHANNEL_TOLD
-    else:
-        channel = provenance.CHANNEL_OVERHEARD
-    if event.get("admin") is True and channel in (provenance.CHANNEL_TOLD,
-                                                  provenance.CHANNEL_WHISPERED):
-        channel = provenance.CHANNEL_ADMIN
-    return provenance.build(channel, speaker=event.get("sender"),
-                            speaker_id=event.get("sender_id"))
-
-
 def journal_heard_events(ports, events):
     """
     Perception listener: journal what the assistant heard, one entry per utterance.
 
     Arrivals and departures are not journaled (entity profiles keep who was seen); poses are
     observations. Importance is scored by the heuristic now and by the LLM during sleep. Each
-    entry records its speaker's stable id and how it was heard (`heard_provenance`).
+    entry records its speaker's stable id and how it was heard (`provenance.heard`).
     """
     if not ports.settings.get("journal.record_heard"):
         return
@@ -187,7 +165,7 @@ def journal_heard_events(ports, events):
                 tags=tags,
                 # a whisper or a page is for the assistant alone: its audience is the speaker
                 audience=event.get("sender_id") if event["kind"] in PRIVATE_KINDS else None,
-                provenance=heard_provenance(event),
+                provenance=provenance.heard(event),
             )
             # the prompt shows this utterance once, as a new event, not again as a memory
             event["journal_id"] = entry["id"]

@@ -58,8 +58,10 @@ Overheard room chatter becomes an observation but is not an interaction.
 import math
 import re
 
+from ai_assistant.memory import provenance as provenance_model
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.entity_pruning import profiles_to_drop
+from ai_assistant.memory.longterm.sources import SUPERSEDES, conflict
 from ai_assistant.memory.relationship_pace import interaction_weight
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
@@ -263,7 +265,7 @@ def get_profiles(ports):
     return dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
 
 
-def _add_observation(profile, text, source, now, settings, audience=None):
+def _add_observation(profile, text, source, now, settings, audience=None, provenance=None):
     limit = int(settings.get("entities.max_observation_chars"))
     text = " ".join(str(text or "").split())
     if len(text) > limit:
@@ -273,6 +275,8 @@ def _add_observation(profile, text, source, now, settings, audience=None):
     observation = {"id": number, "text": text, "time": iso(now), "source": source}
     if audience:
         observation["audience"] = str(audience)  # whispered: only its speaker may see it again
+    if provenance is not None:
+        observation["provenance"] = provenance  # who said it, how, and its journal entry
     profile["observations"].append(observation)
     bound = max(1, int(settings.get("entities.max_observations")))
     del profile["observations"][:-bound]
@@ -285,6 +289,68 @@ def _note_relationship(profile):
         "time": relationship.get("updated_at"), "favorability": relationship.get("favorability"),
         "state": relationship.get("state")})
     del profile["relationship_history"][:-RELATIONSHIP_HISTORY_LIMIT]
+
+
+# ----------------------------------------------------------------------------------------------
+# Where attributes came from
+
+ATTRIBUTE_PROVENANCE = "attribute_provenance"  # {attribute: provenance}
+ATTRIBUTE_CLAIMS = "attribute_claims"  # {attribute: [claims not kept: testimony]}
+MAX_CLAIMS_PER_ATTRIBUTE = 5
+KEEP, UNCHANGED = "keep", "unchanged"
+
+
+def attribute_provenance(profile, attribute):
+    """
+    Where a profile attribute came from: its recorded provenance, or, for an attribute kept
+    before provenance existed, the character's own word (attributes were only ever made from
+    what they said).
+    """
+    recorded = (profile.get(ATTRIBUTE_PROVENANCE) or {}).get(attribute)
+    if isinstance(recorded, dict):
+        try:
+            return provenance_model.validate(recorded)
+        except provenance_model.ProvenanceError:
+            pass
+    return provenance_model.build(provenance_model.CHANNEL_TOLD, speaker=profile.get("name"),
+                                  speaker_id=profile.get("entity_id"))
+
+
+def _derived_from_observations(profile, consumed):
+    """The provenance of attributes made from the observations `consumed`."""
+    observations = [o for o in profile.get("observations") or () if o.get("id") in consumed]
+    inputs, refs = [], []
+    for observation in observations:
+        source = observation.get("provenance")
+        if not isinstance(source, dict):  # an observation kept before provenance existed
+            source = provenance_model.build(
+                provenance_model.CHANNEL_TOLD, speaker=profile.get("name"),
+                speaker_id=profile.get("entity_id"))
+        inputs.append(source)
+        refs.append(provenance_model.ref(
+            "observation", f"{profile.get('entity_id')}:{observation.get('id')}"))
+        refs += source.get("derived_from") or ()
+    return provenance_model.derive(inputs, refs)
+
+
+def judge_attribute(profile, attribute, value, derived):
+    """
+    What a consolidation's value does to a profile's attribute: the memories' rules
+    (`longterm.sources.conflict`) applied to attributes.
+
+    Returns:
+        str: `KEEP` (new, or the same or a more trusted source replacing it, or an admin's
+        word), `UNCHANGED` (the same value), or the conflict (`DISPUTES`, `OUTRANKED`): the
+        value is then kept beside, as the speaker's testimony.
+    """
+    current = (profile.get("attributes") or {}).get(attribute)
+    if current is None:
+        return KEEP
+    if " ".join(str(current).split()).casefold() == " ".join(str(value).split()).casefold():
+        return UNCHANGED
+    outcome = conflict({provenance_model.KEY: derived},
+                       {provenance_model.KEY: attribute_provenance(profile, attribute)})
+    return KEEP if outcome == SUPERSEDES else outcome
 
 
 # ----------------------------------------------------------------------------------------------
@@ -400,7 +466,7 @@ class People:
         self.ports.state.set(documents.ENTITY_PROFILES, profiles)
 
     def observe(self, entity_id, name, text, *, source="direct_message", interaction=True,
-                entity_type=None, audience=None):
+                entity_type=None, audience=None, provenance=None):
         """
         Note that a character said something: the profile is created if new, the words become
         an observation, and a direct interaction moves the relationship.
@@ -414,6 +480,9 @@ class People:
             entity_type (str, optional): player, npc, assistant or object (kept if known).
             audience (str, optional): For words told in private, the id of who may see them
                 (`memory.audience`); None for what the room heard.
+            provenance (dict, optional): Where the words came from (`memory.provenance`:
+                the speaker, how they were heard, their journal entry); attributes made from
+                the observation are derived from it.
 
         Returns:
             dict: The stored profile.
@@ -429,7 +498,7 @@ class People:
         profile["name"] = name or profile.get("name")
         profile["last_seen"] = iso(now)
         if text and str(text).strip():
-            _add_observation(profile, text, source, now, settings, audience)
+            _add_observation(profile, text, source, now, settings, audience, provenance)
         if interaction:
             apply_interaction(profile["relationship"], text, now, settings)
             profile["last_interaction"] = iso(now)
@@ -469,6 +538,7 @@ class People:
                 interaction=event.get("classification") in INTERACTIONS,
                 entity_type=event.get("sender_type") or self._type_from_world(entity_id),
                 audience=entity_id if private else None,
+                provenance=provenance_model.heard(event),
             )
 
     def _type_from_world(self, entity_id):
@@ -489,6 +559,13 @@ class People:
         Reads the profile fresh (observations may have arrived while the LLM thought). With
         nothing stable to say yet the observations stay, but are not re-sent until more come.
 
+        Each attribute is derived from the observations consumed (`attribute_provenance`:
+        their references, and the speaker and trust of the least trusted of them) and judged
+        against the one it would replace by the same rules as a memory (`judge_attribute`):
+        a more trusted source's attribute (an admin's correction) is never overwritten, a
+        speaker may replace their own, and another source of equal trust disputes it. What is
+        not kept is recorded as that speaker's testimony (`attribute_claims`).
+
         Args:
             entity_id (str): The character's id.
             attributes (dict): `{type: value}` from the consolidation reply.
@@ -504,12 +581,18 @@ class People:
             return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
         before = len(profile.get("observations") or [])
         if attributes:
+            derived = _derived_from_observations(profile, consumed)
+            kept = self._judged(profile, attributes, derived)
             merged = dict(profile.get("attributes") or {})
-            merged.update(attributes)
+            merged.update(kept)
             # keep the newest facts when over the cap (dicts keep insertion order; refresh it)
-            for key in attributes:
+            for key in kept:
                 merged[key] = merged.pop(key)
             profile["attributes"] = dict(list(merged.items())[-max_attributes:])
+            sources = dict(profile.get(ATTRIBUTE_PROVENANCE) or {})
+            sources.update({key: derived for key in kept})
+            profile[ATTRIBUTE_PROVENANCE] = {key: sources[key] for key in profile["attributes"]
+                                             if key in sources}
             profile["observations"] = [
                 o for o in profile.get("observations") or [] if o.get("id") not in consumed
             ]
@@ -522,11 +605,42 @@ class People:
         pruned = before - len(profile.get("observations") or [])
         return {"entity_id": entity_id, "attributes": attributes, "pruned": pruned}
 
-    def set_attribute(self, entity_id, attribute, value):
+    def _judged(self, profile, attributes, derived):
+        """
+        The attributes of a consolidation that may be kept (`judge_attribute`); the others
+        are recorded in the profile's `attribute_claims` as testimony (in place).
+        """
+        kept, claims = {}, dict(profile.get(ATTRIBUTE_CLAIMS) or {})
+        for key, value in attributes.items():
+            outcome = judge_attribute(profile, key, value, derived)
+            if outcome == KEEP:
+                kept[key] = value
+                claims.pop(key, None)  # settled by the same or a more trusted source
+                continue
+            if outcome == UNCHANGED:
+                continue
+            claim = {"value": value, "provenance": derived, "outcome": outcome,
+                     "time": iso(self.ports.clock.now())}
+            claims[key] = [*[c for c in claims.get(key) or () if c.get("value") != value],
+                           claim][-MAX_CLAIMS_PER_ATTRIBUTE:]
+        if claims:
+            profile[ATTRIBUTE_CLAIMS] = claims
+        else:
+            profile.pop(ATTRIBUTE_CLAIMS, None)
+        return kept
+
+    def set_attribute(self, entity_id, attribute, value, provenance=None):
         """
         Set (or, with an empty `value`, remove) one attribute of a profile, by hand.
 
         The profile is replaced by a changed copy, so no cached view of it stays stale.
+
+        Args:
+            entity_id (str): The profile.
+            attribute (str): The attribute's name.
+            value (str): Its value; empty removes it.
+            provenance (dict, optional): Where the value came from (an admin's correction);
+                None keeps no record (an older value put back without one).
 
         Returns:
             dict: The new profile.
@@ -537,11 +651,18 @@ class People:
         profiles = self.profiles()
         profile = dict(profiles[entity_id])
         attributes = dict(profile.get("attributes") or {})
+        sources = dict(profile.get(ATTRIBUTE_PROVENANCE) or {})
         if value:
             attributes[attribute] = value
+            if provenance is not None:
+                sources[attribute] = provenance_model.validate(provenance)
+            else:
+                sources.pop(attribute, None)
         else:
             attributes.pop(attribute, None)
+            sources.pop(attribute, None)
         profile["attributes"] = attributes
+        profile[ATTRIBUTE_PROVENANCE] = sources
         profiles[entity_id] = profile
         self._save(profiles)
         return profile

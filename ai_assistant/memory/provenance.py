@@ -379,3 +379,36 @@ def with_provenance(metadata, provenance=None):
     if provenance.get("speaker") or is_admin(provenance):
         metadata["source_entity"] = provenance.get("speaker")
     return metadata
+
+
+# How a heard line is classified (`agent.perception`): addressed to the assistant, or not.
+ADDRESSED = ("direct_message", "direct_addressing")
+PRIVATE_KINDS = ("whisper", "page")
+
+
+def heard(event):
+    """
+    Where a perceived utterance came from: its speaker's stable id and name, and how it was
+    heard. An admin's words told to the assistant (said to it or whispered: the shell marks
+    an admin's events `"admin": True`) are the admin's statement, at an admin's trust; what
+    anyone else says is at most told directly.
+
+    Args:
+        event (dict): A perception event (`kind`, `classification`, `sender`, `sender_id`).
+
+    Returns:
+        dict: The provenance.
+    """
+    if event.get("kind") == "pose":
+        channel = CHANNEL_SEEN
+    elif event.get("kind") in PRIVATE_KINDS:
+        channel = CHANNEL_WHISPERED
+    elif event.get("classification") in ADDRESSED:
+        channel = CHANNEL_TOLD
+    else:
+        channel = CHANNEL_OVERHEARD
+    if event.get("admin") is True and channel in (CHANNEL_TOLD, CHANNEL_WHISPERED):
+        channel = CHANNEL_ADMIN
+    refs = [ref("journal", event["journal_id"])] if event.get("journal_id") is not None else []
+    return build(channel, speaker=event.get("sender"), speaker_id=event.get("sender_id"),
+                 derived_from=refs)
