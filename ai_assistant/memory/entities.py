@@ -667,6 +667,21 @@ class People:
         self._save(profiles)
         return profile
 
+    def attributes_derived_from(self, reference):
+        """
+        Returns:
+            list[tuple]: `(entity id, attribute, value, provenance)` of every attribute made
+            from the record `reference` ("journal:12"), directly or through observations.
+        """
+        found = []
+        for entity_id, profile in self.profiles().items():
+            for attribute, value in (profile.get("attributes") or {}).items():
+                recorded = (profile.get(ATTRIBUTE_PROVENANCE) or {}).get(attribute)
+                if isinstance(recorded, dict) and reference in (recorded.get("derived_from")
+                                                                or ()):
+                    found.append((entity_id, attribute, value, recorded))
+        return found
+
     def prune(self):
         """
         Drop forgotten passers-by, then the least known profiles past `entities.max_profiles`

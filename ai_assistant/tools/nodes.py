@@ -135,7 +135,7 @@ def search_nodes(ports, query, mode="or", limit=None):
     nodes = Nodes(ports).stored()
     viewer = turn_viewer(ports.world)
     hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)
-            and visible_to(n, viewer)]
+            and visible_to(n, viewer) and not n.get("wrong")]  # staff marked its source wrong
     hits.sort(key=lambda n: (-float(n.get("importance", 0)), n.get("created_at") or ""))
     return Nodes(ports).recalled([node["id"] for node in hits[:limit]])
 
