@@ -271,8 +271,10 @@ def of(item):
 
 def derive(inputs, derived_from, *, ceiling=None):
     """
-    The provenance of a record made from others: their references, and the speaker, channel
-    and trust of the least trusted of them (the first such on a tie).
+    The provenance of a record made from others: their references, the lowest trust among
+    them, and the speaker and channel of the least trusted of them (the first such on a tie);
+    when any input is someone's testimony, of the least trusted such input, so a player's word
+    is never laundered into the assistant's own.
 
     Args:
         inputs (list[dict]): The provenances (or records) it was made from.
@@ -288,8 +290,12 @@ def derive(inputs, derived_from, *, ceiling=None):
     if not provenances:
         base = build(CHANNEL_OWN)
     else:
-        base = min(provenances, key=lambda provenance: provenance["trust"])
-    trust = base["trust"] if ceiling is None else min(base["trust"], float(ceiling))
+        # someone's word among the inputs makes it their testimony, even when the assistant's
+        # own observation (trust 0.8) is trusted less than what a player told it (0.9)
+        testimony = [item for item in provenances if is_player_sourced(item)]
+        base = min(testimony or provenances, key=lambda provenance: provenance["trust"])
+    trust = min(item["trust"] for item in provenances) if provenances else base["trust"]
+    trust = trust if ceiling is None else min(trust, float(ceiling))
     channel = base["channel"]
     if channel in ADMIN_CHANNELS and trust < CHANNEL_TRUST[CHANNEL_ADMIN]:
         channel = CHANNEL_OWN  # an admin's words capped as an inference are the assistant's
