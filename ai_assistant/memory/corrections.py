@@ -33,7 +33,8 @@ message meant for the staff member who asked.
 from twisted.internet import defer
 
 from ai_assistant.memory import provenance
-from ai_assistant.memory.entities import ATTRIBUTE_PROVENANCE, People
+from ai_assistant.memory.attribute_sources import ATTRIBUTE_PROVENANCE, attributes_derived_from
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
@@ -276,7 +277,8 @@ def _correct_derived_records(ports, entry_id, reason, by):
     marked = nodes.mark_wrong(nodes.derived_from(reference), _wrong_mark(ports, reason, by))
     withdrawn = []
     people = People(ports)
-    for entity_id, attribute, value, source in people.attributes_derived_from(reference):
+    for entity_id, attribute, value, source in attributes_derived_from(people.profiles(),
+                                                                       reference):
         people.set_attribute(entity_id, attribute, "")
         withdrawn.append({"entity_id": entity_id, "attribute": attribute, "value": value,
                           "provenance": source})

@@ -59,9 +59,13 @@ import math
 import re
 
 from ai_assistant.memory import provenance as provenance_model
+from ai_assistant.memory.attribute_sources import (
+    ATTRIBUTE_PROVENANCE,
+    derived_from_observations,
+    judged_attributes,
+)
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.entity_pruning import profiles_to_drop
-from ai_assistant.memory.longterm.sources import SUPERSEDES, conflict
 from ai_assistant.memory.relationship_pace import interaction_weight
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso, parse_iso
@@ -292,68 +296,6 @@ def _note_relationship(profile):
 
 
 # ----------------------------------------------------------------------------------------------
-# Where attributes came from
-
-ATTRIBUTE_PROVENANCE = "attribute_provenance"  # {attribute: provenance}
-ATTRIBUTE_CLAIMS = "attribute_claims"  # {attribute: [claims not kept: testimony]}
-MAX_CLAIMS_PER_ATTRIBUTE = 5
-KEEP, UNCHANGED = "keep", "unchanged"
-
-
-def attribute_provenance(profile, attribute):
-    """
-    Where a profile attribute came from: its recorded provenance, or, for an attribute kept
-    before provenance existed, the character's own word (attributes were only ever made from
-    what they said).
-    """
-    recorded = (profile.get(ATTRIBUTE_PROVENANCE) or {}).get(attribute)
-    if isinstance(recorded, dict):
-        try:
-            return provenance_model.validate(recorded)
-        except provenance_model.ProvenanceError:
-            pass
-    return provenance_model.build(provenance_model.CHANNEL_TOLD, speaker=profile.get("name"),
-                                  speaker_id=profile.get("entity_id"))
-
-
-def _derived_from_observations(profile, consumed):
-    """The provenance of attributes made from the observations `consumed`."""
-    observations = [o for o in profile.get("observations") or () if o.get("id") in consumed]
-    inputs, refs = [], []
-    for observation in observations:
-        source = observation.get("provenance")
-        if not isinstance(source, dict):  # an observation kept before provenance existed
-            source = provenance_model.build(
-                provenance_model.CHANNEL_TOLD, speaker=profile.get("name"),
-                speaker_id=profile.get("entity_id"))
-        inputs.append(source)
-        refs.append(provenance_model.ref(
-            "observation", f"{profile.get('entity_id')}:{observation.get('id')}"))
-        refs += source.get("derived_from") or ()
-    return provenance_model.derive(inputs, refs)
-
-
-def judge_attribute(profile, attribute, value, derived):
-    """
-    What a consolidation's value does to a profile's attribute: the memories' rules
-    (`longterm.sources.conflict`) applied to attributes.
-
-    Returns:
-        str: `KEEP` (new, or the same or a more trusted source replacing it, or an admin's
-        word), `UNCHANGED` (the same value), or the conflict (`DISPUTES`, `OUTRANKED`): the
-        value is then kept beside, as the speaker's testimony.
-    """
-    current = (profile.get("attributes") or {}).get(attribute)
-    if current is None:
-        return KEEP
-    if " ".join(str(current).split()).casefold() == " ".join(str(value).split()).casefold():
-        return UNCHANGED
-    outcome = conflict({provenance_model.KEY: derived},
-                       {provenance_model.KEY: attribute_provenance(profile, attribute)})
-    return KEEP if outcome == SUPERSEDES else outcome
-
-
-# ----------------------------------------------------------------------------------------------
 # The owner
 
 
@@ -480,9 +422,8 @@ class People:
             entity_type (str, optional): player, npc, assistant or object (kept if known).
             audience (str, optional): For words told in private, the id of who may see them
                 (`memory.audience`); None for what the room heard.
-            provenance (dict, optional): Where the words came from (`memory.provenance`:
-                the speaker, how they were heard, their journal entry); attributes made from
-                the observation are derived from it.
+            provenance (dict, optional): Where the words came from (`memory.provenance`);
+                attributes made from the observation are derived from it.
 
         Returns:
             dict: The stored profile.
@@ -559,12 +500,8 @@ class People:
         Reads the profile fresh (observations may have arrived while the LLM thought). With
         nothing stable to say yet the observations stay, but are not re-sent until more come.
 
-        Each attribute is derived from the observations consumed (`attribute_provenance`:
-        their references, and the speaker and trust of the least trusted of them) and judged
-        against the one it would replace by the same rules as a memory (`judge_attribute`):
-        a more trusted source's attribute (an admin's correction) is never overwritten, a
-        speaker may replace their own, and another source of equal trust disputes it. What is
-        not kept is recorded as that speaker's testimony (`attribute_claims`).
+        Each attribute is derived from the observations consumed and judged against the one
+        it would replace like a memory (`memory.attribute_sources`).
 
         Args:
             entity_id (str): The character's id.
@@ -581,8 +518,9 @@ class People:
             return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
         before = len(profile.get("observations") or [])
         if attributes:
-            derived = _derived_from_observations(profile, consumed)
-            kept = self._judged(profile, attributes, derived)
+            derived = derived_from_observations(profile, consumed)
+            kept = judged_attributes(profile, attributes, derived,
+                                     iso(self.ports.clock.now()))
             merged = dict(profile.get("attributes") or {})
             merged.update(kept)
             # keep the newest facts when over the cap (dicts keep insertion order; refresh it)
@@ -605,42 +543,14 @@ class People:
         pruned = before - len(profile.get("observations") or [])
         return {"entity_id": entity_id, "attributes": attributes, "pruned": pruned}
 
-    def _judged(self, profile, attributes, derived):
-        """
-        The attributes of a consolidation that may be kept (`judge_attribute`); the others
-        are recorded in the profile's `attribute_claims` as testimony (in place).
-        """
-        kept, claims = {}, dict(profile.get(ATTRIBUTE_CLAIMS) or {})
-        for key, value in attributes.items():
-            outcome = judge_attribute(profile, key, value, derived)
-            if outcome == KEEP:
-                kept[key] = value
-                claims.pop(key, None)  # settled by the same or a more trusted source
-                continue
-            if outcome == UNCHANGED:
-                continue
-            claim = {"value": value, "provenance": derived, "outcome": outcome,
-                     "time": iso(self.ports.clock.now())}
-            claims[key] = [*[c for c in claims.get(key) or () if c.get("value") != value],
-                           claim][-MAX_CLAIMS_PER_ATTRIBUTE:]
-        if claims:
-            profile[ATTRIBUTE_CLAIMS] = claims
-        else:
-            profile.pop(ATTRIBUTE_CLAIMS, None)
-        return kept
-
     def set_attribute(self, entity_id, attribute, value, provenance=None):
         """
         Set (or, with an empty `value`, remove) one attribute of a profile, by hand.
 
         The profile is replaced by a changed copy, so no cached view of it stays stale.
 
-        Args:
-            entity_id (str): The profile.
-            attribute (str): The attribute's name.
-            value (str): Its value; empty removes it.
-            provenance (dict, optional): Where the value came from (an admin's correction);
-                None keeps no record (an older value put back without one).
+        `provenance` says where the value came from (an admin's correction); None records
+        none (an older value put back without one).
 
         Returns:
             dict: The new profile.
@@ -666,21 +576,6 @@ class People:
         profiles[entity_id] = profile
         self._save(profiles)
         return profile
-
-    def attributes_derived_from(self, reference):
-        """
-        Returns:
-            list[tuple]: `(entity id, attribute, value, provenance)` of every attribute made
-            from the record `reference` ("journal:12"), directly or through observations.
-        """
-        found = []
-        for entity_id, profile in self.profiles().items():
-            for attribute, value in (profile.get("attributes") or {}).items():
-                recorded = (profile.get(ATTRIBUTE_PROVENANCE) or {}).get(attribute)
-                if isinstance(recorded, dict) and reference in (recorded.get("derived_from")
-                                                                or ()):
-                    found.append((entity_id, attribute, value, recorded))
-        return found
 
     def prune(self):
         """

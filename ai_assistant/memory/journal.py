@@ -243,38 +243,6 @@ def _new_entry(now, journal, fields, evidence, settings):
     return entry
 
 
-def entry_provenance(fields, provenance, evidence, audience):
-    """
-    The provenance of a new entry, and its flat source fields brought in step with it.
-
-    Args:
-        fields (dict): The validated fields (changed in place: `source_trust` and
-            `source_entity` follow a given provenance).
-        provenance (dict or None): The writer's; None reads one from the flat fields.
-        evidence (list or None): Ids a synthesis cites (its inputs when no provenance says).
-        audience (str or None): Who it was told to in private.
-
-    Returns:
-        dict: The provenance.
-
-    Raises:
-        JournalError: A provenance that is not valid.
-    """
-    if provenance is None:
-        legacy = {**fields, "evidence": evidence or ()}
-        if audience is not PUBLIC:
-            legacy["audience"] = audience
-        return provenance_model.of(legacy)
-    try:
-        provenance = provenance_model.validate(provenance)
-    except provenance_model.ProvenanceError as err:
-        raise JournalError(f"provenance: {err}") from None
-    fields["source_trust"] = provenance["trust"]
-    if fields["source_entity"] is None or provenance_model.is_admin(provenance):
-        fields["source_entity"] = provenance.get("speaker")
-    return provenance
-
-
 def auto_prune(journal):
     """
     Shrink a journal document to its `max_entries`, in place (see the module doc for the order).
@@ -416,7 +384,12 @@ class Journal:
         )
         if audience is not PUBLIC:
             audience = str(audience).strip() or PUBLIC
-        fields["provenance"] = entry_provenance(fields, provenance, evidence, audience)
+        older = {"evidence": evidence or ()} | ({} if audience is PUBLIC else
+                                                {"audience": audience})
+        try:
+            fields["provenance"] = provenance_model.settle(fields, provenance, **older)
+        except provenance_model.ProvenanceError as err:
+            raise JournalError(f"provenance: {err}") from None
         journal = get_journal(self.ports)
         entry = _new_entry(self.ports.clock.now(), journal, fields, evidence, self.ports.settings)
         if audience is not PUBLIC:

@@ -552,31 +552,19 @@ class Nodes:
         return touched
 
     def derived_from(self, reference):
-        """
-        Returns:
-            list[str]: Ids of the nodes made from the record `reference` ("journal:12"),
-            directly or through the notes and nodes they were made from.
-        """
+        """Ids of the nodes made from the record `reference` ("journal:12"), at any remove."""
         return [node_id for node_id, node in self.stored().items()
                 if reference in provenance_model.of(node)["derived_from"]]
 
     def mark_wrong(self, node_ids, mark):
         """
-        Mark nodes wrong (staff corrected what they were made from): each is put to rest
-        (dead, never revived nor recalled while the mark stays), its status kept in the mark.
-
-        Returns:
-            dict: `{node id: status before}` of the nodes marked (those not marked already).
+        Put nodes to rest for a correction of what they were made from: dead, never revived
+        nor recalled while `wrong` stays. Returns `{node id: status before}` of those marked.
         """
-        nodes = self.nodes()
-        before = {}
-        for node_id in node_ids:
-            node = nodes.get(node_id)
-            if node is None or node.get("wrong"):
-                continue
-            before[node_id] = node.get("status")
-            node["wrong"] = {**mark, "status_before": node.get("status")}
-            node["status"] = DEAD
+        nodes, before = self.nodes(), {}
+        for node in (nodes[i] for i in node_ids if i in nodes and not nodes[i].get("wrong")):
+            before[node["id"]] = node.get("status")
+            node.update(wrong={**mark, "status_before": node.get("status")}, status=DEAD)
         if before:
             self.save_graph(nodes)
         return before
@@ -584,13 +572,9 @@ class Nodes:
     def lift_wrong(self, node_ids):
         """Lift the wrong mark of nodes, their status back as it was; the ids lifted."""
         nodes = self.nodes()
-        lifted = []
-        for node_id in node_ids:
-            node = nodes.get(node_id)
-            if node is None or not node.get("wrong"):
-                continue
-            node["status"] = node.pop("wrong").get("status_before") or ACTIVE
-            lifted.append(node_id)
+        lifted = [i for i in node_ids if i in nodes and nodes[i].get("wrong")]
+        for node_id in lifted:
+            nodes[node_id]["status"] = nodes[node_id].pop("wrong").get("status_before") or ACTIVE
         if lifted:
             self.save_graph(nodes)
         return lifted

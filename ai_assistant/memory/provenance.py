@@ -363,6 +363,32 @@ def summary(provenance):
     return shown
 
 
+def settle(fields, given=None, **older):
+    """
+    The provenance of a new record, its flat source fields brought in step with it.
+
+    Args:
+        fields (dict): The record's `source_type`, `source_trust`, `source_entity` (changed in
+            place: the trust follows `given`, and so does the speaker when the fields name
+            none or an admin gave it).
+        given (dict, optional): The writer's provenance; None reads one from `fields` and
+            `older` (`audience`, `evidence`, ...: see `of`).
+
+    Returns:
+        dict: The provenance.
+
+    Raises:
+        ProvenanceError: A provenance that is not valid.
+    """
+    if given is None:
+        return of({**fields, **older})
+    given = validate(given)
+    fields["source_trust"] = given["trust"]
+    if fields.get("source_entity") is None or is_admin(given):
+        fields["source_entity"] = given.get("speaker")
+    return given
+
+
 def with_provenance(metadata, provenance=None):
     """
     A record's metadata with its provenance, the flat source fields in step with it.

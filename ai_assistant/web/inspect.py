@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from twisted.internet import defer
 
-from ai_assistant.memory import entities, provenance
+from ai_assistant.memory import attribute_sources, entities, provenance
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
@@ -354,12 +354,12 @@ def profiles(npc):
             "attribute_rows": [
                 {"name": key, "value": value,
                  "provenance": provenance_view(
-                     {"provenance": entities.attribute_provenance(stored, key)})}
+                     {"provenance": attribute_sources.attribute_provenance(stored, key)})}
                 for key, value in (profile.get("attributes") or {}).items()],
             "attribute_claims": [
                 {"name": key, "value": claim.get("value"), "outcome": claim.get("outcome"),
                  "provenance": provenance_view({"provenance": claim.get("provenance")})}
-                for key, claims in (stored.get(entities.ATTRIBUTE_CLAIMS) or {}).items()
+                for key, claims in (stored.get(attribute_sources.ATTRIBUTE_CLAIMS) or {}).items()
                 for claim in claims],
             "observations": list(profile.get("observations") or [])[-20:],
             "relationship": profile.get("relationship"),

@@ -12,8 +12,9 @@ out: each fact appears once.
 
 from ai_assistant.agent.blocks.memory_nodes import people_in
 from ai_assistant.memory import provenance
+from ai_assistant.memory.attribute_sources import ATTRIBUTE_PROVENANCE, attribute_provenance
 from ai_assistant.memory.audience import visible_to
-from ai_assistant.memory.entities import ATTRIBUTE_PROVENANCE, People, attribute_provenance
+from ai_assistant.memory.entities import People
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
 
 

@@ -21,8 +21,9 @@ from ai_assistant.agent import awake, perception
 from ai_assistant.agent.blocks.people import attribute_line
 from ai_assistant.agent.react import run_react_cycle
 from ai_assistant.memory import correction_undo, corrections, provenance
+from ai_assistant.memory.attribute_sources import ATTRIBUTE_CLAIMS
 from ai_assistant.memory.conversation import Conversation
-from ai_assistant.memory.entities import ATTRIBUTE_CLAIMS, People
+from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm import sources
 from ai_assistant.memory.nodes import DEAD, Nodes
