@@ -7,9 +7,11 @@ same state documents and stores the assistant itself uses; the callers (`web.api
 lives. The functions that read the semantic tier return Deferreds.
 """
 
+from urllib.parse import quote
+
 from twisted.internet import defer
 
-from ai_assistant.memory import entities
+from ai_assistant.memory import attribute_sources, entities, provenance
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
@@ -63,6 +65,36 @@ def status(npc, long_term=None):
 
 
 # ----------------------------------------------------------------------------------------------
+# Provenance
+
+
+def _source_link(kind, record_id):
+    """Where on the page the record a `derived_from` reference names is (None if nowhere)."""
+    if kind == "journal":
+        return f"#entry-{record_id}"
+    if kind == "memory":
+        return f"?memory={quote(str(record_id))}#memories"
+    if kind in ("node", "note"):
+        return f"#node-{record_id}"
+    if kind == "observation":
+        entity_id = str(record_id).rsplit(":", 1)[0]  # the page's rows: person-<alnum id>
+        return "#person-" + "".join(ch for ch in entity_id if ch.isalnum())
+    return None
+
+
+def provenance_view(record):
+    """
+    Where a record came from, as the inspector and the API show it (`memory.provenance`):
+    speaker (name and stable id), channel (and what it means), trust, and `derived_from`,
+    each reference with the link to its row on the page.
+    """
+    view = provenance.summary(provenance.of(record))
+    for item in view["derived_from"]:
+        item["href"] = _source_link(item["kind"], item["id"])
+    return view
+
+
+# ----------------------------------------------------------------------------------------------
 # Journal
 
 
@@ -79,6 +111,7 @@ def entry_view(entry, consolidated, score=None):
     view["consolidated"] = entry.get("id") in consolidated
     view["wrong"] = entry.get("wrong")
     view["corrected"] = entry.get("corrected")
+    view["provenance"] = provenance_view(entry)
     if score is not None:
         view["score"] = round(float(score), 4)
     return view
@@ -177,6 +210,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
         "superseded": is_superseded(hit),
         "superseded_by": metadata.get("superseded_by"),
         "disputed": bool(metadata.get("disputed")),
+        "provenance": provenance_view(metadata),
         "metadata": metadata,
     }
     if hit.get("score") is not None:
@@ -374,6 +408,17 @@ def profiles(npc):
                 "entity_id", "name", "entity_type", "first_seen", "last_seen",
                 "last_interaction", "last_consolidated", "observation_count")},
             "attributes": dict(profile.get("attributes") or {}),
+            # each attribute with where it came from, and the claims not kept (testimony)
+            "attribute_rows": [
+                {"name": key, "value": value,
+                 "provenance": provenance_view(
+                     {"provenance": attribute_sources.attribute_provenance(stored, key)})}
+                for key, value in (profile.get("attributes") or {}).items()],
+            "attribute_claims": [
+                {"name": key, "value": claim.get("value"), "outcome": claim.get("outcome"),
+                 "provenance": provenance_view({"provenance": claim.get("provenance")})}
+                for key, claims in (stored.get(attribute_sources.ATTRIBUTE_CLAIMS) or {}).items()
+                for claim in claims],
             "observations": list(profile.get("observations") or [])[-20:],
             "relationship": profile.get("relationship"),
             "course": _relationship_course(ports, stored),
@@ -449,6 +494,8 @@ def memory_nodes(npc):
             "audience": audience_of(node) or audience_of(scene),
             "private": (audience_of(node) or audience_of(scene)) is not PUBLIC,
             "cluster": (clusters.get(node.get("cluster_id")) or {}).get("name"),
+            "wrong": node.get("wrong"),
+            "provenance": provenance_view(node),
         })
     order = {DYING: 0, "revived": 1, "active": 2, DEAD: 3}
     rows.sort(key=lambda row: (order.get(row["state"], 4), -row["effective_importance"]))
