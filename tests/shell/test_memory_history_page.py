@@ -59,8 +59,8 @@ class TestMemoryHistory(InspectorTestCase):
         assert history[0]["after"] == ELEVEN
         assert (history[1]["before"], history[1]["after"]) == (ELEVEN, TWELVE)
         assert history[2]["detail"].startswith(f"#{edit['id']}: ")
-        assert (history[2]["before"], history[2]["after"]) == ({"memory": ELEVEN},
-                                                               {"memory": TWELVE})
+        assert (history[2]["before"]["memory"], history[2]["after"]["memory"]) == (ELEVEN,
+                                                                                   TWELVE)
         times = [parse_iso(event["time"]) for event in history]
         assert None not in times and times == sorted(times)
 
