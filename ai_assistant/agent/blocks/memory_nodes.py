@@ -115,5 +115,9 @@ def _written_from(record, text):
     it was written from were a player's (`patrol_record.provenance_of`).
     """
     source = provenance_of(record)
-    return "\n".join(attributed(source, line) if line.strip() else line
-                     for line in text.split("\n"))
+    lines = []
+    for line in text.split("\n"):
+        bullet = "- " if line.startswith("- ") else ""
+        lines.append(bullet + attributed(source, line.removeprefix(bullet)) if line.strip()
+                     else line)
+    return "\n".join(lines)
