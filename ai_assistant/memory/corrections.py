@@ -30,6 +30,8 @@ return at once. Every function raises (or errbacks with) `CorrectionError` on ba
 message meant for the staff member who asked.
 """
 
+from datetime import UTC, datetime
+
 from twisted.internet import defer
 
 from ai_assistant.memory import provenance
@@ -117,6 +119,9 @@ def _record(ports, by, action, target, detail, *, before=None, after=None, deriv
     record = {
         "id": (trail[-1]["id"] + 1) if trail else 1,
         "time": iso(ports.clock.now()),
+        # the wall clock too: mem0 dates a memory's history by it, while the game's clock may
+        # run faster (Evennia's TIME_FACTOR), and a memory's history orders both together
+        "recorded_at": datetime.now(UTC).isoformat(),
         "by": who,
         "action": action,
         "target": str(target),

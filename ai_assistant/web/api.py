@@ -148,8 +148,7 @@ class Memories(InspectorView):
         offset = offset_of(params)
         found = yield inspect.long_term_memories(
             npc, params.get("q", ""), MemoryFilters.from_params(params), offset, limit)
-        for view in found["memories"]:
-            view["history"] = inspect.memory_history(npc, view)
+        yield inspect.with_histories(npc, found["memories"])
         return {**found, "offset": offset, "limit": limit}
 
 

@@ -284,36 +284,94 @@ def long_term_memories(npc, query="", filters=None, offset=0, size=None):
             "memories": views, "threshold": threshold, "min_trust": min_trust}
 
 
-def memory_history(npc, view):
+# mem0's history events, in words (`Mem0Store.histories`); an UPDATE that kept the text changed
+# only the metadata (a mark: wrong, superseded, disputed)
+MEM0_EVENTS = {"ADD": "added", "UPDATE": "text changed", "DELETE": "deleted"}
+
+
+def _mem0_event(change, made):
+    event = MEM0_EVENTS.get(change.get("event"), str(change.get("event") or "").lower())
+    if change.get("event") == "UPDATE" and change.get("before") == change.get("after"):
+        event = "marked"
+    detail = {"added": f"{made}: {change.get('after')}",
+              "text changed": f"{change.get('before')} -> {change.get('after')}",
+              "marked": "metadata changed, text kept",
+              "deleted": f"was: {change.get('before')}"}.get(event, "")
+    return {"time": change.get("time"), "event": event, "detail": detail, "by": "mem0",
+            "before": change.get("before"), "after": change.get("after")}
+
+
+def _in_time_order(events):
+    """Oldest first; an event without a readable time keeps its place after those before it."""
+    latest, keyed = None, []
+    for number, event in enumerate(events):
+        moment = parse_iso(event.get("time"))
+        latest = moment if moment is not None else latest
+        keyed.append(((moment or latest or parse_iso("0001-01-01T00:00:00Z")), number, event))
+    return [event for _, _, event in sorted(keyed, key=lambda item: item[:2])]
+
+
+def memory_history(npc, view, changes=None):
     """
-    What happened to one long-term memory, oldest first: made (from which journal entries),
-    superseded, corrected, marked wrong, each correction of the audit trail that touched it
-    (with its before and after), as mem0 keeps a history per memory.
+    What happened to one long-term memory, oldest first, as mem0 keeps a history per memory:
+    mem0's own record of it (added, text changed, marked, deleted: `changes`, with the text
+    before and after) merged with what only the assistant knows (from which journal entries
+    it was made, what superseded it, and each correction of the audit trail that touched it,
+    with its before and after).
 
     Args:
         view (dict): The memory's view (`long_term_memories`).
+        changes (list[dict], optional): mem0's history of it (`Memories.histories`); without
+            it (a store that keeps none) the memory's making stands in for mem0's ADD.
 
     Returns:
-        list[dict]: `{"time", "event", "detail"}` each.
+        list[dict]: `{"time", "event", "detail", "by", "before", "after"}` each.
     """
     metadata = view.get("metadata") or {}
     made = "consolidated from journal " + ", ".join(
         f"#{entry_id}" for entry_id in view.get("journal_ids") or ()) if view.get(
         "journal_ids") else "added"
-    events = [{"time": view.get("created_at") or metadata.get("timestamp"), "event": "added",
-               "detail": made}]
+    events = [_mem0_event(change, made) for change in changes or ()]
+    if not any(event["event"] == "added" for event in events):
+        events.insert(0, {"time": view.get("created_at") or metadata.get("timestamp"),
+                          "event": "added", "detail": made, "by": "assistant",
+                          "before": None, "after": view.get("memory")})
     if metadata.get("superseded_by"):
         events.append({"time": metadata.get("superseded_at"), "event": "superseded",
-                       "detail": f"by {metadata['superseded_by']}"})
+                       "detail": f"by {metadata['superseded_by']}", "by": "assistant",
+                       "before": None, "after": None})
     for record in audit_trail(npc.assistant.ports()):
         target = str(record.get("target", "")).removeprefix("memory:")
         if target == view["id"] or view["id"] in (record.get("derived") or ()) or view[
                 "id"] == (record.get("after") or {}).get("memory"):
-            events.append({"time": record.get("time"), "event": record.get("action"),
-                           "detail": f"#{record.get('id')} by {record.get('by')}: "
-                                     f"{record.get('detail')}", "before": record.get("before"),
+            # on mem0's (the wall) clock where the record has it, the game's time beside it
+            events.append({"time": record.get("recorded_at") or record.get("time"),
+                           "game_time": record.get("time"), "event": record.get("action"),
+                           "detail": f"#{record.get('id')}: {record.get('detail')}",
+                           "by": record.get("by"), "before": record.get("before"),
                            "after": record.get("after")})
-    return events
+    return _in_time_order(events)
+
+
+@defer.inlineCallbacks
+def with_histories(npc, views):
+    """
+    Give each memory view its `history` (`memory_history`), mem0's part read for all of them
+    in one call off the reactor. A store that cannot say leaves the assistant's part alone.
+
+    Returns:
+        Deferred[list[dict]]: `views`.
+    """
+    memories = npc.assistant.memories
+    try:
+        changes = (yield memories.histories([view["id"] for view in views])) if views else {}
+    except Exception as err:  # noqa: BLE001 - the rest of the history still shows
+        changes = {}
+        for view in views:
+            view["history_error"] = f"mem0's history could not be read: {err}"
+    for view in views:
+        view["history"] = memory_history(npc, view, changes.get(view["id"]))
+    return views
 
 
 # ----------------------------------------------------------------------------------------------
