@@ -12,6 +12,8 @@ The inspector's REST API, under Evennia's `/api/` (Django REST framework), staff
     GET  /api/assistants/<id>/profiles/        entity profiles and relationships; ?person=
     GET  /api/assistants/<id>/goals/           the goal tree
     GET  /api/assistants/<id>/projects/        project slots
+    GET  /api/assistants/<id>/session/         session facts, patterns and tasks with their
+                                               provenance; the think notes and diary, theirs
     GET  /api/assistants/<id>/nodes/           memory nodes and clusters, effective importance,
                                                audience; ?state=
     GET  /api/assistants/<id>/recall/?q=&speaker=   the recall preview: the "What you remember"
@@ -171,6 +173,11 @@ class Goals(InspectorView):
 class Projects(InspectorView):
     def read(self, npc, request):
         return inspect.projects(npc)
+
+
+class SessionMemory(InspectorView):
+    def read(self, npc, request):
+        return inspect.session_memory(npc)
 
 
 class Nodes(InspectorView):

@@ -18,10 +18,13 @@ from ai_assistant.memory.entities import People
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
+from ai_assistant.memory.patrol_record import PatrolRecord
+from ai_assistant.memory.patrol_record import provenance_of as patrol_provenance
 from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
 from ai_assistant.memory.search.journal_search import search_journal, split_matches
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.sleep.reports import recent_sleeps
+from ai_assistant.workspace.session_memory import MEMORY_TYPES
 from ai_assistant.workspace.status import inspector_status
 
 # The most results one journal search returns (the pages of a search come from these).
@@ -76,6 +79,8 @@ def _source_link(kind, record_id):
         return f"?memory={quote(str(record_id))}#memories"
     if kind in ("node", "note"):
         return f"#node-{record_id}"
+    if kind == "fact":
+        return f"#fact-{record_id}"
     if kind == "observation":
         entity_id = str(record_id).rsplit(":", 1)[0]  # the page's rows: person-<alnum id>
         return "#person-" + "".join(ch for ch in entity_id if ch.isalnum())
@@ -451,6 +456,36 @@ def goal_tree(npc):
 def projects(npc):
     """Project slots, the active one first (`workspace.projects.Projects.all`)."""
     return npc.assistant.projects.all()
+
+
+def session_memory(npc):
+    """
+    The session memory's facts, patterns and completed tasks, each with where it came from
+    (`workspace.session_memory.SessionMemory.entries`: who set it, how it was heard, its
+    trust, what a merged one was derived from, the tick it was set in), and the think notes
+    and the diary the last patrol wrote, with theirs.
+
+    Returns:
+        dict: `{"entries": [...], "last_compacted", "think_notes", "diary"}`.
+    """
+    session = npc.assistant.session
+    rows = [{"memory_type": memory_type, "text": item["text"], "id": item["id"],
+             "row": f"fact-{item['id']}", "turn": item.get("turn"),
+             "set_at": item.get("set_at") or item.get("timestamp"),
+             "provenance": provenance_view({provenance.KEY: item["provenance"]})}
+            for memory_type in MEMORY_TYPES for item in session.entries(memory_type)]
+    record = PatrolRecord(npc.assistant.ports())
+    think = record.think_notes()
+    return {
+        "entries": rows,
+        "last_compacted": session.document().get("last_compacted"),
+        "think_notes": {"text": think.get("text"), "updated_at": think.get("updated_at"),
+                        "provenance": provenance_view({
+                            provenance.KEY: patrol_provenance(think)})} if think else None,
+        "diary": [{"date": date, "text": entry.get("text"), "updated_at": entry.get("updated_at"),
+                   "provenance": provenance_view({provenance.KEY: patrol_provenance(entry)})}
+                  for date, entry in sorted(record.diary().items(), reverse=True)],
+    }
 
 
 # ----------------------------------------------------------------------------------------------

@@ -157,6 +157,7 @@ def _page_data(npc, view):
         "bands": bands,
         "goals": inspect.goal_tree(npc),
         "projects": inspect.projects(npc),
+        "session": inspect.session_memory(npc),
         "nodes": _node_rows(npc),
         "sleeps": _sleep_rows(inspect.sleeps(npc)),
         "audit": [{**record, "row": f"change-{record.get('id')}"}

@@ -79,3 +79,26 @@ class TestInspectorProvenance(InspectorTestCase):
         assert "told me directly" in html and "(#66)" in html
         assert f'class="ai-derived-from" href="#entry-{self.entry["id"]}"' in html
         assert 'class="ai-derived-from" href="#person-66"' in html
+
+    def add_session_facts(self):
+        session = self.npc.assistant.session
+        session.add("The harbour vault code is 4471",
+                    provenance=provenance.build("admin", speaker="Wren", speaker_id="#1"))
+        session.add(f"Mallory's role is {SVG}", provenance=provenance.build(
+            "told", speaker="Mallory", speaker_id="#66",
+            derived_from=[f"journal:{self.entry['id']}"]))
+
+    def test_the_api_and_page_show_who_set_each_session_fact(self):
+        self.add_session_facts()
+        found = self.get("session/")
+        admin, hers = found["entries"]
+        assert admin["provenance"]["channel"] == "admin" and admin["provenance"]["trust"] == 1.0
+        assert hers["provenance"]["speaker_id"] == "#66"
+        assert hers["provenance"]["channel_label"] == "told me directly"
+        assert hers["provenance"]["derived_from"][0]["href"] == f"#entry-{self.entry['id']}"
+        assert hers["row"] == f"fact-{hers['id']}"
+        counts = self.get("")["counts"]
+        assert (counts["session_entries"], counts["session_entries_from_players"]) == (2, 1)
+        html = self.client.get(f"/assistants/{self.npc.id}/").content.decode()
+        assert f'id="fact-{hers["id"]}"' in html and "an admin&#x27;s statement" in html
+        assert "<svg onload" not in html  # a player's fact is escaped like her attribute

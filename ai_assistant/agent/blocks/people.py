@@ -11,10 +11,9 @@ out: each fact appears once.
 """
 
 from ai_assistant.agent.blocks.memory_nodes import people_in
-from ai_assistant.memory import provenance
-from ai_assistant.memory.attribute_sources import ATTRIBUTE_PROVENANCE, attribute_provenance
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.entities import People
+from ai_assistant.memory.recall import lines
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
 
 
@@ -64,13 +63,8 @@ def entity_context_block(ports, situation):
 
 def attribute_line(profile, key, value):
     """
-    One attribute as the prompt shows it: a player's testimony says whose word it is
-    ("role (Mallory's own account): ..."); an admin's correction and anything kept before
-    provenance existed reads as a note.
+    One attribute as the prompt shows it (`memory.recall.lines.attribute_line`): a player's
+    testimony says whose word it is ("Mallory told me: role: ..."), a dispute both sides; an
+    admin's correction and anything kept before provenance existed reads as a note.
     """
-    recorded = (profile.get(ATTRIBUTE_PROVENANCE) or {}).get(key)
-    if isinstance(recorded, dict):
-        source = attribute_provenance(profile, key)
-        if provenance.is_player_sourced(source):
-            return f"{key} ({safe_name(source.get('speaker'))}'s own account): {value}"
-    return f"{key}: {value}"
+    return lines.attribute_line(profile, key, value)

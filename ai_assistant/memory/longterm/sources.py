@@ -135,8 +135,26 @@ def is_outranked(item):
 
 
 def rests_on_testimony(item):
-    """Whether a memory is someone's word rather than the assistant's or an admin's fact."""
+    """
+    Whether a memory is someone's word rather than the assistant's or an admin's fact: by its
+    provenance when it records one (`provenance.is_player_sourced`), else by its speaker.
+    """
+    recorded = _provenance(item)
+    if recorded is not None:
+        return provenance_model.is_player_sourced(recorded)
     return speaker_of(item) is not None and not is_admin(item)
+
+
+def speaker_name(item):
+    """
+    The name a recalled line gives its speaker: the provenance's speaker (who said it, even
+    when the flat `source_entity` names the step that derived it: "reflection on ...") or
+    `source_entity`, at most `MAX_NAME_CHARS`.
+    """
+    recorded = _provenance(item) or {}
+    name = (recorded.get("speaker") or _metadata(item).get("source_entity")
+            or recorded.get("speaker_id") or "")
+    return " ".join(str(name).split())[:MAX_NAME_CHARS]
 
 
 def attribution(item):
@@ -159,5 +177,4 @@ def attribution(item):
     if not rests_on_testimony(item):
         # a dispute between the assistant's own memories is still a dispute
         return "(disputed) " if verb == "says (disputed)" else ""
-    name = " ".join(str(_metadata(item).get("source_entity")).split())[:MAX_NAME_CHARS]
-    return f"{name} {verb}: "
+    return f"{speaker_name(item)} {verb}: "
