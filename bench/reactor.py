@@ -34,6 +34,7 @@ Results go to `bench/results/reactor.json`.
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -246,7 +247,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                              "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
                         settings=SERVER_SETTINGS)  # fmt: skip
     clients, crew = [], []
-    left_running, corpus = None, [0, 0]
+    left_running, corpus, machine_load = None, [0, 0], {}
     try:
         started = time.perf_counter()
         server.start()
@@ -264,6 +265,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
 
         measure_looks(looker, min(10, looks), interval)  # warm caches before either run
         baseline = measure_looks(looker, looks, interval)
+        machine_load = {"baseline": round(os.getloadavg()[0], 2)}
         log(f"baseline: {summary(baseline)}")
 
         names = [f"Bench{number}" for number in range(1, assistants + 1)]
@@ -302,6 +304,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         load_started = time.perf_counter()
         loaded = measure_looks(looker, looks, interval)
         load_seconds = time.perf_counter() - load_started
+        machine_load["load"] = round(os.getloadavg()[0], 2)
         requests = len(llm.requests) - requests_before
         log(f"load: {summary(loaded)}")
         for talker in crew:
@@ -350,6 +353,9 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         },
         "baseline": base,
         "load": load,
+        # the machine's 1-minute load average at the end of each run (a shared machine's
+        # other work slows both runs; compare ratios measured under the same load)
+        "machine_load_average": machine_load,
         "p99_ratio": round(load["p99_ms"] / base["p99_ms"], 3) if base["p99_ms"] else None,
         "p99_allowed_ms": round(allowed, 2),
         "target_met": load["p99_ms"] <= allowed,

@@ -117,16 +117,26 @@ def test_attribute_write_cost_of_a_tick():
 
 @pytest.mark.e2e
 def test_reactor_smoke(tmp_path):
-    """A real server, 2 assistants (one asleep and compacting), 10 looks per run."""
+    """
+    A real server, 2 assistants (one asleep and compacting, one awake with a small grown
+    memory), 10 looks per run.
+    """
     from bench import reactor
 
     document = reactor.main(["--assistants", "2", "--looks", "10", "--talkers", "1",
-                             "--journal", "20", "--out", str(tmp_path / "reactor.json")])
+                             "--journal", "20", "--memories", "12",
+                             "--out", str(tmp_path / "reactor.json")])  # fmt: skip
     assert json.loads((tmp_path / "reactor.json").read_text())["load"] == document["load"]
     for run in ("baseline", "load"):
         assert document[run]["looks"] == 10
         assert 0.0 < document[run]["p50_ms"] <= document[run]["p99_ms"] < 60_000
     assert document["during_load"]["talks_sent"] > 0
     assert document["during_load"]["talker_errors"] == []
+    # the awake assistant recalled over its grown memory: the store's memories are mirrored,
+    # and its journal holds the grown entries and what it heard since
+    assert document["during_load"]["awake_memories_after"] == 12
+    assert document["during_load"]["awake_journal_entries_after"] >= 12
+    assert document["setup"]["memories_per_awake_assistant"] == {
+        "journal_entries": 12, "long_term_memories": 12}
     assert document["processes_left_running"] == []
     assert document["server_tracebacks"] == 0
