@@ -13,6 +13,7 @@ import pickle
 import uuid
 from base64 import b64decode
 
+from django.db import transaction
 from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize, from_pickle
 
@@ -116,8 +117,6 @@ class AttributeState:
         (`bench.reactor`). All or nothing: if a write fails, no document is marked written and
         the log is kept, so the next flush (or a replay) writes them all again.
         """
-        from django.db import transaction
-
         written = []
         with transaction.atomic():
             for owner in {self.character, self.character.assistant.script} - {None}:
