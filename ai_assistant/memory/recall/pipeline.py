@@ -16,8 +16,12 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
    entries being answered (`exclude`); one item per source entry (the best-ranked text).
 4. **Information.** The score is scaled by how much a line says (`information`), so small talk
    neither outranks facts nor takes room; lines below `recall.min_information` are dropped.
-5. **Budget.** Best first, lines are taken while they fit `recall.budget_tokens`, then shown
-   oldest first, each with its date (`lines.recall_line`).
+5. **Budget.** Best first, whole lines are taken while they fit `recall.budget_tokens`, then
+   shown oldest first, each with its date (`lines.recall_line`). A line is never cut: the budget
+   is kept by choosing fewer lines. One longer than `recall.max_line_tokens` (a pasted page) is
+   left out of the prompt (`too_long`): it would crowd out a dozen facts in every prompt one of
+   its words matches, and cut to fit, half of it would read as the whole. It stays findable by
+   the lookup tools, which show it whole.
 
 Everything but reading the journal and the mirror's snapshot runs in the worker pool
 (`rank_items` and `select_lines` are blocking; `recall` hands them to `run_cpu_bound`).
@@ -48,8 +52,6 @@ from ai_assistant.plumbing.tokens import count_tokens
 
 # Candidates ranked per item wanted, before the filters and the budget thin them.
 OVERFETCH = 3
-# A line longer than this is cut (a memory is a sentence or two; a pasted page is not).
-MAX_LINE_CHARS = 400
 # Share of an item's score that does not depend on how much it says.
 INFORMATION_FLOOR = 0.35
 # Share of its score a superseded memory keeps (`longterm.supersede`): shown after the current.
@@ -190,15 +192,23 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
     return recalled[: query.limit]
 
 
-def select_lines(recalled, budget, limit, count=count_tokens):
+def too_long(cost, max_line_tokens):
+    """True for a line of `cost` tokens that is longer than a prompt shows (0: no limit)."""
+    return bool(max_line_tokens) and cost > max_line_tokens
+
+
+def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0):
     """
-    The lines that fit the token budget, best first, then shown oldest first.
+    The lines that fit the token budget, best first, then shown oldest first. Lines are whole:
+    the budget is kept by choosing fewer of them, and one longer than `max_line_tokens`
+    (`too_long`) is never shown.
 
     Args:
         recalled (list[Recalled]): Ranked items.
         budget (int): Tokens for all lines (0: no budget).
         limit (int): At most this many lines.
         count (callable): Token counter.
+        max_line_tokens (int): The longest line shown (`recall.max_line_tokens`; 0: any).
 
     Returns:
         list[str]: Dated lines, oldest first.
@@ -206,10 +216,8 @@ def select_lines(recalled, budget, limit, count=count_tokens):
     chosen, used = [], 0
     for found in recalled:
         line = recall_line(found.item)
-        if len(line) > MAX_LINE_CHARS:
-            line = line[: MAX_LINE_CHARS - 3].rstrip() + "..."
         cost = count(line) + 1
-        if budget and used + cost > budget:
+        if too_long(cost, max_line_tokens) or (budget and used + cost > budget):
             continue  # a shorter line further down may still fit
         chosen.append((found.item, line))
         used += cost
@@ -229,7 +237,8 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
                           index_cache=mirror.index_cache if mirror else None,
                           min_information=settings.get("recall.min_information"),
                           hidden=hidden)  # fmt: skip
-    return recalled, select_lines(recalled, query.budget, query.limit)
+    return recalled, select_lines(recalled, query.budget, query.limit,
+                                  max_line_tokens=settings.get("recall.max_line_tokens"))
 
 
 @defer.inlineCallbacks
