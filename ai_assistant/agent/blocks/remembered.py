@@ -116,4 +116,5 @@ def remembered_block(ports, situation):
     lines = situation.get("recall")
     if lines is None:
         lines = _journal_lines(ports, situation)
-    return quote_untrusted("\n".join(lines), "MEMORIES") if lines else None
+    # the lines are whole and the budget bounds them: the block is never cut
+    return quote_untrusted("\n".join(lines), "MEMORIES", limit=None) if lines else None

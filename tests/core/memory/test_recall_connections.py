@@ -117,3 +117,14 @@ def test_the_prompt_recalls_with_the_second_stage_at_the_game_defaults():
     _, lines = result_of(pipeline.recall(ports, RecallQuery(
         text="How does Mira unwind in the evening?", limit=20, budget=900)))
     assert any("Throwing pots" in line for line in lines)
+
+
+def test_the_block_of_a_full_budget_is_never_cut():
+    from ai_assistant.agent.blocks.remembered import remembered_block
+
+    lines = [f"- [2 February 2024] Oskar said to me: \"Crossing {n}: the ferry carried "
+             f"{n} carts of peat, a goat and the miller's daughter to the north shore.\""
+             for n in range(60)]  # fmt: skip
+    assert len("\n".join(lines)) > 4000  # longer than any other quoted block may be
+    block = remembered_block(make_ports(), {"recall": lines})
+    assert "[...cut]" not in block and all(line in block for line in lines)
