@@ -2,7 +2,8 @@
 Reactor responsiveness: how long a plain `look` takes while many assistants are busy.
 
     .venv/bin/python -m bench.reactor [--assistants 20] [--looks 200] [--interval 0.1]
-                                      [--talkers 4] [--journal 300] [--llm-delay 1.0] [--out PATH]
+                                      [--talkers 4] [--journal 300] [--llm-delay 1.0]
+                                      [--warmup 8] [--out PATH]
 
 A real Evennia server is started from this repository (`tests/game_server.py`) with its LLM
 pointed at the scripted OpenAI-compatible server (`tests/scripted_llm.py`), which answers every
@@ -18,7 +19,8 @@ request after `--llm-delay` seconds: a ReAct request with a `say` tool call, a s
    last one gets `--journal` journal entries and is put to sleep with a 5 s sleep tick (the
    default is 60 s), so its compacting phase (LLM scoring, mem0 consolidation with the local
    embedder) runs during the measurement. `--talkers` players `talk` to the awake assistants in
-   turn, each every 0.5 s, for the whole run. After a warm-up the looker measures again.
+   turn, each every 0.5 s, for the whole run. After a warm-up (`--warmup` seconds) the looker
+   measures again.
 
 The target: p99 under load within 1.2x the baseline's p99, or baseline + 20 ms, whichever is
 larger. Every process started from the game folder is stopped at the end.
@@ -156,9 +158,14 @@ def seed_journal_code(name, count):
 
 
 def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, llm_delay=1.0,
-        log=print):  # fmt: skip
+        log=print, warmup=WARMUP_SECONDS, game=None):  # fmt: skip
     """
     Run the benchmark (see the module doc).
+
+    Args:
+        game (tuple, optional): `(server, llm)`: a started `GameServer` whose LLM is the
+            `ScriptedLLMServer` `llm`, lent by the caller, who stops it (the smoke tests share
+            one between benches). Without it the bench starts its own.
 
     Returns:
         dict: The results document.
@@ -166,16 +173,23 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     from game_server import GameServer
     from scripted_llm import ScriptedLLMServer
 
-    llm = ScriptedLLMServer(responder=make_responder(llm_delay)).start()
-    server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
-                             "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
-                        settings=THROTTLES)  # fmt: skip
+    if game is None:
+        llm = ScriptedLLMServer(responder=make_responder(llm_delay)).start()
+        server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
+                                 "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
+                            settings=THROTTLES)  # fmt: skip
+    else:
+        server, llm = game
+        llm.responder = make_responder(llm_delay)
     clients, crew = [], []
-    left_running = None
+    left_running = None  # a lent server is the lender's to stop
     try:
         started = time.perf_counter()
-        server.start()
-        log(f"server up in {time.perf_counter() - started:.1f}s")
+        if game is None:
+            server.start()
+            log(f"server up in {time.perf_counter() - started:.1f}s")
+        else:
+            server.mark_logs()
         admin = login(server)
         clients.append(admin)
         admin.command(f"@desc here = A quiet grey room for benchmarks. {MARKER}",
@@ -210,7 +224,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         requests_before = len(llm.requests)
         for talker in crew:
             talker.start()
-        time.sleep(WARMUP_SECONDS)
+        time.sleep(warmup)
         load_started = time.perf_counter()
         loaded = measure_looks(looker, looks, interval)
         load_seconds = time.perf_counter() - load_started
@@ -230,9 +244,10 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                 client.close()
             except OSError:
                 pass
-        left_running = server.stop()
-        server.cleanup()
-        llm.stop()
+        if game is None:
+            left_running = server.stop()
+            server.cleanup()
+            llm.stop()
 
     base, load = summary(baseline), summary(loaded)
     allowed = max(TARGET_RATIO * base["p99_ms"], base["p99_ms"] + TARGET_SLACK_MS)
@@ -249,7 +264,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             "sleeper_journal_entries": journal_entries,
             "sleeper_tick_s": 5,
             "llm_delay_s": llm_delay,
-            "warmup_s": WARMUP_SECONDS,
+            "warmup_s": warmup,
         },
         "baseline": base,
         "load": load,
@@ -265,11 +280,12 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             "sleeper_phase_after": phase.group(1) if phase else None,
         },
         "server_tracebacks": tracebacks,
-        "processes_left_running": left_running,
+        "processes_left_running": left_running,  # None: a lent server
     }
 
 
-def main(argv=None):
+def main(argv=None, game=None):
+    """The command line (see the module doc); `game` as `run` takes it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assistants", type=int, default=20)
     parser.add_argument("--looks", type=int, default=200)
@@ -277,10 +293,12 @@ def main(argv=None):
     parser.add_argument("--talkers", type=int, default=4)
     parser.add_argument("--journal", type=int, default=300)
     parser.add_argument("--llm-delay", type=float, default=1.0)
+    parser.add_argument("--warmup", type=float, default=WARMUP_SECONDS,
+                        help="seconds of load before the looks under load are measured")
     parser.add_argument("--out", default=str(RESULTS / "reactor.json"))
     args = parser.parse_args(argv)
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
-                   args.llm_delay)  # fmt: skip
+                   args.llm_delay, warmup=args.warmup, game=game)  # fmt: skip
     print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
