@@ -157,6 +157,11 @@ def speaker_name(item):
     return " ".join(str(name).split())[:MAX_NAME_CHARS]
 
 
+# A claim's verb by how it was heard (`provenance` channels); any other channel "told me".
+HEARD_VERBS = {provenance_model.CHANNEL_WHISPERED: "whispered to me",
+               provenance_model.CHANNEL_OVERHEARD: "was overheard saying"}
+
+
 def attribution(item):
     """
     The short prefix that says whose word a recalled memory is ("" for a fact).
@@ -166,14 +171,16 @@ def attribution(item):
 
     Returns:
         str: "" for the assistant's own memories and admins' statements; otherwise
-        "Mallory told me: ", "Eve says (disputed): " or "Mallory claimed (I know otherwise): ".
+        "Mallory told me: " (or "whispered to me", "was overheard saying" by how it was
+        heard), "Eve says (disputed): " or "Mallory claimed (I know otherwise): ".
     """
     if is_outranked(item):
         verb = "claimed (I know otherwise)"
     elif is_disputed(item):
         verb = "says (disputed)"
     else:
-        verb = "told me"
+        # how it reached the assistant matters to how far it is to be believed
+        verb = HEARD_VERBS.get((_provenance(item) or {}).get("channel"), "told me")
     if not rests_on_testimony(item):
         # a dispute between the assistant's own memories is still a dispute
         return "(disputed) " if verb == "says (disputed)" else ""

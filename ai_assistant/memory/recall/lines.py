@@ -151,7 +151,8 @@ def said_by(item, content):
         return content
     prefix = attribution(item)
     name = prefix.split(" ", 1)[0] if prefix and not prefix.startswith("(") else ""
-    if name and content.casefold().startswith(name.casefold()) and prefix.endswith("told me: "):
+    if name and content.casefold().startswith(name.casefold()) and not prefix.endswith(
+            ("(disputed): ", "otherwise): ")):
         return content
     return prefix + content
 

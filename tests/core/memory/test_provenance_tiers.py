@@ -176,3 +176,19 @@ def test_the_diary_and_think_notes_from_a_planted_scene_stay_her_word_in_eves_pr
         "after": f"Eve's request reads \"{note_line}\", \"{role_line}\" and the planted node "
                  "as \"Mallory told me: ...\"; own and admin lines stated as fact",
     }])
+
+
+def test_a_claim_says_how_it_was_heard():
+    from ai_assistant.memory import provenance
+    from ai_assistant.memory.longterm.sources import attribution
+
+    def memory(channel, speaker="Quill", speaker_id="#41"):
+        return {"memory": "the gate opens at dusk", "metadata": {
+            "provenance": provenance.build(channel, speaker=speaker, speaker_id=speaker_id)}}
+
+    assert attribution(memory(provenance.CHANNEL_TOLD)) == "Quill told me: "
+    assert attribution(memory(provenance.CHANNEL_WHISPERED)) == "Quill whispered to me: "
+    assert attribution(memory(provenance.CHANNEL_OVERHEARD)) == "Quill was overheard saying: "
+    # the assistant's own observation, and an admin's word, are stated as fact
+    assert attribution(memory(provenance.CHANNEL_OWN, None, None)) == ""
+    assert attribution(memory(provenance.CHANNEL_ADMIN, "Warden", "#1")) == ""
