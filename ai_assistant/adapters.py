@@ -319,6 +319,7 @@ class LazySemanticStore:
     def _open(self):
         from twisted.internet import reactor
 
+        from ai_assistant.agent.warmup import after_process_warm_up
         from ai_assistant.memory.longterm.mem0_store import close_all_stores, make_semantic_store
         from ai_assistant.plumbing.threads import run_blocking
 
@@ -339,10 +340,13 @@ class LazySemanticStore:
                 waiter.errback(failure)
 
         # opening is mostly importing mem0 and reading files: the waiting pool, so that a
-        # reply's recall (computing pool) never queues behind it just after a start
-        run_blocking(make_semantic_store, self._settings, semantic_data_dir(), self._key,
-                     log=self._log, database=game_database(self._settings),
-                     ).addCallbacks(_opened, _failed)
+        # reply's recall (computing pool) never queues behind it; and only once what a reply
+        # needs is loaded (a reply does not wait for the store), so that just after a start
+        # it does not compete with a first reply for the interpreter
+        after_process_warm_up(
+            run_blocking, make_semantic_store, self._settings, semantic_data_dir(), self._key,
+            log=self._log, database=game_database(self._settings),
+        ).addCallbacks(_opened, _failed)
 
     def _call(self, method, *args, **kwargs):
         return self._ready().addCallback(lambda store: getattr(store, method)(*args, **kwargs))

@@ -3,7 +3,7 @@ Reactor responsiveness: how long a plain `look` takes while many assistants are 
 
     .venv/bin/python -m bench.reactor [--assistants 20] [--looks 200] [--interval 0.1]
                                       [--talkers 4] [--journal 300] [--memories 300]
-                                      [--llm-delay 1.0] [--out PATH]
+                                      [--llm-delay 1.0] [--warmup 8] [--out PATH]
 
 A real Evennia server is started from this repository (`tests/game_server.py`) with its LLM
 pointed at the scripted OpenAI-compatible server (`tests/scripted_llm.py`), which answers every
@@ -23,7 +23,8 @@ request after `--llm-delay` seconds: a ReAct request with a `say` tool call, a s
    about invented people, places and things, written through the owners, `Journal` and
    `Memories`, so the store, its recall mirror and the journal hold them as play would), so
    that recall ranks a large corpus for every reply. `--talkers` players `talk` to the awake
-   assistants in turn, each every 0.5 s, for the whole run. After a warm-up the looker
+   assistants in turn, each every 0.5 s, for the whole run. After a warm-up (`--warmup`
+   seconds) the looker
    measures again.
 
 The target (issue 30): p99 under load within 1.5x the baseline's p99, or baseline + 20 ms,
@@ -232,9 +233,14 @@ def seed_journal_code(name, count):
 
 
 def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, memories=300,
-        llm_delay=1.0, log=print):  # fmt: skip
+        llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None):  # fmt: skip
     """
     Run the benchmark (see the module doc).
+
+    Args:
+        game (tuple, optional): `(server, llm)`: a started `GameServer` whose LLM is the
+            `ScriptedLLMServer` `llm`, lent by the caller, who stops it (the smoke tests share
+            one between benches). Without it the bench starts its own.
 
     Returns:
         dict: The results document.
@@ -242,16 +248,24 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     from game_server import GameServer
     from scripted_llm import ScriptedLLMServer
 
-    llm = ScriptedLLMServer(responder=make_responder(llm_delay)).start()
-    server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
-                             "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
-                        settings=SERVER_SETTINGS)  # fmt: skip
+    if game is None:
+        llm = ScriptedLLMServer(responder=make_responder(llm_delay)).start()
+        server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
+                                 "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
+                            settings=SERVER_SETTINGS)  # fmt: skip
+    else:
+        server, llm = game
+        llm.responder = make_responder(llm_delay)
     clients, crew = [], []
+    # a lent server is the lender's to stop (it must be started with SERVER_SETTINGS)
     left_running, corpus, machine_load = None, [0, 0], {}
     try:
         started = time.perf_counter()
-        server.start()
-        log(f"server up in {time.perf_counter() - started:.1f}s")
+        if game is None:
+            server.start()
+            log(f"server up in {time.perf_counter() - started:.1f}s")
+        else:
+            server.mark_logs()
         admin = login(server)
         clients.append(admin)
         admin.command(f"@desc here = A quiet grey room for benchmarks. {MARKER}",
@@ -300,7 +314,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         requests_before = len(llm.requests)
         for talker in crew:
             talker.start()
-        time.sleep(WARMUP_SECONDS)
+        time.sleep(warmup)
         load_started = time.perf_counter()
         loaded = measure_looks(looker, looks, interval)
         load_seconds = time.perf_counter() - load_started
@@ -328,9 +342,10 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                 client.close()
             except OSError:
                 pass
-        left_running = server.stop()
-        server.cleanup()
-        llm.stop()
+        if game is None:
+            left_running = server.stop()
+            server.cleanup()
+            llm.stop()
 
     base, load = summary(baseline), summary(loaded)
     allowed = max(TARGET_RATIO * base["p99_ms"], base["p99_ms"] + TARGET_SLACK_MS)
@@ -349,7 +364,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                                              "long_term_memories": memories},
             "sleeper_tick_s": 5,
             "llm_delay_s": llm_delay,
-            "warmup_s": WARMUP_SECONDS,
+            "warmup_s": warmup,
         },
         "baseline": base,
         "load": load,
@@ -371,11 +386,12 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             "awake_journal_entries_after": corpus[1],
         },
         "server_tracebacks": tracebacks,
-        "processes_left_running": left_running,
+        "processes_left_running": left_running,  # None: a lent server
     }
 
 
-def main(argv=None):
+def main(argv=None, game=None):
+    """The command line (see the module doc); `game` as `run` takes it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assistants", type=int, default=20)
     parser.add_argument("--looks", type=int, default=200)
@@ -385,10 +401,12 @@ def main(argv=None):
     parser.add_argument("--memories", type=int, default=300,
                         help="journal entries and long-term memories of each awake assistant")
     parser.add_argument("--llm-delay", type=float, default=1.0)
+    parser.add_argument("--warmup", type=float, default=WARMUP_SECONDS,
+                        help="seconds of load before the looks under load are measured")
     parser.add_argument("--out", default=str(RESULTS / "reactor.json"))
     args = parser.parse_args(argv)
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
-                   args.memories, args.llm_delay)  # fmt: skip
+                   args.memories, args.llm_delay, warmup=args.warmup, game=game)  # fmt: skip
     print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
