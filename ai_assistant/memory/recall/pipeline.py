@@ -4,7 +4,8 @@ The recall pipeline: what the assistant remembers that bears on a query, from ev
 One ranking serves the prompt ("What you remember") and the lookup tools:
 
 1. **Corpus.** Every consolidated memory (the long-term store's recall mirror,
-   `longterm.mirror`, kept by its owner `longterm.memories.Memories`), the journal
+   `longterm.mirror`, kept by its owner `longterm.memories.Memories`; on a store that ranks
+   in its database, the candidates it finds for the query, `store_candidates`), the journal
    entries not consolidated yet (the current stretch of conversation), the living memory
    nodes and what the entity profiles learnt about people (`tiers`). A journal entry whose
    memories are mirrored is left out: an entry and the memories made from it are one item.
@@ -38,6 +39,7 @@ from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
+from ai_assistant.memory.recall.store_candidates import fetch_candidates
 from ai_assistant.memory.recall.tiers import tier_items
 from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
 from ai_assistant.memory.search.filters import SearchFilters
@@ -123,16 +125,24 @@ def _excluded(item, exclude):
     return item.get("tier") == MEMORY_TIER and str(item.get("entry_id")) in exclude
 
 
-def _dense(corpus, text, embed, matrices):
-    """The cosine of the query to every item, in the corpus's order (blocking), or None."""
+def _dense(corpus, text, embed, matrices, known=None):
+    """
+    The cosine of the query to every item, in the corpus's order (blocking), or None.
+    `known`: the cosines of the corpus's first items, computed by the store that found them
+    (`store_candidates`); only the items after them are embedded here.
+    """
     if embed is None or not corpus:
         return None
-    texts = tuple(str(item.get("content") or "") for item in corpus)
+    start = 0 if known is None else len(known)
+    texts = tuple(str(item.get("content") or "") for item in corpus[start:])
     vector = numpy.asarray(embed([text])[0], dtype=numpy.float32)
     norm = numpy.linalg.norm(vector)
     if not norm:
         return None
-    return matrices.matrix(embed, texts) @ (vector / norm)
+    rest = matrices.matrix(embed, texts) @ (vector / norm) if texts else numpy.zeros(0)
+    if known is None:
+        return rest
+    return numpy.concatenate([numpy.asarray(known, dtype=numpy.float32), rest])
 
 
 def _hidden(corpus):
@@ -141,7 +151,7 @@ def _hidden(corpus):
 
 
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
-               min_information=0.0, hidden=None):  # fmt: skip
+               min_information=0.0, hidden=None, known_cosines=None):  # fmt: skip
     """
     Rank the corpus for a query (blocking: run it in the worker pool).
 
@@ -156,6 +166,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
         min_information (float): Lines saying less than this are never recalled.
         hidden (int, optional): How many items are private to someone, if the caller knows
             (the mirror keeps its count); else they are counted here.
+        known_cosines (numpy.ndarray, optional): The cosines of the corpus's first items, as
+            the store that found them computed them (`store_candidates.CandidateSet`).
 
     Returns:
         list[Recalled]: Best first, one per source entry, visible to the viewer.
@@ -165,7 +177,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
     hidden = _hidden(corpus) if hidden is None else hidden
     fetch = query.limit * OVERFETCH + hidden + len(query.exclude)
     if params.embedding_weight and embed is not None:
-        dense = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices())
+        dense = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices(),
+                       known_cosines)
     else:
         dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
@@ -228,7 +241,8 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
                           matrices=mirror.matrices if mirror else None,
                           index_cache=mirror.index_cache if mirror else None,
                           min_information=settings.get("recall.min_information"),
-                          hidden=hidden)  # fmt: skip
+                          hidden=hidden,
+                          known_cosines=getattr(mirror, "cosines", None))  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit)
 
 
@@ -254,11 +268,15 @@ def recall(ports, query, *, runner=None):
     if not query.text.strip():
         return [], []
     runner = runner or ports.run_cpu_bound
-    loading = Memories(ports).recall_mirror(runner)
-    mirror = (yield loading) if loading.called or query.wait_for_store else None
-    # the journal's current version (entries are never changed in place); the corpus, its
-    # index and its vectors are made from it and the mirror's snapshot in the worker
-    journal = get_journal(ports)["entries"] if query.journal else ()
+    if Memories(ports).ranks_in_database:  # the store's database finds the candidates
+        journal = get_journal(ports)["entries"] if query.journal else ()
+        mirror = yield fetch_candidates(ports, query.text, journal)
+    else:
+        loading = Memories(ports).recall_mirror(runner)
+        mirror = (yield loading) if loading.called or query.wait_for_store else None
+        # the journal's current version (entries are never changed in place); the corpus,
+        # its index and its vectors are made from it and the mirror's snapshot in the worker
+        journal = get_journal(ports)["entries"] if query.journal else ()
     # the nodes and profiles are made into items here: the patrol and entity consolidation
     # change those documents on the reactor, so the worker gets a snapshot
     others = tier_items(load_nodes(ports), get_profiles(ports)) if query.journal else ()
