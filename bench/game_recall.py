@@ -1,8 +1,8 @@
 """
 Recall as the game plays it: is the evidence for a question in the request the LLM receives?
 
-    .venv/bin/python -m bench.game_recall [--data PATH] [--out PATH] [--conversations N]
-        [--sessions N] [--questions N]
+    .venv/bin/python -m bench.game_recall [--data PATH] [--out PATH]
+        [--conversations N|A-B] [--splits A-B,C-D] [--sessions N] [--questions N]
 
 For each LoCoMo conversation (`../shared/bench/locomo/locomo_dev.json` by default; the format
 is described in that folder's README and in `bench/locomo.py`), in the real Evennia shell
@@ -30,12 +30,16 @@ the semantic tier's data folder in the same temporary folder):
 
 What is recorded per question:
 
-- `evidence_in_prompt`: the share of its evidence turns present in the request: the turn's
-  own words (whitespace and punctuation normalised; a prefix of at most `KEY_CHARS`
-  characters, since long lines may be cut in a memory line), or the text of a mem0 memory
-  consolidated from the turn's journal entry (metadata `entry_id`). Entries and memories map
-  back to `dia_id`s outside the assistant: an entry is the journal entry the turn's awake tick
-  wrote.
+- `evidence_in_prompt` (the headline, lenient): the share of its evidence turns present in the
+  request: the turn's own words (whitespace and punctuation normalised; a prefix of at most
+  `KEY_CHARS` characters, so a line cut short still counts), or the same prefix of a mem0
+  memory made from the turn's journal entry. Entries and memories map back to `dia_id`s
+  outside the assistant: an entry is the journal entry the turn's awake tick wrote; a memory
+  is made from an entry when its metadata `entry_id`, or its record's `journal_ids` in the
+  memory links, name it.
+- `evidence_in_prompt_strict`: the same share, but a turn counts only when its WHOLE
+  normalised text is in the request, or the whole normalised text of a memory made from it.
+  A line cut short, or half a turn, does not count.
 - `tools_at_10`: the share of its evidence turns found in the union of what the two lookup
   tools of a conversation return at their top 10, `search_journal` and `recall_scenes`, each
   run through `execute_tool` with the question as query, with the ports the ReAct cycle was
@@ -45,6 +49,15 @@ What is recorded per question:
   tool specs as JSON), and per section of the system message.
 - for missed evidence, where it was at question time: still in the `journal`, only in `mem0`,
   or `nowhere`.
+
+Overall and per category the results give each share as a mean over questions (the figures
+above) and pooled over evidence turns (`evidence_in_prompt_pooled`,
+`evidence_in_prompt_strict_pooled`: found evidence turns / all evidence turns, so a question
+with five evidence turns weighs five times one with one). `never_stored` counts the distinct
+evidence turns that were, at question time, in neither the journal nor any memory.
+`--conversations` takes the first N conversations or a 1-based range `A-B`; `--splits` adds
+the same figures for ranges of the conversations run (e.g. `1-3,4-5`: a tuning split and a
+held-out one), by their number in the data file.
 
 The bench never reimplements recall: whatever code builds the prompt and answers the tools at
 run time is what it measures. Results go to `--out` and to `bench/results/game_recall.json`.
@@ -74,8 +87,9 @@ SLEEP_TICKS_MAX = 400  # a sleep that has not finished by then is reported, not 
 TOOLS = ("search_journal", "recall_scenes")
 TOP_K = 10
 SETTLE_SECONDS = 120
-PER_QUESTION = ("conversation", "question", "category", "evidence", "evidence_in_prompt",
-                "tools_at_10", "found_via", "missed_where", "tokens")
+SHARES = ("evidence_in_prompt", "evidence_in_prompt_strict", "tools_at_10")
+PER_QUESTION = ("conversation", "number", "question", "category", "evidence", *SHARES,
+                "found_via", "found_via_strict", "missed_where", "tokens")
 
 
 def settle(deferred):
@@ -232,15 +246,24 @@ class Game:
         return {"ticks": ticks, "finished": finished}
 
     def memories(self):
-        """`{memory id: (entry id, text)}` of every memory in the assistant's mem0 store."""
+        """
+        `{memory id: ([entry ids], text)}` of every memory in the assistant's mem0 store: the
+        entries it was made from, by its metadata `entry_id` and its links' `journal_ids`.
+        """
+        from ai_assistant.memory.longterm.links import MemoryLinks
         from ai_assistant.memory.longterm.memories import Memories
 
         memories = Memories(self.ports)
         if not memories.available:
             return {}
         found = settle(memories.list(limit=1_000_000)) or []
-        return {item["id"]: ((item.get("metadata") or {}).get("entry_id"), item.get("memory"))
-                for item in found}  # fmt: skip
+        records = MemoryLinks(self.ports).records()
+        made = {}
+        for item in found:
+            entries = entry_ids_of((item.get("metadata") or {}).get("entry_id"))
+            entries += entry_ids_of((records.get(item["id"]) or {}).get("journal_ids"))
+            made[item["id"]] = (list(dict.fromkeys(entries)), item.get("memory"))
+        return made
 
 
 def snapshot(ports):
@@ -315,26 +338,58 @@ def strings_of(value):
             yield from strings_of(item)
 
 
+def entry_ids_of(value):
+    """The journal entry ids a memory names: one id, or a list of them, or none."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple | set | frozenset):
+        return [item for item in value if item is not None]
+    return [value]
+
+
 class Evidence:
     """Where each turn of a conversation can be recognised: its text, its entry, its memories."""
 
     def __init__(self, sessions, entry_dia, memories, journal_ids):
-        self.keys = {dia: text_key(text) for _, turns in sessions for _, text, dia in turns}
+        """
+        Args:
+            sessions (list): `turn_sessions`' sessions.
+            entry_dia (dict): journal entry id -> dia_id.
+            memories (dict): `{memory id: (entry id or ids, text)}`: the entries a memory was
+                made from (metadata `entry_id`, links' `journal_ids`).
+            journal_ids (list): Ids of the entries still in the journal.
+        """
+        turns = [(dia, text) for _, said in sessions for _, text, dia in said]
+        self.keys = {dia: text_key(text) for dia, text in turns}
+        self.texts = {dia: normalise(text) for dia, text in turns}
         self.entry_dia = entry_dia
         self.journal_dia = {entry_dia[i] for i in journal_ids if i in entry_dia}
-        self.memory_dia, self.memory_keys = {}, {}
-        for memory_id, (entry_id, text) in memories.items():
-            dia = entry_dia.get(entry_id)
-            if dia is not None:
-                self.memory_dia[memory_id] = dia
+        self.memory_dia, self.memory_keys, self.memory_texts = {}, {}, {}
+        for memory_id, (entry_ids, text) in memories.items():
+            dias = dict.fromkeys(entry_dia[i] for i in entry_ids_of(entry_ids) if i in entry_dia)
+            for dia in dias:
+                self.memory_dia.setdefault(memory_id, dia)
                 self.memory_keys.setdefault(dia, []).append(text_key(text))
+                self.memory_texts.setdefault(dia, []).append(normalise(text))
 
     def in_text(self, dia, text):
-        """`"text"`, `"memory"` or None: how turn `dia` shows in normalised `text`."""
+        """`"text"`, `"memory"` or None: how turn `dia` shows in normalised `text` (a prefix)."""
         key = self.keys.get(dia)
         if key and key in text:
             return "text"
         if any(key and key in text for key in self.memory_keys.get(dia, ())):
+            return "memory"
+        return None
+
+    def in_text_strict(self, dia, text):
+        """
+        `"text"`, `"memory"` or None: turn `dia`'s whole normalised text in normalised `text`,
+        or the whole text of a memory made from it.
+        """
+        whole = self.texts.get(dia)
+        if whole and whole in text:
+            return "text"
+        if any(memory and memory in text for memory in self.memory_texts.get(dia, ())):
             return "memory"
         return None
 
@@ -345,6 +400,10 @@ class Evidence:
         if dia in self.journal_dia:
             return "journal"
         return "mem0" if dia in self.memory_keys else "nowhere"
+
+    def never_stored(self, dias):
+        """The turns among `dias` that are in neither the journal nor any memory."""
+        return sorted({dia for dia in dias if self.where(dia) == "nowhere"})
 
     def in_tool_result(self, result):
         """The dia_ids a tool's result (its top `TOP_K`) holds, by id or by text."""
@@ -399,6 +458,7 @@ def ask(game, question, capture, evidence):
     text = request_text(request)
     wanted = list(dict.fromkeys(str(dia) for dia in question["evidence"]))
     shown = {dia: evidence.in_text(dia, text) for dia in wanted}
+    strict = {dia: evidence.in_text_strict(dia, text) for dia in wanted}
     tool_found = set()
     for name in TOOLS:
         result = settle(execute_tool(name, cycle.calls[0][0], {"query": question["question"]}))
@@ -408,23 +468,29 @@ def ask(game, question, capture, evidence):
         "category": CATEGORIES[question["category"]],
         "evidence": wanted,
         "evidence_in_prompt": sum(1 for dia in wanted if shown[dia]) / len(wanted),
+        "evidence_in_prompt_strict": sum(1 for dia in wanted if strict[dia]) / len(wanted),
         "tools_at_10": sum(1 for dia in wanted if dia in tool_found) / len(wanted),
         "found_via": {dia: how for dia, how in shown.items() if how},
+        "found_via_strict": {dia: how for dia, how in strict.items() if how},
+        "tools_found": [dia for dia in wanted if dia in tool_found],
         "missed_where": {dia: evidence.where(dia) for dia in wanted if not shown[dia]},
         "tokens": request_tokens(request),
         "sections": section_tokens(request),
     }
 
 
-def run_conversation(sample, index, limits, log):
+def run_conversation(sample, number, limits, log):
     """
     Listen to every session (a sleep after each), then ask the questions.
+
+    Args:
+        number (int): The conversation's 1-based number in the data file.
 
     Returns:
         tuple: `(per-question figures, conversation summary)`.
     """
     timings = {"listen_seconds": 0.0, "sleep_seconds": 0.0, "question_seconds": 0.0}
-    game = Game(sample, index)
+    game = Game(sample, number)
     sessions = turn_sessions(sample)[: limits.sessions or None]
     sleeps = []
     for moment, turns in sessions:
@@ -448,31 +514,56 @@ def run_conversation(sample, index, limits, log):
              or not limits.sessions][: limits.questions or None]  # fmt: skip
     for question in asked:
         restore(game.ports, saved)
-        figures.append({"conversation": sample.get("sample_id"),
+        figures.append({"conversation": sample.get("sample_id"), "number": number,
                         **ask(game, question, capture, evidence)})
     game.ports.llm = None
     timings["question_seconds"] = time.perf_counter() - started
+    evidence_turns = {dia for figure in figures for dia in figure["evidence"]}
     summary = {
-        "sample_id": sample.get("sample_id"), "sessions": len(sessions),
+        "sample_id": sample.get("sample_id"), "number": number, "sessions": len(sessions),
         "turns": sum(len(turns) for _, turns in sessions), "questions": len(figures),
         "journal_entries_at_questions": len(evidence.journal_dia),
         "memories_at_questions": len(evidence.memory_dia),
+        # turns said that are, at question time, in neither the journal nor any memory
+        "turns_never_stored": len(evidence.never_stored(evidence.keys)),
+        "never_stored": evidence.never_stored(evidence_turns),
         "sleeps_unfinished": sum(1 for s in sleeps if not s["finished"]),
         "sleep_ticks_mean": round(statistics.fmean(s["ticks"] for s in sleeps), 1),
-        **_shares(figures), **{k: round(v, 1) for k, v in timings.items()},
+        **shares(figures), **{k: round(v, 1) for k, v in timings.items()},
     }  # fmt: skip
     log(f"{summary['sample_id']}: {summary['turns']} turns, {len(figures)} questions, "
-        f"evidence in prompt {summary.get('evidence_in_prompt')}, "
+        f"evidence in prompt {summary.get('evidence_in_prompt')} "
+        f"(strict {summary.get('evidence_in_prompt_strict')}), "
         f"tools@10 {summary.get('tools_at_10')}")
     return figures, summary
 
 
-def _shares(figures):
-    """Mean evidence_in_prompt and tools_at_10 over questions (each its share of turns)."""
+def shares(figures):
+    """
+    The shares of a set of questions: each of `SHARES` as a mean over questions (each its
+    share of its evidence turns), and `evidence_in_prompt` lenient and strict pooled over
+    evidence turns (found / all, so a question weighs by its number of evidence turns).
+    """
+    turns = sum(len(f["evidence"]) for f in figures)
     if not figures:
-        return {"evidence_in_prompt": None, "tools_at_10": None}
-    return {name: round(statistics.fmean(f[name] for f in figures), 4)
-            for name in ("evidence_in_prompt", "tools_at_10")}  # fmt: skip
+        return {**dict.fromkeys(SHARES), "evidence_turns": 0,
+                "evidence_in_prompt_pooled": None, "evidence_in_prompt_strict_pooled": None}
+    return {**{name: round(statistics.fmean(f[name] for f in figures), 4) for name in SHARES},
+            "evidence_turns": turns,
+            "evidence_in_prompt_pooled": round(
+                sum(len(f["found_via"]) for f in figures) / turns, 4),
+            "evidence_in_prompt_strict_pooled": round(
+                sum(len(f["found_via_strict"]) for f in figures) / turns, 4)}  # fmt: skip
+
+
+def by_category(figures):
+    """`shares` per LoCoMo category present in `figures`."""
+    found = {}
+    for name in CATEGORIES.values():
+        chosen = [f for f in figures if f["category"] == name]
+        if chosen:
+            found[name] = {"questions": len(chosen), **shares(chosen)}
+    return found
 
 
 def percentile(values, share):
@@ -481,13 +572,11 @@ def percentile(values, share):
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def summarise(figures, conversations, seconds):
-    """The results document from every question's figures."""
-    per_category = {}
-    for name in CATEGORIES.values():
-        chosen = [f for f in figures if f["category"] == name]
-        if chosen:
-            per_category[name] = {"questions": len(chosen), **_shares(chosen)}
+def summarise(figures, conversations, seconds, splits=()):
+    """
+    The results document from every question's figures; `splits` are `(first, last)` ranges
+    of conversation numbers summarised apart.
+    """
     misses, via = {}, {}
     for figure in figures:
         for where in figure["missed_where"].values():
@@ -500,15 +589,22 @@ def summarise(figures, conversations, seconds):
     for figure in figures:
         for name, count in figure["sections"].items():
             sections[name] = sections.get(name, 0) + count
-    turns = sum(len(f["evidence"]) for f in figures)
+    split_figures = {}
+    for first, last in splits:
+        chosen = [f for f in figures if first <= f["number"] <= last]
+        split_figures[f"{first}-{last}"] = {
+            "conversations": [c["sample_id"] for c in conversations
+                              if first <= c["number"] <= last],
+            "questions": len(chosen), "overall": shares(chosen),
+            "per_category": by_category(chosen)}  # fmt: skip
     return {
         "benchmark": "game_recall",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "overall": {**_shares(figures),
-                    "evidence_turns": turns,
-                    "evidence_in_prompt_pooled": round(sum(
-                        len(f["found_via"]) for f in figures) / (turns or 1), 4)},
-        "per_category": per_category,
+        "overall": shares(figures),
+        "per_category": by_category(figures),
+        "never_stored": sum(len(c["never_stored"]) for c in conversations),
+        "turns_never_stored": sum(c["turns_never_stored"] for c in conversations),
+        "splits": split_figures,
         "request_tokens": {"mean": round(statistics.fmean(tokens), 1),
                            "p95": percentile(tokens, 0.95), "max": max(tokens)},
         "tokens_by_section_mean": {name: round(count / max(1, len(figures)), 1)
@@ -524,9 +620,32 @@ def summarise(figures, conversations, seconds):
     }  # fmt: skip
 
 
+def conversation_range(value):
+    """
+    `--conversations`' value as `(first, last)` 1-based numbers: `"N"` is the first N,
+    `"A-B"` conversations A to B.
+
+    Raises:
+        ValueError: Not a count or a range of numbers from 1 up.
+    """
+    text = str(value).strip()
+    first, dash, last = text.partition("-")
+    try:
+        bounds = (int(first), int(last)) if dash else (1, int(text))
+    except ValueError:
+        raise ValueError(f"{value!r} is neither a count (3) nor a range (4-5)") from None
+    if bounds[0] < 1 or bounds[1] < bounds[0]:
+        raise ValueError(f"{value!r}: conversations are numbered from 1, first <= last")
+    return bounds
+
+
 def run(args, log=print):
     """Boot the shell, play every conversation, return the results document."""
-    samples = json.loads(Path(args.data).read_text())[: args.conversations or None]
+    every = json.loads(Path(args.data).read_text())
+    first, last = args.conversations or (1, len(every))
+    numbered = list(enumerate(every, start=1))[first - 1 : last]
+    if not numbered:
+        raise ValueError(f"the data holds {len(every)} conversations, none in {first}-{last}")
     started = time.perf_counter()
     figures, conversations = [], []
     with tempfile.TemporaryDirectory(prefix="ai_assistant_game_recall_") as folder:
@@ -535,26 +654,30 @@ def run(args, log=print):
         try:
             from django.conf import settings
 
-            for index, sample in enumerate(samples):
+            for number, sample in numbered:
                 # each assistant's semantic tier in a folder of its own (a local qdrant scans
                 # every point of its folder: a shared one would slow each conversation by the
                 # memories of the ones before it, whose assistants are gone)
-                settings.GAME_DIR = str(Path(folder) / f"conversation_{index}")
-                found, summary = run_conversation(sample, index, args, log)
+                settings.GAME_DIR = str(Path(folder) / f"conversation_{number}")
+                found, summary = run_conversation(sample, number, args, log)
                 figures.extend(found)
                 conversations.append(summary)
         finally:
             from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
             close_all_stores()
-    document = summarise(figures, conversations, time.perf_counter() - started)
+    document = summarise(figures, conversations, time.perf_counter() - started,
+                         args.splits or ())  # fmt: skip
     document["what"] = {
-        "data": str(args.data), "conversations": len(samples),
+        "data": str(args.data), "conversations": len(numbered),
+        "conversations_run": [{"number": number, "sample_id": sample.get("sample_id")}
+                              for number, sample in numbered],  # fmt: skip
         "sessions_per_conversation": args.sessions or "all",
         "questions_per_conversation": args.questions or "all (categories 1-4)",
         "settings": "the game's defaults (no overrides): mechanical mode, embedded mem0",
-        "evidence_match": f"normalised prefix of at most {KEY_CHARS} characters of the turn "
-                          "or of a memory made from its journal entry",
+        "evidence_match": f"headline: normalised prefix of at most {KEY_CHARS} characters "
+                          "of the turn or of a memory made from its journal entry; strict: "
+                          "the whole normalised turn, or the whole text of such a memory",
         "tools": f"union of {', '.join(TOOLS)} at their top {TOP_K}",
     }  # fmt: skip
     return document
@@ -564,15 +687,26 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--out", default=str(RESULTS))
-    parser.add_argument("--conversations", type=int, default=None,
-                        help="only the first N conversations")
+    parser.add_argument("--conversations", default=None,
+                        help="the first N conversations, or a 1-based range A-B (e.g. 4-5)")
+    parser.add_argument("--splits", default=None,
+                        help="ranges of conversation numbers also summarised apart, e.g. "
+                             "1-3,4-5 (a tuning split and a held-out one)")
     parser.add_argument("--sessions", type=int, default=None,
                         help="only the first N sessions of each (a smoke run; questions are "
                              "then those whose evidence was said)")
     parser.add_argument("--questions", type=int, default=None,
                         help="only the first N questions of each conversation")
     args = parser.parse_args(argv)
-    for name in ("conversations", "sessions", "questions"):
+    try:
+        if args.conversations is not None:
+            args.conversations = conversation_range(args.conversations)
+        if args.splits is not None:
+            args.splits = [conversation_range(part) if "-" in part else
+                           (int(part), int(part)) for part in args.splits.split(",")]
+    except ValueError as error:
+        parser.error(f"--conversations/--splits: {error}")
+    for name in ("sessions", "questions"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     if not Path(args.data).is_file():

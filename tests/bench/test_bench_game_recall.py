@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.game_recall import Evidence, normalise, text_key
+import pytest
+
+from bench.game_recall import Evidence, conversation_range, normalise, shares, text_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,6 +82,53 @@ def test_evidence_is_recognised_by_text_by_memory_and_by_tool_ids():
     assert evidence.in_tool_result({"results": far}) == set()
 
 
+def test_strict_match_wants_the_whole_turn_or_the_whole_memory_made_from_it():
+    long_turn = ("I finally finished restoring the old sailing dinghy my grandfather built, "
+                 "new ribs, new varnish and a mast cut from a larch that fell last winter.")
+    sessions = [(None, [("Nadia", long_turn, "D1:1"),
+                        ("Tomas", "I adopted a grey kitten called Pebble last week.", "D1:2")])]
+    memories = {"m2": (["e2"], "Tomas adopted a grey kitten called Pebble"),
+                "m3": (None, "a memory made from nothing the bench knows")}
+    evidence = Evidence(sessions, {"e1": "D1:1", "e2": "D1:2"}, memories, journal_ids=["e1"])
+    cut = normalise(f"- Nadia said to me: \"{long_turn[:100]}...\"")
+    # the headline counts a line cut short; the strict measure does not
+    assert evidence.in_text("D1:1", cut) == "text"
+    assert evidence.in_text_strict("D1:1", cut) is None
+    assert evidence.in_text_strict("D1:1", normalise(f"said: {long_turn}")) == "text"
+    # a paraphrased memory of the turn counts when its whole text is there
+    prompt = normalise("- [8 May 2023] Tomas adopted a grey kitten called Pebble.")
+    assert evidence.in_text("D1:2", prompt) == "memory"
+    assert evidence.in_text_strict("D1:2", prompt) == "memory"
+    assert evidence.in_text_strict("D1:2", normalise("Tomas adopted a grey kitten")) is None
+    assert evidence.never_stored(["D1:1", "D1:2"]) == []
+    assert Evidence(sessions, {"e1": "D1:1"}, {}, []).never_stored(["D1:1", "D1:2"]) == [
+        "D1:1", "D1:2"]
+
+
+def test_shares_are_means_over_questions_and_pooled_over_turns():
+    figures = [
+        {"evidence": ["a"], "evidence_in_prompt": 1.0, "evidence_in_prompt_strict": 1.0,
+         "tools_at_10": 1.0, "found_via": {"a": "text"}, "found_via_strict": {"a": "text"}},
+        {"evidence": ["b", "c", "d"], "evidence_in_prompt": 1 / 3,
+         "evidence_in_prompt_strict": 0.0, "tools_at_10": 0.0, "found_via": {"b": "text"},
+         "found_via_strict": {}},
+    ]
+    found = shares(figures)
+    assert found["evidence_in_prompt"] == round(2 / 3, 4)
+    assert found["evidence_in_prompt_pooled"] == 0.5
+    assert found["evidence_in_prompt_strict"] == 0.5
+    assert found["evidence_in_prompt_strict_pooled"] == 0.25
+    assert found["evidence_turns"] == 4
+
+
+def test_conversations_are_a_count_or_a_range():
+    assert conversation_range("3") == (1, 3)
+    assert conversation_range("4-5") == (4, 5)
+    for bad in ("0", "5-4", "x", "2-"):
+        with pytest.raises(ValueError):
+            conversation_range(bad)
+
+
 def test_game_recall_smoke(tmp_path):
     """Two sessions in the real shell; the question about what was just said finds it."""
     data = tmp_path / "tiny.json"
@@ -89,11 +138,24 @@ def test_game_recall_smoke(tmp_path):
     before = results.read_text() if results.exists() else None
     completed = subprocess.run(
         [sys.executable, "-m", "bench.game_recall", "--data", str(data), "--out", str(out),
-         "--sessions", "2"],
+         "--sessions", "2", "--conversations", "1-1", "--splits", "1-1"],
         cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
     document = json.loads(out.read_text())
-    assert set(document["overall"]) >= {"evidence_in_prompt", "tools_at_10"}
+    measures = {"evidence_in_prompt", "evidence_in_prompt_pooled", "evidence_in_prompt_strict",
+                "evidence_in_prompt_strict_pooled", "tools_at_10"}
+    assert set(document["overall"]) >= measures
+    for figures in [document["overall"], *document["per_category"].values()]:
+        assert set(figures) >= measures
+        # the whole turn is harder to find than its first words
+        assert figures["evidence_in_prompt_strict"] <= figures["evidence_in_prompt"]
+        assert (figures["evidence_in_prompt_strict_pooled"]
+                <= figures["evidence_in_prompt_pooled"])  # fmt: skip
+    assert document["what"]["conversations_run"] == [{"number": 1, "sample_id": "tiny-1"}]
+    assert document["never_stored"] == 0 and document["turns_never_stored"] == 0
+    split = document["splits"]["1-1"]
+    assert split["conversations"] == ["tiny-1"] and split["questions"] == 3
+    assert split["overall"] == document["overall"]
     assert set(document["request_tokens"]) >= {"mean", "p95"}
     assert document["questions"] == 3  # categories 1-4 only
     assert set(document["per_category"]) == {"single-hop", "temporal"}
@@ -107,6 +169,7 @@ def test_game_recall_smoke(tmp_path):
     lisbon = asked["Where is Nadia's sister Ilse moving to?"]
     assert lisbon["evidence"] == ["D2:2"] and lisbon["evidence_in_prompt"] == 1.0
     assert lisbon["found_via"] == {"D2:2": "text"}
+    assert lisbon["evidence_in_prompt_strict"] == 1.0
     assert lisbon["tokens"] > 300 and not lisbon["missed_where"]
     assert document["overall"]["tools_at_10"] > 0
     # a request carries messages and tool specs: more than a few hundred tokens
