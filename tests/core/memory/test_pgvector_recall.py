@@ -135,15 +135,13 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
         told(ada, "Audrey keeps her bee hives behind the mill.")
         Journal(ada).add('Bob said to me: "The anvil by the forge is for sale."',
                          source_type="direct", source_entity="Bob")
-        cluster._run("pg_ctl", "-D", cluster.data, "-m", "immediate", "-w", "stop")
+        cluster.pause()
         for _ in range(5):  # every tick recalls: one warning, not five
             recalled, _ = result_of(recall(ada, RecallQuery(text="anvil for sale and bees")))
             assert [found.item["content"] for found in recalled] == [
                 'Bob said to me: "The anvil by the forge is for sale."']
         assert len(log) == 1 and "memory database (PostgreSQL) is unreachable" in log[0]
-        cluster._run("pg_ctl", "-D", cluster.data, "-l", f"{cluster.dir}/server.log", "-o",
-                     f"-p {cluster.port} -k {cluster.sockets} -c listen_addresses=127.0.0.1",
-                     "-w", "start")
+        cluster.resume()
         for _ in range(30):  # the pool reconnects in the background: a later tick has it
             recalled, _ = result_of(recall(ada, RecallQuery(text="who keeps bee hives?")))
             if recalled:
