@@ -158,7 +158,7 @@ def fired(deferred):
 class World:
     """The assistants, their clocks and their speakers."""
 
-    def __init__(self, count, semantic, unbounded=False, seed=11, store=None):
+    def __init__(self, count, semantic, unbounded=False, seed=11):
         from evennia.utils import create
 
         from ai_assistant.plumbing.ports import FixedClock
@@ -171,8 +171,7 @@ class World:
             npc = create.create_object(AssistantCharacter, key=f"Ada{number}",
                                        location=self.room, home=self.room)
             npc.assistant.script.unsubscribe()  # the bench drives its ticks
-            overrides = {"memory.enabled": semantic, **(UNBOUNDED if unbounded else {}),
-                         **(store or {})}
+            overrides = {"memory.enabled": semantic, **(UNBOUNDED if unbounded else {})}
             npc.attributes.add("config_overrides", overrides)
             npc.assistant.reset()
             clock = FixedClock(START)
@@ -395,8 +394,7 @@ def summary(values):
 
 def simulate(args, log):
     """The days of the world; returns the results document (without reload figures)."""
-    world = World(args.assistants, semantic=args.semantic, unbounded=args.unbounded,
-                  store=getattr(args, "store_overrides", None))
+    world = World(args.assistants, semantic=args.semantic, unbounded=args.unbounded)
     timings = {name: [] for name in ("awake_tick_cpu_ms", "sleep_tick_cpu_ms", "flush_ms",
                                      "journal_search_ms", "recall_ms", "profile_lookup_ms",
                                      "journal_search_ms_cpu", "recall_ms_cpu")}
@@ -511,11 +509,15 @@ def run(args, log=print):
     with tempfile.TemporaryDirectory(prefix="ai_assistant_scale_") as folder:
         cluster = boot(folder, args.database)
         memory_cluster = None
-        if args.store == "postgres":
+        from django.conf import settings
+
+        if args.store == "postgres":  # the game's setting (a store is opened per game)
+            from ai_assistant.plumbing.settings import deep_merge
+
             memory_cluster = cluster or memory_database_cluster()
             url = memory_cluster.url("ai_assistant_memory")
-            args.store_overrides = {"memory.store": "postgres", "memory.postgres_url": url}
-        from django.conf import settings
+            settings.AI_ASSISTANT = deep_merge(getattr(settings, "AI_ASSISTANT", None) or {}, {
+                "memory": {"store": "postgres", "postgres_url": url}})
 
         if os.path.isdir(SHARED_MEMORY):
             # the semantic tier in memory (tmpfs): mem0's history and the local qdrant commit
