@@ -28,7 +28,8 @@ Layout, and why:
   game process keeps no per-assistant copy of the memories for this store.
 - A database that stops answering must not hold a worker, nor the store's lock, for the
   pool's default 30 s: the pool waits `POOL_TIMEOUT` seconds for a connection and a new
-  connection gives up after `CONNECT_TIMEOUT` (`mem0_store` then opens its breaker).
+  connection gives up after `CONNECT_TIMEOUT` (`mem0_store` then opens its breaker); a lost
+  connection is re-tried for `RECONNECT_TIMEOUT` seconds, then afresh on the next call.
 
 `prepare` creates the extension, the table and its indexes before mem0 first uses them (mem0
 creates neither the scope index nor, once the table exists, its text index), and refuses a
@@ -49,6 +50,10 @@ TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
 MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
 POOL_TIMEOUT = 3.0  # seconds a call waits for a connection (psycopg_pool's default is 30)
 CONNECT_TIMEOUT = 3  # seconds a new connection may take (libpq's `connect_timeout`)
+# Seconds the pool keeps re-trying a lost connection before it drops it (psycopg_pool's default
+# is 300, backing off up to minutes between tries); the next call then starts a fresh attempt,
+# so the store is back within seconds of the database, however long it was away.
+RECONNECT_TIMEOUT = 10.0
 
 _prepared = set()
 _prepared_lock = threading.Lock()
@@ -200,6 +205,8 @@ def limit_waits(vector_store):
     if pool is None or not hasattr(pool, "timeout"):
         return  # psycopg2's pool has neither: it never waits for a free connection
     pool.timeout = POOL_TIMEOUT
+    if hasattr(pool, "reconnect_timeout"):
+        pool.reconnect_timeout = RECONNECT_TIMEOUT
     if isinstance(getattr(pool, "kwargs", None), dict):
         pool.kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT)
 

@@ -14,6 +14,7 @@ from memory_store import empty_memory_table
 from support import Log, make_ports, result_of, sync_runner
 
 from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm import pgvector_store
 from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.mirror import mirror_of
@@ -130,6 +131,9 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
         url = cluster.url(MEMORY_DB_NAME)
         store = make_semantic_store(postgres_settings(url), str(tmp_path / "data"), "ada",
                                     runner=sync_runner, log=log)
+        pool = store._shared.memory.vector_store.connection_pool
+        assert pool.timeout == pgvector_store.POOL_TIMEOUT < 30  # never mem0's 30 s wait
+        assert pool.reconnect_timeout == pgvector_store.RECONNECT_TIMEOUT
         store._shared.breaker._breaker.cooldown = 0.0  # a trial at every call
         ada = make_ports(key="ada", semantic=store, log=log)
         told(ada, "Audrey keeps her bee hives behind the mill.")
@@ -142,7 +146,7 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
                 'Bob said to me: "The anvil by the forge is for sale."']
         assert len(log) == 1 and "memory database (PostgreSQL) is unreachable" in log[0]
         cluster.resume()
-        for _ in range(30):  # the pool reconnects in the background: a later tick has it
+        for _ in range(80):  # the pool reconnects in the background: a later tick has it
             recalled, _ = result_of(recall(ada, RecallQuery(text="who keeps bee hives?")))
             if recalled:
                 break
