@@ -25,7 +25,7 @@ find_python312 = $(shell \
 	  done; \
 	fi)
 
-.PHONY: venv test test-fast test-postgres test-evennia postgres browser lint demo stop build-world reload clean-venv ports
+.PHONY: inspector-css venv test test-fast test-postgres test-evennia postgres browser screenshots lint demo stop build-world reload clean-venv ports
 
 $(VPY):
 	@PY="$(call find_python312)"; \
@@ -87,6 +87,29 @@ browser:
 	else \
 	  echo "NOTE: chromium/chromium-driver missing and not root: the browser test will skip."; \
 	fi
+
+# The README's inspector screenshots (docs/images/), taken by the browser tests.
+SHOTS := tests/artifacts/inspector
+screenshots: venv browser
+	$(VPY) -m pytest -n 0 -p no:cacheprovider -q tests/e2e/test_e2e_inspector.py \
+	  tests/e2e/test_e2e_inspector_corrections.py tests/shell/test_inspector_scale.py
+	cp $(SHOTS)/1-assistants.png docs/images/inspector-list.png
+	cp $(SHOTS)/2-assistant.png docs/images/inspector-assistant.png
+	cp $(SHOTS)/3-search.png docs/images/inspector-search.png
+	cp $(SHOTS)/4-pinned.png docs/images/inspector-pinned.png
+	cp $(SHOTS)/5-corrected.png docs/images/inspector-corrected.png
+	cp $(SHOTS)/recall-preview.png docs/images/inspector-recall.png
+	cp $(SHOTS)/memory-history.png docs/images/inspector-history.png
+	cp $(SHOTS)/scale-5000.png docs/images/inspector-scale.png
+
+# The inspector's trimmed Bootstrap (ai_assistant/web/static/ai_assistant/vendor/README.md): npm's
+# bootstrap@4.6.0 less the rules the inspector's templates and Python cannot produce (PurgeCSS).
+VENDOR := ai_assistant/web/static/ai_assistant/vendor
+inspector-css:
+	npm install --silent --no-save --prefix build/npm bootstrap@4.6.0 purgecss@6.0.0
+	mkdir -p build/css
+	build/npm/node_modules/.bin/purgecss --config $(VENDOR)/purgecss.config.cjs --output build/css/
+	cp build/css/bootstrap.min.css $(VENDOR)/bootstrap-4.6.0/bootstrap.inspector.min.css
 
 test-fast: venv
 	$(VPY) -m pytest $(PARALLEL) -m "not e2e" $(PYTEST_ARGS)

@@ -356,6 +356,9 @@ class LazySemanticStore:
     def delete_all(self):
         return self._call("delete_all")
 
+    def histories(self, memory_ids):
+        return self._call("histories", memory_ids)
+
 
 def semantic_data_dir():
     """The semantic tier's folder: the data folder of this database (`game_data`)."""

@@ -2,8 +2,8 @@
 Recall as the game plays it: is the evidence for a question in the request the LLM receives?
 
     .venv/bin/python -m bench.game_recall [--data PATH] [--out PATH]
-        [--conversations N|A-B] [--splits A-B,C-D] [--sessions N] [--questions N]
-        [--store embedded|postgres]
+        [--consolidation mechanical|llm] [--conversations N|A-B] [--splits A-B,C-D]
+        [--sessions N] [--questions N] [--store embedded|postgres]
 
 For each LoCoMo conversation (`../shared/bench/locomo/locomo_dev.json` by default; the format
 is described in that folder's README and in `bench/locomo.py`), in the real Evennia shell
@@ -17,6 +17,14 @@ the semantic tier's data folder in the same temporary folder):
   in the room (distinct stable ids); the assistant is the listener they talk to.
 - **Listening.** Each turn goes through the path of a player's `talk`:
   `npc.assistant.hear(player, text, "talk")`, then the awake tick (`run_tick("awake")`).
+- **Consolidation path.** `--consolidation mechanical` (the default, the game with no model
+  configured): no LLM while listening and sleeping, so memories are the journal entries word
+  for word. `--consolidation llm` (the path a live game runs): the assistant's LLM port is
+  `bench/paraphrasing_model.py`'s `ParaphrasingModel` from the first line on, so each line
+  heard is answered by the ReAct loop (a short neutral `say`; the delayed calls the turn
+  schedules, the speaker's cooldown, run before the next line, 30 s later), and sleep scores
+  importance and extracts facts with it: memories are then the model's paraphrased facts, one
+  per sentence that says something, not the turn's words.
 - **Sleep.** After every session: `enter_sleep` as `@assistant/sleep` does, sleep ticks
   (`run_tick("sleep")`) until the consolidation is complete and the dreaming phase's link
   generation has nothing left, then `request_wake` as `@assistant/wake`.
@@ -77,11 +85,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.locomo import CATEGORIES, DEFAULT_DATA, parse_session_date, questions
+from bench.paraphrasing_model import ParaphrasingModel
 from bench.prompt_size import CapturingLLM, request_tokens
 from bench.scale import boot, inline_threads
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results" / "game_recall.json"
+RESULTS = {"mechanical": REPO / "bench" / "results" / "game_recall.json",
+           "llm": REPO / "bench" / "results" / "game_recall_llm.json"}
 KEY_CHARS = 60  # the normalised prefix of a turn or memory looked for in a request
 TURN_SPACING = timedelta(seconds=30)  # between two turns of a session
 SLEEP_TICKS_MAX = 400  # a sleep that has not finished by then is reported, not waited for
@@ -90,7 +100,7 @@ TOP_K = 10
 SETTLE_SECONDS = 120
 SHARES = ("evidence_in_prompt", "evidence_in_prompt_strict", "tools_at_10")
 PER_QUESTION = ("conversation", "number", "question", "category", "evidence", *SHARES,
-                "found_via", "found_via_strict", "missed_where", "tokens")
+                "found_via", "found_via_strict", "missed_where", "tokens", "sections")
 
 
 def settle(deferred):
@@ -207,11 +217,18 @@ class Game:
 
     def listen(self, moment, turns):
         """Each turn said to the assistant (`talk`), an awake tick after each."""
+        from twisted.internet import reactor
+
         known = {entry["id"] for entry in self.journal_entries()}
         for number, (speaker, text, dia_id) in enumerate(turns):
             self.clock.current = moment + number * TURN_SPACING
             self.npc.assistant.hear(self.players[speaker], text, "talk")
-            settle(self.npc.assistant.run_tick("awake"))
+            if self.ports.llm is None:
+                settle(self.npc.assistant.run_tick("awake"))
+            else:
+                scheduled = set(reactor.getDelayedCalls())
+                settle(self.npc.assistant.run_tick("awake"))
+                fast_forward(reactor, scheduled)  # the next line comes 30 s later
             for entry in self.journal_entries():
                 if entry["id"] not in known:
                     known.add(entry["id"])
@@ -492,6 +509,10 @@ def run_conversation(sample, number, limits, log):
     """
     timings = {"listen_seconds": 0.0, "sleep_seconds": 0.0, "question_seconds": 0.0}
     game = Game(sample, number)
+    model = None
+    if limits.consolidation == "llm":
+        model = ParaphrasingModel(max_facts=game.ports.settings.get("memory.max_facts_per_entry"))
+        game.ports.llm = model  # listening and sleep, as a game with a model configured
     sessions = turn_sessions(sample)[: limits.sessions or None]
     sleeps = []
     for moment, turns in sessions:
@@ -507,7 +528,7 @@ def run_conversation(sample, number, limits, log):
     evidence = Evidence(sessions, game.entry_dia, game.memories(),
                         [entry["id"] for entry in game.journal_entries()])
     capture = CapturingLLM(reply_text="Let me think.")
-    game.ports.llm = capture  # only for the questions: listening and sleep were mechanical
+    game.ports.llm = capture  # the questions' requests are recorded, whatever the path
     figures = []
     said = set(evidence.keys)
     # a slice of the sessions asks only the questions about what was said
@@ -532,6 +553,8 @@ def run_conversation(sample, number, limits, log):
         "sleep_ticks_mean": round(statistics.fmean(s["ticks"] for s in sleeps), 1),
         **shares(figures), **{k: round(v, 1) for k, v in timings.items()},
     }  # fmt: skip
+    if model is not None:
+        summary["model"] = model.report()
     log(f"{summary['sample_id']}: {summary['turns']} turns, {len(figures)} questions, "
         f"evidence in prompt {summary.get('evidence_in_prompt')} "
         f"(strict {summary.get('evidence_in_prompt_strict')}), "
@@ -598,6 +621,16 @@ def summarise(figures, conversations, seconds, splits=()):
                               if first <= c["number"] <= last],
             "questions": len(chosen), "overall": shares(chosen),
             "per_category": by_category(chosen)}  # fmt: skip
+    models = [c["model"] for c in conversations if c.get("model")]
+    model = {}
+    for report in models:
+        for key, value in report.items():
+            if isinstance(value, dict):
+                into = model.setdefault(key, {})
+                for name, count in value.items():
+                    into[name] = into.get(name, 0) + count
+            else:
+                model[key] = model.get(key, 0) + value
     return {
         "benchmark": "game_recall",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -606,6 +639,7 @@ def summarise(figures, conversations, seconds, splits=()):
         "never_stored": sum(len(c["never_stored"]) for c in conversations),
         "turns_never_stored": sum(c["turns_never_stored"] for c in conversations),
         "splits": split_figures,
+        **({"model": model} if models else {}),
         "request_tokens": {"mean": round(statistics.fmean(tokens), 1),
                            "p95": percentile(tokens, 0.95), "max": max(tokens)},
         "tokens_by_section_mean": {name: round(count / max(1, len(figures)), 1)
@@ -690,12 +724,16 @@ def run(args, log=print):
         document["memories_in_postgres"] = in_postgres
     document["what"] = {
         "data": str(args.data), "conversations": len(numbered),
+        "conversations_in_data": len(every),
         "conversations_run": [{"number": number, "sample_id": sample.get("sample_id")}
                               for number, sample in numbered],  # fmt: skip
         "sessions_per_conversation": args.sessions or "all",
         "questions_per_conversation": args.questions or "all (categories 1-4)",
-        "settings": "the game's defaults (no overrides): mechanical mode, mem0 with the "
-                    f"{args.store} memory store",
+        "consolidation": args.consolidation,
+        "settings": (f"the game's defaults (no overrides), mem0 with the {args.store} memory "
+                     "store; "
+                     + ("mechanical mode (no LLM)" if args.consolidation == "mechanical" else
+                        "listening and sleep with bench/paraphrasing_model.py's scripted model")),
         "evidence_match": f"headline: normalised prefix of at most {KEY_CHARS} characters "
                           "of the turn or of a memory made from its journal entry; strict: "
                           "the whole normalised turn, or the whole text of such a memory",
@@ -704,10 +742,47 @@ def run(args, log=print):
     return document
 
 
+def combine(documents):
+    """
+    One results document from runs over different conversations of the same data file and
+    path (e.g. `--conversations 1-3` and `4-5` run side by side): every figure is summarised
+    again from the questions' own, the splits are the union of theirs.
+
+    Raises:
+        ValueError: The runs are of different data or paths, or share a conversation.
+    """
+    whats = [document["what"] for document in documents]
+    for key in ("data", "consolidation", "sessions_per_conversation",
+                "questions_per_conversation"):
+        if len({json.dumps(what.get(key)) for what in whats}) > 1:
+            raise ValueError(f"the runs differ in {key}: cannot combine them")
+    numbers = [c["number"] for document in documents for c in document["per_conversation"]]
+    if len(numbers) != len(set(numbers)):
+        raise ValueError("the runs share a conversation: cannot combine them")
+    ordered = sorted(documents, key=lambda d: d["per_conversation"][0]["number"])
+    figures = [figure for document in ordered for figure in document["per_question"]]
+    conversations = [c for document in ordered for c in document["per_conversation"]]
+    splits = sorted({conversation_range(name) for document in ordered
+                     for name in document.get("splits") or {}})  # fmt: skip
+    combined = summarise(figures, conversations,
+                         sum(document["seconds"] for document in ordered), splits)  # fmt: skip
+    combined["what"] = {**whats[0],
+                        "conversations": len(conversations),
+                        "conversations_run": [run for document in ordered
+                                              for run in document["what"]["conversations_run"]],
+                        "combined_from": len(documents)}  # fmt: skip
+    return combined
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=None,
+                        help="where to write the results (default bench/results/"
+                             "game_recall.json, or game_recall_llm.json with --consolidation llm)")
+    parser.add_argument("--consolidation", choices=sorted(RESULTS), default="mechanical",
+                        help="mechanical: no model while listening and sleeping (memories word "
+                             "for word); llm: a scripted model that paraphrases each fact")
     parser.add_argument("--conversations", default=None,
                         help="the first N conversations, or a 1-based range A-B (e.g. 4-5)")
     parser.add_argument("--splits", default=None,
@@ -721,7 +796,17 @@ def main(argv=None):
                              "starts a throwaway PostgreSQL with pgvector for them")
     parser.add_argument("--questions", type=int, default=None,
                         help="only the first N questions of each conversation")
+    parser.add_argument("--combine", nargs="+", default=None, metavar="RESULTS",
+                        help="join results files of the same data and path run over different "
+                             "conversations into one (written to --out, or to the latest "
+                             "results when they cover the whole data file)")
     args = parser.parse_args(argv)
+    if args.combine:
+        try:
+            document = combine([json.loads(Path(path).read_text()) for path in args.combine])
+        except (OSError, ValueError, KeyError) as error:
+            parser.error(f"--combine: {error}")
+        return write_results(args, document)
     try:
         if args.conversations is not None:
             args.conversations = conversation_range(args.conversations)
@@ -736,10 +821,19 @@ def main(argv=None):
     if not Path(args.data).is_file():
         parser.error(f"no data file at {args.data}")
     document = run(args, log=lambda line: print(line, file=sys.stderr, flush=True))
+    return write_results(args, document)
+
+
+def write_results(args, document):
+    """Write `document` to --out and, unless it is a slice, to the latest results."""
     text = json.dumps(document, indent=2) + "\n"
-    # a slice (--sessions, --questions) is a smoke run: it leaves the latest results alone
-    sliced = args.sessions is not None or args.questions is not None
-    for path in {Path(args.out)} | (set() if sliced else {RESULTS}):
+    # a slice (--sessions, --questions, a range of the conversations) leaves the latest
+    # results alone: they are the whole data file's (`--combine` joins ranges run apart)
+    sliced = (args.sessions is not None or args.questions is not None
+              or document["what"]["conversations"] != document["what"]["conversations_in_data"]
+              or getattr(args, "store", "embedded") != "embedded")  # the default store's
+    latest = RESULTS[document["what"].get("consolidation", args.consolidation)]
+    for path in {Path(args.out or latest)} | (set() if sliced else {latest}):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     print(json.dumps({k: v for k, v in document.items()

@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 # test modules whose helpers (fakes, builders) other folders' tests import by module name
-for shared in ("core/memory", "core/sleep"):
+for shared in ("core/memory", "core/sleep", "core/agent", "e2e"):
     folder = os.path.join(ROOT, "tests", *shared.split("/"))
     if folder not in sys.path:
         sys.path.append(folder)

@@ -29,6 +29,7 @@ from twisted.internet import defer
 
 from ai_assistant.agent import perception
 from ai_assistant.agent.blocks.remembered import recall_lines
+from ai_assistant.memory import provenance
 from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
@@ -139,7 +140,8 @@ def journal_heard_events(ports, events):
     Perception listener: journal what the assistant heard, one entry per utterance.
 
     Arrivals and departures are not journaled (entity profiles keep who was seen); poses are
-    observations. Importance is scored by the heuristic now and by the LLM during sleep.
+    observations. Importance is scored by the heuristic now and by the LLM during sleep. Each
+    entry records its speaker's stable id and how it was heard (`provenance.heard`).
     """
     if not ports.settings.get("journal.record_heard"):
         return
@@ -163,6 +165,7 @@ def journal_heard_events(ports, events):
                 tags=tags,
                 # a whisper or a page is for the assistant alone: its audience is the speaker
                 audience=event.get("sender_id") if event["kind"] in PRIVATE_KINDS else None,
+                provenance=provenance.heard(event),
             )
             # the prompt shows this utterance once, as a new event, not again as a memory
             event["journal_id"] = entry["id"]
@@ -322,7 +325,9 @@ def _record_speech(ports, events):
             private = event["kind"] in PRIVATE_KINDS  # not summarised for everyone (`_speak`)
             text = f"(whispered) {event['text']}" if private else event["text"]
             conversation.append("user", event["sender"], text, private=private,
-                                interlocutor={"id": event["sender_id"], "name": event["sender"]})
+                                interlocutor={"id": event["sender_id"], "name": event["sender"]},
+                                source={"speaker_id": event.get("sender_id"),
+                                        "journal_id": event.get("journal_id")})
             shared |= not private
     return shared and _history_full(ports)
 

@@ -117,7 +117,7 @@ class Conversation:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def append(self, role, name, content, *, interlocutor=None, private=False):
+    def append(self, role, name, content, *, interlocutor=None, private=False, source=None):
         """
         Record one line heard or said.
 
@@ -129,6 +129,9 @@ class Conversation:
                 exchanged with: it goes in their working memory too.
             private (bool): A whispered line: kept in the interlocutor's working memory only,
                 never in the shared history.
+            source (dict, optional): `speaker_id` (the speaker's stable id) and `journal_id`
+                (the entry that journaled the line), kept on the line so what a review of the
+                history records names its speaker and inputs (`memory.provenance`).
 
         Returns:
             dict or None: The line as the shared history keeps it; None for a private one.
@@ -142,6 +145,9 @@ class Conversation:
         message = {"role": role, "name": name, "content": content}
         message["tokens"] = message_tokens(message)
         message["time"] = now
+        for key in ("speaker_id", "journal_id"):
+            if (source or {}).get(key) is not None:
+                message[key] = source[key]
         history = self.history()
         history.append(message)
         self.ports.state.set(documents.CONVERSATION_HISTORY, history)

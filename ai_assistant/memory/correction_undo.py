@@ -10,12 +10,16 @@ undo of it is refused. What undoing each does:
   wrong, the memory of the corrected text is deleted;
 - delete a journal entry: the entry back in its place (by id), its memories no longer wrong;
 - mark a journal entry or memory wrong: the mark lifted (and from the entry's memories);
-- correct an attribute: its old value (or none);
+- correct an attribute: its old value (or none), with its provenance;
+- what a correction of a journal entry put to rest besides its memories (the memory nodes and
+  profile attributes made from it, by their `derived_from`): the nodes back as they were, the
+  attributes back with their provenance;
 - edit a long-term memory: its old text; delete one: added again (under a new id).
 """
 
 from twisted.internet import defer
 
+from ai_assistant.memory import provenance
 from ai_assistant.memory.corrections import (
     CorrectionError,
     _record,
@@ -27,6 +31,7 @@ from ai_assistant.memory.corrections import (
 )
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.nodes import Nodes
 
 UNDO = "undo"
 
@@ -79,6 +84,18 @@ def _undo_journal(ports, record):
                        lambda entry: entry.pop("wrong", None))
     if Memories(ports).available:
         yield _lift_wrong(ports, record.get("derived"))
+    _restore_derived_records(ports, record)
+
+
+def _restore_derived_records(ports, record):
+    """Put back the nodes and attributes a correction of an entry put to rest."""
+    Nodes(ports).lift_wrong(list(record.get("derived_nodes") or ()))
+    for item in record.get("derived_attributes") or ():
+        try:
+            store_attribute(ports, item["entity_id"], item["attribute"], item["value"],
+                            item.get("provenance"))
+        except CorrectionError:
+            continue  # the profile was pruned since: nothing to put back
 
 
 def _undo_pin(ports, record):
@@ -87,7 +104,8 @@ def _undo_pin(ports, record):
 
 def _undo_attribute(ports, record):
     entity_id, attribute = record["target"].split(":", 1)
-    store_attribute(ports, entity_id, attribute, (record.get("before") or {}).get("value"))
+    before = record.get("before") or {}
+    store_attribute(ports, entity_id, attribute, before.get("value"), before.get("provenance"))
 
 
 @defer.inlineCallbacks
@@ -104,9 +122,22 @@ def _undo_memory(ports, record):
     if not memory:
         raise CorrectionError(f"There is no long-term memory {memory_id!r} any more.")
     if action == "edit_memory":
-        yield memories.update(memory_id, before.get("memory") or "")
+        # its old text, and whose word it was (a correction made it the admin's)
+        yield memories.update(memory_id, before.get("memory") or "",
+                              metadata=_source_before(before))
     else:
         yield _lift_wrong(ports, [memory_id])
+
+
+def _source_before(before):
+    """The source fields an edited memory had, to put back (None for an older record)."""
+    metadata = before.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    restored = {key: value for key, value in metadata.items() if value is not None}
+    # a memory stored before provenance existed gets the one its old fields mean
+    restored["provenance"] = provenance.of(restored)
+    return restored
 
 
 @defer.inlineCallbacks
@@ -132,7 +163,9 @@ def undo_correction(ports, record_id, *, by):
         touched.append(str(record["target"]).removeprefix("memory:"))
     undo = _record(ports, by, UNDO, record["id"],
                    f"undid correction #{record['id']} ({record.get('detail', '')[:160]})",
-                   before=record.get("after"), after=record.get("before"), derived=touched)
+                   before=record.get("after"), after=record.get("before"), derived=touched,
+                   derived_records={"nodes": record.get("derived_nodes"),
+                                    "attributes": record.get("derived_attributes")})
     mark_undone(ports, record["id"], undo["id"])
     return undo
 

@@ -30,8 +30,12 @@ return at once. Every function raises (or errbacks with) `CorrectionError` on ba
 message meant for the staff member who asked.
 """
 
+from datetime import UTC, datetime
+
 from twisted.internet import defer
 
+from ai_assistant.memory import provenance
+from ai_assistant.memory.attribute_sources import ATTRIBUTE_PROVENANCE, attributes_derived_from
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.longterm.links import MemoryLinks
@@ -89,23 +93,35 @@ def audit_trail(ports):
     return list(trail) if isinstance(trail, list) else []
 
 
-def _record(ports, by, action, target, detail, *, before=None, after=None, derived=None):
+def correction_provenance(by):
+    """The provenance of what staff wrote in a correction: an admin's correction."""
+    return provenance.build(provenance.CHANNEL_CORRECTION, speaker=str(by or "staff")[:80])
+
+
+def _record(ports, by, action, target, detail, *, before=None, after=None, derived=None,
+            derived_records=None):
     """
     Append a correction to the audit trail and the journal; returns the audit record.
 
     `before` and `after` are the values the correction changed (what `correction_undo` puts
-    back); `derived` the long-term memories it changed with a journal entry.
+    back); `derived` the long-term memories it changed with a journal entry, and
+    `derived_records` the memory nodes and profile attributes (`{"nodes": {id: status
+    before}, "attributes": [{entity_id, attribute, value, provenance}]}`).
     """
     who = str(by or "staff")[:80]
     entry = Journal(ports).add(
         f"{who} corrected my memory: {detail}", tags=[CORRECTION_TAG],
         source_type="direct", source_entity=who, count_for_reflection=False,
         importance=NOTE_IMPORTANCE, audience=STAFF_AUDIENCE,
+        provenance=correction_provenance(who),
     )
     trail = audit_trail(ports)
     record = {
         "id": (trail[-1]["id"] + 1) if trail else 1,
         "time": iso(ports.clock.now()),
+        # the wall clock too: mem0 dates a memory's history by it, while the game's clock may
+        # run faster (Evennia's TIME_FACTOR), and a memory's history orders both together
+        "recorded_at": datetime.now(UTC).isoformat(),
         "by": who,
         "action": action,
         "target": str(target),
@@ -115,6 +131,9 @@ def _record(ports, by, action, target, detail, *, before=None, after=None, deriv
         "after": after,
         "derived": list(derived or ()),
     }
+    if derived_records and (derived_records.get("nodes") or derived_records.get("attributes")):
+        record["derived_nodes"] = dict(derived_records.get("nodes") or {})
+        record["derived_attributes"] = list(derived_records.get("attributes") or ())
     trail.append(record)
     kept = max(1, int(ports.settings.get("inspector.audit_kept")))
     ports.state.set(documents.CORRECTIONS_AUDIT, trail[-kept:])
@@ -138,10 +157,11 @@ def store_pin(ports, node_id, pinned):
         raise CorrectionError(f"There is no memory node {node_id!r}.") from None
 
 
-def store_attribute(ports, entity_id, attribute, value):
-    """Set (or, for None, remove) a profile attribute, unrecorded (`correction_undo`)."""
+def store_attribute(ports, entity_id, attribute, value, source=None):
+    """Set (or, for None, remove) a profile attribute, unrecorded (`correction_undo`), with
+    its provenance `source` (None: none recorded)."""
     try:
-        People(ports).set_attribute(entity_id, attribute, value)
+        People(ports).set_attribute(entity_id, attribute, value, provenance=source)
     except KeyError:
         raise CorrectionError(f"There is no profile of {entity_id!r}.") from None
 
@@ -247,6 +267,40 @@ def _mark_derived_wrong(ports, entry_id, reason, by):
     return marked
 
 
+def _correct_derived_records(ports, entry_id, reason, by):
+    """
+    Put to rest what was made from journal entry `entry_id` besides long-term memories (its
+    `derived_from` names the entry, `memory.provenance`): its memory nodes are marked wrong
+    (never recalled or revived while the mark stays), its profile attributes withdrawn.
+
+    Returns:
+        dict: `{"nodes": {node id: status before}, "attributes": [{entity_id, attribute,
+        value, provenance}]}`: what `correction_undo` puts back.
+    """
+    reference = provenance.ref("journal", entry_id)
+    nodes = Nodes(ports)
+    marked = nodes.mark_wrong(nodes.derived_from(reference), _wrong_mark(ports, reason, by))
+    withdrawn = []
+    people = People(ports)
+    for entity_id, attribute, value, source in attributes_derived_from(people.profiles(),
+                                                                       reference):
+        people.set_attribute(entity_id, attribute, "")
+        withdrawn.append({"entity_id": entity_id, "attribute": attribute, "value": value,
+                          "provenance": source})
+    return {"nodes": marked, "attributes": withdrawn}
+
+
+def _derived_detail(records):
+    """What a correction of an entry did to its nodes and attributes, in words."""
+    parts = []
+    if records.get("nodes"):
+        parts.append(f"{len(records['nodes'])} memory node(s) made from it put to rest")
+    if records.get("attributes"):
+        names = ", ".join(item["attribute"] for item in records["attributes"])
+        parts.append(f"profile attribute(s) made from it withdrawn ({names})")
+    return (" " + "; ".join(parts) + ".") if parts else ""
+
+
 def _wrong_mark(ports, reason, by):
     return {"wrong": True, "wrong_reason": reason, "wrong_by": str(by),
             "wrong_at": iso(ports.clock.now())}
@@ -268,6 +322,8 @@ def edit_journal_entry(ports, entry_id, content, *, by):
                            lambda entry: entry.update(content=content, corrected=stamp))
     derived = yield _mark_derived_wrong(
         ports, entry["id"], f"journal entry #{entry['id']} was corrected", by)
+    records = _correct_derived_records(
+        ports, entry["id"], f"journal entry #{entry['id']} was corrected", by)
     replacement = None
     if derived:
         metadata = {key: value for key, value in (old.items()) if key in (
@@ -275,14 +331,19 @@ def edit_journal_entry(ports, entry_id, content, *, by):
             "audience")}
         metadata.update(source="journal", entry_id=entry["id"], corrected_by=str(by),
                         corrected_at=stamp["time"], replaces=derived)
+        # the corrected text is the admin's word, made from the entry it corrects
+        source = correction_provenance(by)
+        source["derived_from"] = [provenance.ref("journal", entry["id"])]
+        metadata = provenance.with_provenance(metadata, source)
         added = yield Memories(ports).add(content, metadata=metadata)
         replacement = next((str(hit.get("id")) for hit in added or () if hit.get("id")), None)
     return _record(ports, by, "edit_journal", entry["id"],
                    f"rewrote journal entry #{entry['id']} as: {content[:200]}"
                    + (f" ({len(derived)} long-term memories made from it replaced)"
-                      if derived else ""),
+                      if derived else "") + _derived_detail(records),
                    before={"content": old.get("content"), "corrected": old.get("corrected")},
-                   after={"content": content, "memory": replacement}, derived=derived)
+                   after={"content": content, "memory": replacement}, derived=derived,
+                   derived_records=records)
 
 
 @defer.inlineCallbacks
@@ -302,12 +363,14 @@ def delete_journal_entry(ports, entry_id, *, by):
         raise CorrectionError(f"There is no journal entry #{wanted}.") from None
     derived = yield _mark_derived_wrong(
         ports, removed["id"], f"journal entry #{removed['id']} was deleted", by)
+    records = _correct_derived_records(
+        ports, removed["id"], f"journal entry #{removed['id']} was deleted", by)
     return _record(ports, by, "delete_journal", removed["id"],
                    f"deleted journal entry #{removed['id']}."
                    + (f" {len(derived)} long-term memories made from it marked wrong."
-                      if derived else ""),
+                      if derived else "") + _derived_detail(records),
                    before={"entry": removed, "consolidated": was_consolidated},
-                   derived=derived)
+                   derived=derived, derived_records=records)
 
 
 @defer.inlineCallbacks
@@ -321,12 +384,15 @@ def mark_journal_entry_wrong(ports, entry_id, reason="", *, by):
     entry = _replace_entry(ports, entry_id, lambda entry: entry.update(wrong=mark))
     derived = yield _mark_derived_wrong(ports, entry["id"], reason or
                                         f"journal entry #{entry['id']} is wrong", by)
+    records = _correct_derived_records(
+        ports, entry["id"], reason or f"journal entry #{entry['id']} is wrong", by)
     why = f" ({reason})" if reason else ""
     return _record(ports, by, "mark_wrong", f"journal:{entry['id']}",
                    f"marked journal entry #{entry['id']} as wrong{why}; I will not recall it"
                    + (f", nor the {len(derived)} long-term memories made from it."
-                      if derived else "."),
-                   before={"wrong": None}, after={"wrong": mark}, derived=derived)
+                      if derived else ".") + _derived_detail(records),
+                   before={"wrong": None}, after={"wrong": mark}, derived=derived,
+                   derived_records=records)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -352,16 +418,18 @@ def correct_entity_attribute(ports, entity_id, attribute, value, *, by):
     profile = people.profiles().get(entity_id)
     if profile is None:
         raise CorrectionError(f"There is no profile of {entity_id!r}.")
-    before = {"value": (profile.get("attributes") or {}).get(attribute)}
+    before = {"value": (profile.get("attributes") or {}).get(attribute),
+              "provenance": (profile.get(ATTRIBUTE_PROVENANCE) or {}).get(attribute)}
     if value:
         detail = f"set {profile.get('name')}'s {attribute} to: {value}"
     elif attribute in (profile.get("attributes") or {}):
         detail = f"removed {profile.get('name')}'s {attribute}."
     else:
         raise CorrectionError(f"{profile.get('name')} has no attribute {attribute!r} to remove.")
-    people.set_attribute(entity_id, attribute, value)
+    source = correction_provenance(by) if value else None
+    people.set_attribute(entity_id, attribute, value, provenance=source)
     return _record(ports, by, "correct_attribute", f"{entity_id}:{attribute}", detail,
-                   before=before, after={"value": value or None})
+                   before=before, after={"value": value or None, "provenance": source})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -396,11 +464,15 @@ def edit_memory(ports, memory_id, text, *, by):
     yield store.update(str(memory_id), text, metadata={
         "corrected_by": str(by), "corrected_at": iso(ports.clock.now()),
         "source_type": ADMIN_SOURCE, "source_trust": ADMIN_TRUST, "source_entity": str(by),
+        "provenance": correction_provenance(by),
         "former_source": {key: before.get(key) for key in
                           ("source_type", "source_trust", "source_entity")}})
     return _record(ports, by, "edit_memory", memory_id,
                    f"rewrote long-term memory {memory_id} as: {text[:200]}",
-                   before={"memory": old.get("memory")}, after={"memory": text})
+                   before={"memory": old.get("memory"),
+                           "metadata": {key: before.get(key) for key in (
+                               "source_type", "source_trust", "source_entity", "provenance")}},
+                   after={"memory": text})
 
 
 @defer.inlineCallbacks

@@ -58,6 +58,12 @@ Overheard room chatter becomes an observation but is not an interaction.
 import math
 import re
 
+from ai_assistant.memory import provenance as provenance_model
+from ai_assistant.memory.attribute_sources import (
+    ATTRIBUTE_PROVENANCE,
+    derived_from_observations,
+    judged_attributes,
+)
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.entity_pruning import profiles_to_drop
 from ai_assistant.memory.relationship_pace import interaction_weight
@@ -263,7 +269,7 @@ def get_profiles(ports):
     return dict(ports.state.get(documents.ENTITY_PROFILES, {}) or {})
 
 
-def _add_observation(profile, text, source, now, settings, audience=None):
+def _add_observation(profile, text, source, now, settings, audience=None, provenance=None):
     limit = int(settings.get("entities.max_observation_chars"))
     text = " ".join(str(text or "").split())
     if len(text) > limit:
@@ -273,6 +279,8 @@ def _add_observation(profile, text, source, now, settings, audience=None):
     observation = {"id": number, "text": text, "time": iso(now), "source": source}
     if audience:
         observation["audience"] = str(audience)  # whispered: only its speaker may see it again
+    if provenance is not None:
+        observation["provenance"] = provenance  # who said it, how, and its journal entry
     profile["observations"].append(observation)
     bound = max(1, int(settings.get("entities.max_observations")))
     del profile["observations"][:-bound]
@@ -400,7 +408,7 @@ class People:
         self.ports.state.set(documents.ENTITY_PROFILES, profiles)
 
     def observe(self, entity_id, name, text, *, source="direct_message", interaction=True,
-                entity_type=None, audience=None):
+                entity_type=None, audience=None, provenance=None):
         """
         Note that a character said something: the profile is created if new, the words become
         an observation, and a direct interaction moves the relationship.
@@ -414,6 +422,8 @@ class People:
             entity_type (str, optional): player, npc, assistant or object (kept if known).
             audience (str, optional): For words told in private, the id of who may see them
                 (`memory.audience`); None for what the room heard.
+            provenance (dict, optional): Where the words came from (`memory.provenance`);
+                attributes made from the observation are derived from it.
 
         Returns:
             dict: The stored profile.
@@ -429,7 +439,7 @@ class People:
         profile["name"] = name or profile.get("name")
         profile["last_seen"] = iso(now)
         if text and str(text).strip():
-            _add_observation(profile, text, source, now, settings, audience)
+            _add_observation(profile, text, source, now, settings, audience, provenance)
         if interaction:
             apply_interaction(profile["relationship"], text, now, settings)
             profile["last_interaction"] = iso(now)
@@ -469,6 +479,7 @@ class People:
                 interaction=event.get("classification") in INTERACTIONS,
                 entity_type=event.get("sender_type") or self._type_from_world(entity_id),
                 audience=entity_id if private else None,
+                provenance=provenance_model.heard(event),
             )
 
     def _type_from_world(self, entity_id):
@@ -489,6 +500,9 @@ class People:
         Reads the profile fresh (observations may have arrived while the LLM thought). With
         nothing stable to say yet the observations stay, but are not re-sent until more come.
 
+        Each attribute is derived from the observations consumed and judged against the one
+        it would replace like a memory (`memory.attribute_sources`).
+
         Args:
             entity_id (str): The character's id.
             attributes (dict): `{type: value}` from the consolidation reply.
@@ -504,12 +518,19 @@ class People:
             return {"entity_id": entity_id, "attributes": {}, "pruned": 0}
         before = len(profile.get("observations") or [])
         if attributes:
+            derived = derived_from_observations(profile, consumed)
+            kept = judged_attributes(profile, attributes, derived,
+                                     iso(self.ports.clock.now()))
             merged = dict(profile.get("attributes") or {})
-            merged.update(attributes)
+            merged.update(kept)
             # keep the newest facts when over the cap (dicts keep insertion order; refresh it)
-            for key in attributes:
+            for key in kept:
                 merged[key] = merged.pop(key)
             profile["attributes"] = dict(list(merged.items())[-max_attributes:])
+            sources = dict(profile.get(ATTRIBUTE_PROVENANCE) or {})
+            sources.update({key: derived for key in kept})
+            profile[ATTRIBUTE_PROVENANCE] = {key: sources[key] for key in profile["attributes"]
+                                             if key in sources}
             profile["observations"] = [
                 o for o in profile.get("observations") or [] if o.get("id") not in consumed
             ]
@@ -522,11 +543,14 @@ class People:
         pruned = before - len(profile.get("observations") or [])
         return {"entity_id": entity_id, "attributes": attributes, "pruned": pruned}
 
-    def set_attribute(self, entity_id, attribute, value):
+    def set_attribute(self, entity_id, attribute, value, provenance=None):
         """
         Set (or, with an empty `value`, remove) one attribute of a profile, by hand.
 
         The profile is replaced by a changed copy, so no cached view of it stays stale.
+
+        `provenance` says where the value came from (an admin's correction); None records
+        none (an older value put back without one).
 
         Returns:
             dict: The new profile.
@@ -537,11 +561,18 @@ class People:
         profiles = self.profiles()
         profile = dict(profiles[entity_id])
         attributes = dict(profile.get("attributes") or {})
+        sources = dict(profile.get(ATTRIBUTE_PROVENANCE) or {})
         if value:
             attributes[attribute] = value
+            if provenance is not None:
+                sources[attribute] = provenance_model.validate(provenance)
+            else:
+                sources.pop(attribute, None)
         else:
             attributes.pop(attribute, None)
+            sources.pop(attribute, None)
         profile["attributes"] = attributes
+        profile[ATTRIBUTE_PROVENANCE] = sources
         profiles[entity_id] = profile
         self._save(profiles)
         return profile

@@ -47,6 +47,7 @@ text changes: the index caches a journal version by the identity of its entry ob
 
 from datetime import timedelta
 
+from ai_assistant.memory import provenance as provenance_model
 from ai_assistant.memory.audience import PUBLIC
 from ai_assistant.memory.importance import (
     MAX_IMPORTANCE,
@@ -212,6 +213,7 @@ def validate_entry_fields(
 
 def _new_entry(now, journal, fields, evidence, settings):
     """The entry for validated `fields`, with the next id; scored by heuristic if need be."""
+    provenance = fields["provenance"]
     if fields["importance"] is None:
         importance = score_importance_heuristic(
             fields["content"], fields["source_type"], fields["tags"]
@@ -234,6 +236,7 @@ def _new_entry(now, journal, fields, evidence, settings):
         "importance_method": method,
         "tags": fields["tags"],
         "related_projects": fields["related_projects"],
+        "provenance": provenance,
     }
     if evidence:
         entry["evidence"] = list(evidence)
@@ -347,7 +350,7 @@ class Journal:
 
     def add(self, content, *, tags=None, related_projects=None, source_type="observation",
             source_trust=None, source_entity=None, importance=None, evidence=None,
-            count_for_reflection=True, audience=PUBLIC):
+            count_for_reflection=True, audience=PUBLIC, provenance=None):
         """
         Write a journal entry (the specification's `add_journal_entry`).
 
@@ -363,6 +366,9 @@ class Journal:
             count_for_reflection (bool): Add its importance to the reflection state.
             audience (str, optional): The stable id of the one person it was told to in private
                 (a whisper's speaker); `PUBLIC` (None) for what the room heard.
+            provenance (dict, optional): Where it came from (`memory.provenance`); its trust
+                and speaker replace `source_trust` and `source_entity`. Left out, it is read
+                from the source fields.
 
         Returns:
             dict: The stored entry. A full journal is auto-pruned afterwards (see the module
@@ -376,10 +382,18 @@ class Journal:
             self.ports.settings, content, tags, related_projects, source_type, source_trust,
             source_entity, importance,
         )
+        if audience is not PUBLIC:
+            audience = str(audience).strip() or PUBLIC
+        older = {"evidence": evidence or ()} | ({} if audience is PUBLIC else
+                                                {"audience": audience})
+        try:
+            fields["provenance"] = provenance_model.settle(fields, provenance, **older)
+        except provenance_model.ProvenanceError as err:
+            raise JournalError(f"provenance: {err}") from None
         journal = get_journal(self.ports)
         entry = _new_entry(self.ports.clock.now(), journal, fields, evidence, self.ports.settings)
-        if audience is not PUBLIC and str(audience).strip():
-            entry["audience"] = str(audience).strip()
+        if audience is not PUBLIC:
+            entry["audience"] = audience
         journal["entry_count"] = entry["id"]
         journal["entries"].append(entry)
         auto_prune(journal)

@@ -36,6 +36,7 @@ import uuid
 import numpy as np
 
 from ai_assistant.memory import node_vectors
+from ai_assistant.memory import provenance as provenance_model
 from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
@@ -424,7 +425,7 @@ class Nodes:
         """The scene notes, oldest first (copies)."""
         return [dict(note) for note in self.ports.state.get(documents.SCENE_NOTES, None) or []]
 
-    def add_scene_note(self, scene_input, audience=PUBLIC, source=None):
+    def add_scene_note(self, scene_input, audience=PUBLIC, source=None, provenance=None):
         """
         Record a scene note for the next patrol. Text that is not a valid scene is kept too,
         marked `[PARSE_FAILED]`, so a later patrol can repair it.
@@ -435,6 +436,12 @@ class Nodes:
                 private conversation; the node filed from it keeps it.
             source (dict, optional): `source_entity`/`source_trust` of a note made on someone's
                 word (a player's turn); the node filed from it keeps them.
+            provenance (dict, optional): Where it came from (`memory.provenance`: the turn's
+                speaker, how they were heard, the journal entries of their words); read from
+                `source` when left out. The node filed from it keeps it.
+
+        Raises:
+            ProvenanceError: A provenance that is not valid.
 
         Returns:
             dict: The stored note.
@@ -452,6 +459,7 @@ class Nodes:
         if audience is not PUBLIC:
             note["audience"] = str(audience)
         note.update({key: value for key, value in (source or {}).items() if value is not None})
+        note = provenance_model.with_provenance(note, provenance)
         try:
             parse_scene_input(text, default_date=today(self.ports))
         except SceneError as err:
@@ -542,6 +550,34 @@ class Nodes:
         if touched:
             self.save_graph(nodes)
         return touched
+
+    def derived_from(self, reference):
+        """Ids of the nodes made from the record `reference` ("journal:12"), at any remove."""
+        return [node_id for node_id, node in self.stored().items()
+                if reference in provenance_model.of(node)["derived_from"]]
+
+    def mark_wrong(self, node_ids, mark):
+        """
+        Put nodes to rest for a correction of what they were made from: dead, never revived
+        nor recalled while `wrong` stays. Returns `{node id: status before}` of those marked.
+        """
+        nodes, before = self.nodes(), {}
+        for node in (nodes[i] for i in node_ids if i in nodes and not nodes[i].get("wrong")):
+            before[node["id"]] = node.get("status")
+            node.update(wrong={**mark, "status_before": node.get("status")}, status=DEAD)
+        if before:
+            self.save_graph(nodes)
+        return before
+
+    def lift_wrong(self, node_ids):
+        """Lift the wrong mark of nodes, their status back as it was; the ids lifted."""
+        nodes = self.nodes()
+        lifted = [i for i in node_ids if i in nodes and nodes[i].get("wrong")]
+        for node_id in lifted:
+            nodes[node_id]["status"] = nodes[node_id].pop("wrong").get("status_before") or ACTIVE
+        if lifted:
+            self.save_graph(nodes)
+        return lifted
 
     def pin(self, node_id, pinned):
         """

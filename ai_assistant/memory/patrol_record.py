@@ -3,17 +3,32 @@ What the memory patrol keeps between its runs: the diary, the think notes and it
 
 `PatrolRecord` owns three documents (`plumbing.documents`):
 
-- `DIARY`: `{"YYYY-MM-DD": {"date", "text", "updated_at"}}`, one entry a day, the last
-  `nodes.diary_kept` days;
-- `THINK_NOTES`: `{"text", "bullets", "updated_at"}`, the notes distilled for the next day;
+- `DIARY`: `{"YYYY-MM-DD": {"date", "text", "updated_at", "provenance"}}`, one entry a day,
+  the last `nodes.diary_kept` days;
+- `THINK_NOTES`: `{"text", "bullets", "updated_at", "provenance"}`, the notes distilled for the
+  next day;
 - `PATROL_STATE`: `{"runs", "last_run_at", "last_report", "last_sleep", "diary_pending"}`, its
   runs, the sleep it last patrolled and the nodes still waiting for the diary.
 
 The patrol (`sleep.patrol`) writes them; the prompt (`agent.blocks.memory_nodes`) and the status
 text (`workspace.status`) read them, so it sits below both.
+
+The diary and the think notes are the assistant's own writing about the scenes of its memory
+nodes: each records its `provenance` (`memory.provenance`), derived from those nodes (the patrol
+passes it), so what rests on a player's word stays theirs; one written before provenance
+existed reads as the assistant's own thought (`provenance_of`).
 """
 
+from ai_assistant.memory import provenance as provenance_model
 from ai_assistant.plumbing import documents
+
+
+def provenance_of(record):
+    """The provenance of a diary entry or the think notes: its own, or the assistant's."""
+    if isinstance((record or {}).get(provenance_model.KEY), dict):
+        return provenance_model.of(record)
+    return provenance_model.build(provenance_model.CHANNEL_OWN,
+                                  trust=provenance_model.INFERENCE_TRUST)
 
 
 class PatrolRecord:
@@ -35,7 +50,7 @@ class PatrolRecord:
         """The diary by date: `{"YYYY-MM-DD": {"date", "text", "updated_at"}}`."""
         return dict(self.state.get(documents.DIARY, None) or {})
 
-    def write_diary(self, date, text, stamp):
+    def write_diary(self, date, text, stamp, provenance=None):
         """
         Write the entry of `date` (replacing one written earlier that day) and keep only the
         last `nodes.diary_kept` days.
@@ -44,9 +59,12 @@ class PatrolRecord:
             date (str): "YYYY-MM-DD".
             text (str): The entry.
             stamp (str): When it was written (ISO text).
+            provenance (dict, optional): What it was written from (`memory.provenance`); the
+                assistant's own thought when left out.
         """
         diary = self.diary()
-        diary[date] = {"date": date, "text": text, "updated_at": stamp}
+        diary[date] = {"date": date, "text": text, "updated_at": stamp,
+                       provenance_model.KEY: _checked(provenance)}
         for old in sorted(diary)[:-int(self.ports.settings.get("nodes.diary_kept"))]:
             del diary[old]
         self.state.set(documents.DIARY, diary)
@@ -55,12 +73,16 @@ class PatrolRecord:
         """The think notes, `{"text", "bullets", "updated_at"}`, or {} before the first."""
         return dict(self.state.get(documents.THINK_NOTES, None) or {})
 
-    def write_think_notes(self, bullets, stamp):
-        """Replace the think notes with `bullets` (a list of short strings)."""
+    def write_think_notes(self, bullets, stamp, provenance=None):
+        """
+        Replace the think notes with `bullets` (a list of short strings), recording what they
+        were written from (`provenance`; the assistant's own thought when left out).
+        """
         self.state.set(documents.THINK_NOTES, {
             "text": "\n".join(f"- {bullet}" for bullet in bullets),
             "bullets": bullets,
             "updated_at": stamp,
+            provenance_model.KEY: _checked(provenance),
         })
 
     # --- the patrol's own record -----------------------------------------------------------
@@ -107,3 +129,7 @@ class PatrolRecord:
     def clear_diary_pending(self):
         """Empty the diary's queue (nothing in it can be written about)."""
         self._write(diary_pending=[])
+
+
+def _checked(provenance):
+    return provenance_of(None) if provenance is None else provenance_model.validate(provenance)

@@ -50,6 +50,7 @@ from datetime import timedelta
 
 from twisted.internet import defer
 
+from ai_assistant.memory import provenance
 from ai_assistant.memory.conversation import (
     SUMMARY_PREFIX,
     Conversation,
@@ -195,8 +196,25 @@ def _key(messages):
 # Compaction
 
 
-def _journal_summary(ports, summary):
-    """Store the summary as a synthesis entry; returns its id."""
+def stretch_provenance(messages):
+    """
+    The provenance of what is made from a stretch of conversation (a summary, an archived
+    transcript): derived from the journal entries of its players' lines, and theirs when
+    anyone's words are in it (`provenance.derive`), never the assistant's own alone.
+    """
+    inputs, refs = [], []
+    for message in messages or ():
+        if message.get("role") != "user" or message.get("summary"):
+            continue
+        inputs.append(provenance.build(provenance.CHANNEL_TOLD, speaker=message.get("name"),
+                                       speaker_id=message.get("speaker_id")))
+        if message.get("journal_id") is not None:
+            refs.append(provenance.ref("journal", message["journal_id"]))
+    return provenance.derive(inputs, refs, ceiling=provenance.CHANNEL_TRUST["own"])
+
+
+def _journal_summary(ports, summary, old=()):
+    """Store the summary of `old` as a synthesis entry; returns its id."""
     limit = int(ports.settings.get("journal.max_content_chars"))
     text = f"{SYNTHESIS_LABEL} {summary}"
     if len(text) > limit:
@@ -207,6 +225,7 @@ def _journal_summary(ports, summary):
         source_type="observation",
         importance=int(ports.settings.get("compaction.summary_importance")),
         count_for_reflection=False,
+        provenance=stretch_provenance(old),
     )
     return entry["id"]
 
@@ -327,7 +346,7 @@ def _summarise(ports, old):
 
 def _store_summary(ports, old, key, summary, report, tokens_before):
     """Journal the summary, remember it as pending, then install the marker (no yield)."""
-    entry_id = _journal_summary(ports, summary)
+    entry_id = _journal_summary(ports, summary, old)
     progress = _state(ports)
     progress["pending"] = {"key": key, "entry_id": entry_id, "summary": summary}
     ports.state.set(documents.COMPACTION_STATE, progress)
@@ -360,7 +379,8 @@ def _archive_without_llm(ports, old, report, tokens_before):
         if not message.get("summary")
         and not (heard_is_journaled and message.get("role") == "user")
     ]  # fmt: skip
-    entry_ids = [_journal_transcript(ports, chunk)
+    source = stretch_provenance(to_archive)
+    entry_ids = [_journal_transcript(ports, chunk, source)
                  for chunk in _chunks(transcript(to_archive, ports.name), ports)]  # fmt: skip
     previous = [m for m in old[:1] if m.get("summary")]
     trimmed = len(old) - len(previous)
@@ -402,12 +422,13 @@ def _chunks(text, ports):
     return pieces
 
 
-def _journal_transcript(ports, chunk):
+def _journal_transcript(ports, chunk, source=None):
     entry = Journal(ports).add(
         f"{TRANSCRIPT_LABEL} {chunk}",
         tags=list(TRANSCRIPT_TAGS),
         source_type="observation",
         count_for_reflection=False,
+        provenance=source,
     )
     return entry["id"]
 

@@ -51,6 +51,7 @@ goes on from there, and the store lookup of step 2 keeps that from storing anyth
 
 from twisted.internet import defer
 
+from ai_assistant.memory import provenance
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.journal import Journal, is_synthesis
 from ai_assistant.memory.journal_fairness import fair_order
@@ -85,7 +86,12 @@ def consolidation_metadata(entry):
     if audience_of(entry) is not PUBLIC:
         # a whispered entry's memories (its facts too) stay private to whoever whispered it
         metadata["audience"] = audience_of(entry)
-    return metadata
+    # made from the entry (and what it was made from): its speaker, channel and trust,
+    # whatever the extraction said
+    source = provenance.of(entry)
+    derived = provenance.derive(
+        [source], [provenance.ref("journal", entry["id"]), *source["derived_from"]])
+    return provenance.with_provenance(metadata, derived)
 
 
 def _is_synthesis(entry):

@@ -26,6 +26,7 @@ import re
 from twisted.internet import defer
 
 from ai_assistant.memory import journal as journal_module
+from ai_assistant.memory import provenance
 from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.journal import Journal
@@ -172,9 +173,31 @@ def _insights_prompt(questions, evidence):
 
 
 def _source_of(item):
-    """Who an evidence item came from and its trust (absent for the assistant's own)."""
-    return {key: item[key] for key in ("source_entity", "source_trust")
-            if item.get(key) is not None}
+    """Who an evidence item came from, its trust (absent for the assistant's own) and its
+    provenance."""
+    source = {key: item[key] for key in ("source_entity", "source_trust")
+              if item.get(key) is not None}
+    source["provenance"] = provenance.of(item)
+    return source
+
+
+def _evidence_ref(item_id):
+    """The reference of an evidence id: "mem:<id>" is a memory, anything else an entry."""
+    if isinstance(item_id, str) and item_id.startswith("mem:"):
+        return provenance.ref("memory", item_id[4:])
+    return provenance.ref("journal", item_id)
+
+
+def synthesis_provenance(cited):
+    """
+    The provenance of a synthesis (`memory.provenance.derive`): the evidence it cites, and
+    the speaker and trust of the least trusted of it, never above an inference's.
+    """
+    refs = [_evidence_ref(item["id"]) for item in cited]
+    for item in cited:
+        refs += (item.get("provenance") or {}).get("derived_from") or ()
+    return provenance.derive([item.get("provenance") or provenance.of(item) for item in cited],
+                             refs, ceiling=provenance.INFERENCE_TRUST)
 
 
 def synthesis_source(cited):
@@ -313,6 +336,7 @@ def _store_synthesis(ports, kept, numbered):
     max_chars = ports.settings.get("journal.max_content_chars")
     # an insight citing nothing rests on everything the model was shown
     source_entity, source_trust = synthesis_source(sources or list(numbered.values()))
+    derived = synthesis_provenance(sources or list(numbered.values()))
     return Journal(ports).add(
         content[:max_chars],
         tags=list(journal_module.SYNTHESIS_TAGS),
@@ -322,6 +346,7 @@ def _store_synthesis(ports, kept, numbered):
         importance=SYNTHESIS_IMPORTANCE,
         evidence=cited,
         count_for_reflection=False,
+        provenance=derived,
     )
 
 

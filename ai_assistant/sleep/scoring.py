@@ -28,7 +28,8 @@ import re
 
 from twisted.internet import defer
 
-from ai_assistant.memory.importance import clamp_importance
+from ai_assistant.memory import provenance
+from ai_assistant.memory.importance import MAX_IMPORTANCE, clamp_importance
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.journal_fairness import fair_order
 from ai_assistant.memory.reflection_state import ReflectionState
@@ -258,6 +259,15 @@ def _give_up_for_now(ports, report, asked, error, message):
     return report
 
 
+def _capped(entry, score):
+    """
+    The LLM's score of an entry, capped for a player's words like a player's own importance
+    argument (`provenance.importance_cap`): a planted "rate this 10" line scores at most 7.
+    """
+    cap = provenance.importance_cap(provenance.of(entry), MAX_IMPORTANCE)
+    return score if cap is None else min(score, int(cap))
+
+
 def _apply_scores(ports, report, asked, scores, facts):
     """Write the scores and facts onto fresh state (no yield inside), filling in `report`."""
     journal = Journal(ports)
@@ -276,8 +286,12 @@ def _apply_scores(ports, report, asked, scores, facts):
         if entry_id not in scores:
             report["unscored"].append(entry_id)
             continue
-        rescored[entry_id] = (entry.get("importance", 0), scores[entry_id])
-        change.update(importance=scores[entry_id], importance_method="llm")
+        score = _capped(entry, scores[entry_id])
+        rescored[entry_id] = (entry.get("importance", 0), score)
+        change.update(importance=score, importance_method="llm")
+        if score < scores[entry_id]:
+            change["importance_capped_from"] = scores[entry_id]
+            report.setdefault("capped", []).append(entry_id)
         report["scored"].append(entry_id)
     journal.update(changes)
     ReflectionState(ports).rescore(rescored)

@@ -24,7 +24,9 @@ model is told why (`refusal`).
 
 import dataclasses
 
+from ai_assistant.memory import provenance
 from ai_assistant.memory.journal import DEFAULT_SOURCE_TRUST
+from ai_assistant.memory.provenance import PLAYER_IMPORTANCE_SHARE
 from ai_assistant.tools.registry import SCOPED, lean_tools
 
 OWN = "own"
@@ -33,9 +35,8 @@ PLAYER = "player"
 
 # What a player says to the assistant is at best a direct statement: that is its trust.
 PLAYER_SOURCE_TRUST = DEFAULT_SOURCE_TRUST["direct"]
-# The most importance a player's words may be filed with, as a share of the tool's scale: 7 of
-# 10, what the journal's heuristic gives a plain line said to the assistant directly.
-PLAYER_IMPORTANCE_SHARE = 0.7
+# The most importance a player's words may be filed with is `PLAYER_IMPORTANCE_SHARE` of the
+# tool's scale (`memory.provenance`, which caps the LLM's score of their lines the same way).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,12 +50,19 @@ class Grant:
         trust_cap (float or None): The most trust a recorded item may carry (PLAYER turns).
         speakers (tuple): In an own pass over a conversation, the names of those who spoke in
             it: what the pass records must be sourced to one of them.
+        provenance (dict or None): Where what this turn records comes from (the speaker, how
+            they were heard, the journal entries of their words): `record_provenance` hands
+            it, trust capped, to every sourced tool as its `provenance` argument.
+        speaker_lines (tuple): In an own pass over a conversation, `(name, speaker id,
+            journal id)` of each line reviewed: what a record sourced to one of them rests on.
     """
 
     authority: str = OWN
     speaker: dict | None = None
     trust_cap: float | None = None
     speakers: tuple = ()
+    provenance: dict | None = None
+    speaker_lines: tuple = ()
 
     def permits(self, tool):
         """True when this turn may run `tool` at all."""
@@ -79,7 +87,12 @@ class Grant:
                 misattributed = self._misattributed(params)
                 if misattributed:
                     return params, misattributed, []
-                return params, None, self._cap_trust(tool, params, "what players said")
+                notes = self._cap_trust(tool, params, "what players said")
+                params["provenance"] = self.record_provenance(params)
+                return params, None, notes
+            if tool.sourced:
+                params = dict(params)
+                params["provenance"] = self.record_provenance(params)
             return params, None, []
         params, notes = dict(params), []
         speaker = str((self.speaker or {}).get("name") or "")
@@ -92,7 +105,50 @@ class Grant:
                     "on a player's word"), []
         if tool.sourced:
             notes += self._source_to_speaker(tool, params, speaker)
+            params["provenance"] = self.record_provenance(params)
         return params, None, notes
+
+    def record_provenance(self, params):
+        """
+        The provenance of what a sourced tool records in this turn (`memory.provenance`),
+        never the model's say-so: a player's turn records that player's words (their id, how
+        they were heard, the journal entries of what they said) at their trust at most; an
+        admin's turn the admin's statement; an own pass over a conversation the named
+        speaker's lines at a player's trust; any other own turn the assistant's own thought,
+        or, when it names who told it, that person's word (never an admin's).
+
+        Args:
+            params (dict): The call's arguments, trust already capped.
+
+        Returns:
+            dict: The provenance.
+        """
+        wanted = params.get("source_trust")
+        wanted = None if isinstance(wanted, bool) or not isinstance(wanted, int | float) \
+            else float(wanted)
+        if self.authority == ADMIN:
+            return dict(self.provenance or provenance.build(provenance.CHANNEL_ADMIN))
+        if self.authority == PLAYER:
+            base = self.provenance or provenance.build(
+                provenance.CHANNEL_TOLD, speaker=(self.speaker or {}).get("name"),
+                speaker_id=(self.speaker or {}).get("id"))
+            trust = base["trust"] if wanted is None else min(wanted, base["trust"])
+            return provenance.build(base["channel"], speaker=base["speaker"],
+                                    speaker_id=base["speaker_id"], trust=trust,
+                                    derived_from=base["derived_from"])
+        named = " ".join(str(params.get("source_entity") or "").split())
+        if self.speaker_lines:  # a review of a conversation: the named speaker's lines
+            lines = [line for line in self.speaker_lines if line[0].lower() == named.lower()]
+            speaker_id = next((line[1] for line in lines if line[1]), None)
+            refs = [provenance.ref("journal", line[2]) for line in lines if line[2] is not None]
+            cap = self.trust_cap if self.trust_cap is not None else PLAYER_SOURCE_TRUST
+            return provenance.build(provenance.CHANNEL_TOLD, speaker=named or None,
+                                    speaker_id=speaker_id, derived_from=refs,
+                                    trust=cap if wanted is None else min(wanted, cap))
+        channel = provenance.CHANNEL_TOLD if named else provenance.CHANNEL_OWN
+        ceiling = provenance.CHANNEL_TRUST[channel]
+        return provenance.build(channel, speaker=named or None,
+                                trust=ceiling if wanted is None else min(wanted, ceiling))
 
     def _misattributed(self, params):
         """A refusal when a pass over a conversation credits someone who did not speak in it."""
@@ -167,6 +223,35 @@ def _speakers(messages):
     return tuple(dict.fromkeys(name for name in names if name))
 
 
+def _review_lines(messages):
+    """`(name, speaker id, journal id)` of each player's line in a reviewed conversation."""
+    return tuple((str(m.get("name") or "").strip(), m.get("speaker_id"), m.get("journal_id"))
+                 for m in messages or ()
+                 if isinstance(m, dict) and m.get("role") == "user"
+                 and str(m.get("name") or "").strip())
+
+
+def turn_provenance(authority, speaker, worded):
+    """
+    Where the words driving a turn came from: its speaker, how they were heard (whispered,
+    told directly, or, for an admin's turn, the admin's statement), and the journal entries
+    of their lines (`derived_from`).
+    """
+    speaker = speaker or {}
+    refs = [provenance.ref("journal", event["journal_id"]) for event in worded
+            if event.get("journal_id") is not None
+            and (authority == ADMIN or event.get("sender_id") == speaker.get("id"))]
+    if authority == ADMIN:
+        channel = provenance.CHANNEL_ADMIN
+    elif any(event.get("kind") in ("whisper", "page") for event in worded
+             if event.get("sender_id") == speaker.get("id")):
+        channel = provenance.CHANNEL_WHISPERED
+    else:
+        channel = provenance.CHANNEL_TOLD
+    return provenance.build(channel, speaker=speaker.get("name"), speaker_id=speaker.get("id"),
+                            derived_from=refs)
+
+
 def _has_words(event):
     return bool(str(event.get("text") or "").strip()) and event.get("classification") != "self"
 
@@ -194,12 +279,14 @@ def grant_for(situation):
         # a pass over a conversation (pre-compaction review) records what players said
         review = situation.get("compaction_review")
         return Grant(OWN, trust_cap=PLAYER_SOURCE_TRUST if review else None,
-                     speakers=_speakers(review or ()))
+                     speakers=_speakers(review or ()), speaker_lines=_review_lines(review))
     if worded and all(event.get("admin") is True for event in worded):
-        return Grant(ADMIN, speaker=speaker)
+        return Grant(ADMIN, speaker=speaker,
+                     provenance=turn_provenance(ADMIN, speaker, worded))
     if speaker is None and worded:
         speaker = {"id": worded[0].get("sender_id"), "name": worded[0].get("sender")}
-    return Grant(PLAYER, speaker=speaker, trust_cap=PLAYER_SOURCE_TRUST)
+    return Grant(PLAYER, speaker=speaker, trust_cap=PLAYER_SOURCE_TRUST,
+                 provenance=turn_provenance(PLAYER, speaker, worded))
 
 
 def tool_set(tools, situation, grant=None):

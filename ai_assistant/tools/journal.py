@@ -14,7 +14,7 @@ cacheable for 300 s, so whoever owns the `ToolCache` should call
 
 from twisted.internet import defer
 
-from ai_assistant.memory import journal
+from ai_assistant.memory import journal, provenance
 from ai_assistant.memory.audience import turn_audience, turn_viewer, visible_to
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.longterm.memories import Memories
@@ -346,6 +346,7 @@ class ReviewJournalTool(Tool):
             text = synthesis.strip()
             if not text.startswith(journal.SYNTHESIS_PREFIX):
                 text = f"{journal.SYNTHESIS_PREFIX} {text}"
+            cited = reviewed[-REVIEW_LIST_MAX:]
             try:
                 entry = Journal(ports).add(
                     text,
@@ -353,12 +354,27 @@ class ReviewJournalTool(Tool):
                     source_type="inference",
                     source_entity="review",
                     importance=REVIEW_IMPORTANCE,
-                    evidence=[e["id"] for e in reviewed[-REVIEW_LIST_MAX:]],
+                    evidence=[e["id"] for e in cited],
+                    provenance=review_provenance(cited),
                 )
             except JournalError as err:
                 return error_result(str(err))
             result["saved_entry"] = entry_summary(entry)
         return result
+
+
+def review_provenance(reviewed):
+    """
+    The provenance of a review's synthesis (`memory.provenance.derive`): made from the entries
+    reviewed (their ids, and what they were made from), its speaker and trust those of the
+    least trusted of them, never above an inference's; the assistant's own thought when it
+    reviewed nothing. So a synthesis over a player's lines stays that player's testimony.
+    """
+    refs = []
+    for entry in reviewed:
+        refs += [provenance.ref("journal", entry["id"]), *provenance.of(entry)["derived_from"]]
+    return provenance.derive([provenance.of(entry) for entry in reviewed], refs,
+                             ceiling=provenance.INFERENCE_TRUST)
 
 
 def _review_summary(entries):

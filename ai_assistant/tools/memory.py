@@ -19,6 +19,7 @@ from ai_assistant.memory.persona import (
     SELF_REFERENCE_SUGGESTION,
     is_self_referential,
 )
+from ai_assistant.memory.provenance import ProvenanceError, with_provenance
 from ai_assistant.memory.recall.long_term import format_memory_results, search_long_term
 from ai_assistant.tools.registry import MEMORY, SCOPED, Tool, ToolCategory, error_result
 
@@ -59,7 +60,7 @@ class StoreMemoryTool(Tool):
     kit = MEMORY
 
     def run(self, ports, content="", source_type="observation", source_trust=None,
-            source_entity=None, tags=None, importance=None, **unused):
+            source_entity=None, tags=None, importance=None, provenance=None, **unused):
         memories = Memories(ports)
         if not memories.available:
             return error_result(_NO_STORE)
@@ -89,6 +90,11 @@ class StoreMemoryTool(Tool):
         }
         if turn_audience(ports.world) is not PUBLIC:  # stored in a whispered conversation
             metadata["audience"] = turn_audience(ports.world)
+        try:
+            # the turn's grant says where it came from; called without one, the fields do
+            metadata = with_provenance(metadata, provenance)
+        except ProvenanceError as err:
+            return error_result(f"provenance: {err}")
         deferred = memories.add(fields["content"], metadata)  # recallable at once
 
         def _stored(stored):

@@ -135,7 +135,7 @@ def search_nodes(ports, query, mode="or", limit=None):
     nodes = Nodes(ports).stored()
     viewer = turn_viewer(ports.world)
     hits = [n for n in nodes.values() if combine(_matches(n, term) for term in terms)
-            and visible_to(n, viewer)]
+            and visible_to(n, viewer) and not n.get("wrong")]  # staff marked its source wrong
     hits.sort(key=lambda n: (-float(n.get("importance", 0)), n.get("created_at") or ""))
     return Nodes(ports).recalled([node["id"] for node in hits[:limit]])
 
@@ -194,7 +194,7 @@ class NoteSceneTool(Tool):
     # in a player's turn the grant sources the note to the speaker, importance and trust capped
     sourced = True
 
-    def run(self, ports, source_entity=None, source_trust=None, **scene):
+    def run(self, ports, source_entity=None, source_trust=None, provenance=None, **scene):
         limit = int(setting(ports, "max_note_chars"))
         if len(json.dumps(scene)) > limit:
             return error_result(f"the scene is too long (at most {limit} characters)")
@@ -207,7 +207,8 @@ class NoteSceneTool(Tool):
         # a scene noted in a whispered conversation stays private to the whisperer
         note = Nodes(ports).add_scene_note(
             scene, audience=turn_audience(ports.world),
-            source={"source_entity": source_entity, "source_trust": source_trust})
+            source={"source_entity": source_entity, "source_trust": source_trust},
+            provenance=provenance)
         return {"success": True, "note_id": note["id"],
                 "message": "Scene noted; it will be filed at your next memory patrol."}
 

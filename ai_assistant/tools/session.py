@@ -3,7 +3,9 @@ Session memory tools: persistent facts and patterns.
 
 `add_session_memory` refuses content about the assistant itself with the specification's error
 and suggestion; `compact_session_memory` removes duplicates and says what it removed. The work
-is done by `ai_assistant.workspace.session_memory`.
+is done by `ai_assistant.workspace.session_memory`. What `add_session_memory` records is
+sourced (`Tool.sourced`): the turn's grant hands it its provenance (an admin's order, the
+assistant's own thought, or the word of whom `source_entity` names), never the model's say-so.
 """
 
 from ai_assistant.tools.registry import Tool, ToolCategory, error_result
@@ -28,15 +30,20 @@ class AddSessionMemoryTool(Tool):
                 "enum": list(session_memory.MEMORY_TYPES),
                 "default": "fact",
             },
+            "source_entity": {"type": "string",
+                              "description": "Who told you, if someone did (not yourself)."},
         },
         "required": ["content"],
     }
     category = ToolCategory.SAFE_CHAIN
     family = "session"
+    sourced = True
 
-    def run(self, ports, content, memory_type="fact"):
+    def run(self, ports, content, memory_type="fact", source_entity=None, provenance=None,
+            **unused):
         try:
-            added = session_memory.SessionMemory(ports).add(content, memory_type)
+            added = session_memory.SessionMemory(ports).add(content, memory_type,
+                                                            provenance=provenance)
         except SessionMemoryError as err:
             if err.suggestion:
                 return error_result(str(err), suggestion=err.suggestion)

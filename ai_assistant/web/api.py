@@ -12,6 +12,8 @@ The inspector's REST API, under Evennia's `/api/` (Django REST framework), staff
     GET  /api/assistants/<id>/profiles/        entity profiles and relationships; ?person=
     GET  /api/assistants/<id>/goals/           the goal tree
     GET  /api/assistants/<id>/projects/        project slots
+    GET  /api/assistants/<id>/session/         session facts, patterns and tasks with their
+                                               provenance; the think notes and diary, theirs
     GET  /api/assistants/<id>/nodes/           memory nodes and clusters, effective importance,
                                                audience; ?state=
     GET  /api/assistants/<id>/recall/?q=&speaker=   the recall preview: the "What you remember"
@@ -146,8 +148,7 @@ class Memories(InspectorView):
         offset = offset_of(params)
         found = yield inspect.long_term_memories(
             npc, params.get("q", ""), MemoryFilters.from_params(params), offset, limit)
-        for view in found["memories"]:
-            view["history"] = inspect.memory_history(npc, view)
+        yield inspect.with_histories(npc, found["memories"])
         return {**found, "offset": offset, "limit": limit}
 
 
@@ -172,6 +173,11 @@ class Goals(InspectorView):
 class Projects(InspectorView):
     def read(self, npc, request):
         return inspect.projects(npc)
+
+
+class SessionMemory(InspectorView):
+    def read(self, npc, request):
+        return inspect.session_memory(npc)
 
 
 class Nodes(InspectorView):

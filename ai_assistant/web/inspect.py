@@ -7,19 +7,24 @@ same state documents and stores the assistant itself uses; the callers (`web.api
 lives. The functions that read the semantic tier return Deferreds.
 """
 
+from urllib.parse import quote
+
 from twisted.internet import defer
 
-from ai_assistant.memory import entities
+from ai_assistant.memory import attribute_sources, entities, provenance
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.corrections import audit_trail, is_wrong
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import DEAD, DYING, Nodes, effective_importance
+from ai_assistant.memory.patrol_record import PatrolRecord
+from ai_assistant.memory.patrol_record import provenance_of as patrol_provenance
 from ai_assistant.memory.recall.long_term import UNKNOWN_TRUST
 from ai_assistant.memory.search.journal_search import search_journal, split_matches
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.sleep.reports import recent_sleeps
+from ai_assistant.workspace.session_memory import MEMORY_TYPES
 from ai_assistant.workspace.status import inspector_status
 
 # The most results one journal search returns (the pages of a search come from these).
@@ -63,6 +68,38 @@ def status(npc, long_term=None):
 
 
 # ----------------------------------------------------------------------------------------------
+# Provenance
+
+
+def _source_link(kind, record_id):
+    """Where on the page the record a `derived_from` reference names is (None if nowhere)."""
+    if kind == "journal":
+        return f"#entry-{record_id}"
+    if kind == "memory":
+        return f"?memory={quote(str(record_id))}#memories"
+    if kind in ("node", "note"):
+        return f"#node-{record_id}"
+    if kind == "fact":
+        return f"#fact-{record_id}"
+    if kind == "observation":
+        entity_id = str(record_id).rsplit(":", 1)[0]  # the page's rows: person-<alnum id>
+        return "#person-" + "".join(ch for ch in entity_id if ch.isalnum())
+    return None
+
+
+def provenance_view(record):
+    """
+    Where a record came from, as the inspector and the API show it (`memory.provenance`):
+    speaker (name and stable id), channel (and what it means), trust, and `derived_from`,
+    each reference with the link to its row on the page.
+    """
+    view = provenance.summary(provenance.of(record))
+    for item in view["derived_from"]:
+        item["href"] = _source_link(item["kind"], item["id"])
+    return view
+
+
+# ----------------------------------------------------------------------------------------------
 # Journal
 
 
@@ -79,6 +116,7 @@ def entry_view(entry, consolidated, score=None):
     view["consolidated"] = entry.get("id") in consolidated
     view["wrong"] = entry.get("wrong")
     view["corrected"] = entry.get("corrected")
+    view["provenance"] = provenance_view(entry)
     if score is not None:
         view["score"] = round(float(score), 4)
     return view
@@ -177,6 +215,7 @@ def _memory_view(ports, hit, links, threshold, min_trust):
         "superseded": is_superseded(hit),
         "superseded_by": metadata.get("superseded_by"),
         "disputed": bool(metadata.get("disputed")),
+        "provenance": provenance_view(metadata),
         "metadata": metadata,
     }
     if hit.get("score") is not None:
@@ -245,36 +284,94 @@ def long_term_memories(npc, query="", filters=None, offset=0, size=None):
             "memories": views, "threshold": threshold, "min_trust": min_trust}
 
 
-def memory_history(npc, view):
+# mem0's history events, in words (`Mem0Store.histories`); an UPDATE that kept the text changed
+# only the metadata (a mark: wrong, superseded, disputed)
+MEM0_EVENTS = {"ADD": "added", "UPDATE": "text changed", "DELETE": "deleted"}
+
+
+def _mem0_event(change, made):
+    event = MEM0_EVENTS.get(change.get("event"), str(change.get("event") or "").lower())
+    if change.get("event") == "UPDATE" and change.get("before") == change.get("after"):
+        event = "marked"
+    detail = {"added": f"{made}: {change.get('after')}",
+              "text changed": f"{change.get('before')} -> {change.get('after')}",
+              "marked": "metadata changed, text kept",
+              "deleted": f"was: {change.get('before')}"}.get(event, "")
+    return {"time": change.get("time"), "event": event, "detail": detail, "by": "mem0",
+            "before": change.get("before"), "after": change.get("after")}
+
+
+def _in_time_order(events):
+    """Oldest first; an event without a readable time keeps its place after those before it."""
+    latest, keyed = None, []
+    for number, event in enumerate(events):
+        moment = parse_iso(event.get("time"))
+        latest = moment if moment is not None else latest
+        keyed.append(((moment or latest or parse_iso("0001-01-01T00:00:00Z")), number, event))
+    return [event for _, _, event in sorted(keyed, key=lambda item: item[:2])]
+
+
+def memory_history(npc, view, changes=None):
     """
-    What happened to one long-term memory, oldest first: made (from which journal entries),
-    superseded, corrected, marked wrong, each correction of the audit trail that touched it
-    (with its before and after), as mem0 keeps a history per memory.
+    What happened to one long-term memory, oldest first, as mem0 keeps a history per memory:
+    mem0's own record of it (added, text changed, marked, deleted: `changes`, with the text
+    before and after) merged with what only the assistant knows (from which journal entries
+    it was made, what superseded it, and each correction of the audit trail that touched it,
+    with its before and after).
 
     Args:
         view (dict): The memory's view (`long_term_memories`).
+        changes (list[dict], optional): mem0's history of it (`Memories.histories`); without
+            it (a store that keeps none) the memory's making stands in for mem0's ADD.
 
     Returns:
-        list[dict]: `{"time", "event", "detail"}` each.
+        list[dict]: `{"time", "event", "detail", "by", "before", "after"}` each.
     """
     metadata = view.get("metadata") or {}
     made = "consolidated from journal " + ", ".join(
         f"#{entry_id}" for entry_id in view.get("journal_ids") or ()) if view.get(
         "journal_ids") else "added"
-    events = [{"time": view.get("created_at") or metadata.get("timestamp"), "event": "added",
-               "detail": made}]
+    events = [_mem0_event(change, made) for change in changes or ()]
+    if not any(event["event"] == "added" for event in events):
+        events.insert(0, {"time": view.get("created_at") or metadata.get("timestamp"),
+                          "event": "added", "detail": made, "by": "assistant",
+                          "before": None, "after": view.get("memory")})
     if metadata.get("superseded_by"):
         events.append({"time": metadata.get("superseded_at"), "event": "superseded",
-                       "detail": f"by {metadata['superseded_by']}"})
+                       "detail": f"by {metadata['superseded_by']}", "by": "assistant",
+                       "before": None, "after": None})
     for record in audit_trail(npc.assistant.ports()):
         target = str(record.get("target", "")).removeprefix("memory:")
         if target == view["id"] or view["id"] in (record.get("derived") or ()) or view[
                 "id"] == (record.get("after") or {}).get("memory"):
-            events.append({"time": record.get("time"), "event": record.get("action"),
-                           "detail": f"#{record.get('id')} by {record.get('by')}: "
-                                     f"{record.get('detail')}", "before": record.get("before"),
+            # on mem0's (the wall) clock where the record has it, the game's time beside it
+            events.append({"time": record.get("recorded_at") or record.get("time"),
+                           "game_time": record.get("time"), "event": record.get("action"),
+                           "detail": f"#{record.get('id')}: {record.get('detail')}",
+                           "by": record.get("by"), "before": record.get("before"),
                            "after": record.get("after")})
-    return events
+    return _in_time_order(events)
+
+
+@defer.inlineCallbacks
+def with_histories(npc, views):
+    """
+    Give each memory view its `history` (`memory_history`), mem0's part read for all of them
+    in one call off the reactor. A store that cannot say leaves the assistant's part alone.
+
+    Returns:
+        Deferred[list[dict]]: `views`.
+    """
+    memories = npc.assistant.memories
+    try:
+        changes = (yield memories.histories([view["id"] for view in views])) if views else {}
+    except Exception as err:  # noqa: BLE001 - the rest of the history still shows
+        changes = {}
+        for view in views:
+            view["history_error"] = f"mem0's history could not be read: {err}"
+    for view in views:
+        view["history"] = memory_history(npc, view, changes.get(view["id"]))
+    return views
 
 
 # ----------------------------------------------------------------------------------------------
@@ -316,6 +413,17 @@ def profiles(npc):
                 "entity_id", "name", "entity_type", "first_seen", "last_seen",
                 "last_interaction", "last_consolidated", "observation_count")},
             "attributes": dict(profile.get("attributes") or {}),
+            # each attribute with where it came from, and the claims not kept (testimony)
+            "attribute_rows": [
+                {"name": key, "value": value,
+                 "provenance": provenance_view(
+                     {"provenance": attribute_sources.attribute_provenance(stored, key)})}
+                for key, value in (profile.get("attributes") or {}).items()],
+            "attribute_claims": [
+                {"name": key, "value": claim.get("value"), "outcome": claim.get("outcome"),
+                 "provenance": provenance_view({"provenance": claim.get("provenance")})}
+                for key, claims in (stored.get(attribute_sources.ATTRIBUTE_CLAIMS) or {}).items()
+                for claim in claims],
             "observations": list(profile.get("observations") or [])[-20:],
             "relationship": profile.get("relationship"),
             "course": _relationship_course(ports, stored),
@@ -348,6 +456,36 @@ def goal_tree(npc):
 def projects(npc):
     """Project slots, the active one first (`workspace.projects.Projects.all`)."""
     return npc.assistant.projects.all()
+
+
+def session_memory(npc):
+    """
+    The session memory's facts, patterns and completed tasks, each with where it came from
+    (`workspace.session_memory.SessionMemory.entries`: who set it, how it was heard, its
+    trust, what a merged one was derived from, the tick it was set in), and the think notes
+    and the diary the last patrol wrote, with theirs.
+
+    Returns:
+        dict: `{"entries": [...], "last_compacted", "think_notes", "diary"}`.
+    """
+    session = npc.assistant.session
+    rows = [{"memory_type": memory_type, "text": item["text"], "id": item["id"],
+             "row": f"fact-{item['id']}", "turn": item.get("turn"),
+             "set_at": item.get("set_at") or item.get("timestamp"),
+             "provenance": provenance_view({provenance.KEY: item["provenance"]})}
+            for memory_type in MEMORY_TYPES for item in session.entries(memory_type)]
+    record = PatrolRecord(npc.assistant.ports())
+    think = record.think_notes()
+    return {
+        "entries": rows,
+        "last_compacted": session.document().get("last_compacted"),
+        "think_notes": {"text": think.get("text"), "updated_at": think.get("updated_at"),
+                        "provenance": provenance_view({
+                            provenance.KEY: patrol_provenance(think)})} if think else None,
+        "diary": [{"date": date, "text": entry.get("text"), "updated_at": entry.get("updated_at"),
+                   "provenance": provenance_view({provenance.KEY: patrol_provenance(entry)})}
+                  for date, entry in sorted(record.diary().items(), reverse=True)],
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -391,6 +529,8 @@ def memory_nodes(npc):
             "audience": audience_of(node) or audience_of(scene),
             "private": (audience_of(node) or audience_of(scene)) is not PUBLIC,
             "cluster": (clusters.get(node.get("cluster_id")) or {}).get("name"),
+            "wrong": node.get("wrong"),
+            "provenance": provenance_view(node),
         })
     order = {DYING: 0, "revived": 1, "active": 2, DEAD: 3}
     rows.sort(key=lambda row: (order.get(row["state"], 4), -row["effective_importance"]))

@@ -22,6 +22,7 @@ api_urlpatterns = ([
     path("<int:assistant_id>/profiles/", api.Profiles.as_view(), name="profiles"),
     path("<int:assistant_id>/goals/", api.Goals.as_view(), name="goals"),
     path("<int:assistant_id>/projects/", api.Projects.as_view(), name="projects"),
+    path("<int:assistant_id>/session/", api.SessionMemory.as_view(), name="session"),
     path("<int:assistant_id>/nodes/", api.Nodes.as_view(), name="nodes"),
     path("<int:assistant_id>/sleeps/", api.Sleeps.as_view(), name="sleeps"),
     path("<int:assistant_id>/recall/", api.RecallPreview.as_view(), name="recall"),

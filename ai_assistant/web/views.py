@@ -104,7 +104,7 @@ def _memory_section(npc, query, filters, offset, size):
         return {"available": False, "memories": [], "error": str(err)}, None
     for row in memories["memories"]:
         row["row"] = f"memory-{row['id']}"
-        row["history"] = inspect.memory_history(npc, row)
+    yield inspect.with_histories(npc, memories["memories"])
     return memories, (None if query else memories["total"])
 
 
@@ -157,6 +157,7 @@ def _page_data(npc, view):
         "bands": bands,
         "goals": inspect.goal_tree(npc),
         "projects": inspect.projects(npc),
+        "session": inspect.session_memory(npc),
         "nodes": _node_rows(npc),
         "sleeps": _sleep_rows(inspect.sleeps(npc)),
         "audit": [{**record, "row": f"change-{record.get('id')}"}

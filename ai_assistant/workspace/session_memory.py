@@ -8,7 +8,20 @@ State document `"session_memory"`::
         "learned_patterns": ["Players tend to explore before asking for help", ...],
         "completed_tasks": [{"description": "...", "timestamp": "2025-12-06T10:00:00Z"}, ...],
         "last_compacted": "2025-12-06T10:00:00Z",   # or None
+        "sources": {"key_facts": {"player alice prefers formal address": {
+            "id": "3f2a9c1b7d0e", "provenance": {...}, "turn": 41,
+            "set_at": "2025-12-06T10:00:00Z"}}, ...},
     }
+
+Every entry records where it came from in `sources` (beside the lists, so the lists keep their
+plain shape), keyed by the entry's normalized text: a stable `id` (a `fact:<id>` reference),
+its `provenance` (`memory.provenance`: who set it, how it was heard, that source's trust), the
+tick it was set in (`turn`) and when (`set_at`). What the tool records comes from the turn's
+grant (`tools.agency`): an admin's order is the admin's statement, the assistant's own turn
+its own thought, or the word of whom it names. A near duplicate that `compact` merges is
+derived from both (`provenance.derive`): the kept entry names both ids, and its trust is the
+lower. An entry kept before provenance existed reads as the assistant's own
+(`SessionMemory.source_of`).
 
 Everything stored here is about the world, the players and events, never about the assistant
 itself: `SessionMemory.add` refuses self-referential content with the specification's error
@@ -17,8 +30,10 @@ and suggestion (the same test reflection uses, from `ai_assistant.memory.persona
 more informative wording of each.
 """
 
+import hashlib
 import re
 
+from ai_assistant.memory import provenance as provenance_model
 from ai_assistant.memory.persona import (
     SELF_REFERENCE_ERROR,
     SELF_REFERENCE_SUGGESTION,
@@ -26,6 +41,7 @@ from ai_assistant.memory.persona import (
 )
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import iso
+from ai_assistant.workspace.mode import Mode
 
 # memory_type -> the list it is stored in
 MEMORY_TYPES = {
@@ -50,7 +66,13 @@ class SessionMemoryError(ValueError):
 
 def empty_session_memory():
     """A fresh `"session_memory"` document."""
-    return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None}
+    return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None,
+            "sources": {}}
+
+
+def entry_id(text):
+    """The stable id of an entry: from its normalized text, so the same entry keeps it."""
+    return hashlib.sha1(normalize_text(text).encode("utf-8")).hexdigest()[:12]
 
 
 def entry_text(entry):
@@ -97,11 +119,13 @@ def _jaccard(a, b):
 def _deduplicate(entries, threshold):
     """
     Returns:
-        tuple: `(kept, removed)`. Of exact duplicates (same normalized text) the first is
-        kept. Of near duplicates the one with more words is kept (the later one on a tie, as
-        newer wording is likelier current), in the earlier one's place.
+        tuple: `(kept, removed, merged)`. Of exact duplicates (same normalized text) the first
+        is kept. Of near duplicates the one with more words is kept (the later one on a tie, as
+        newer wording is likelier current), in the earlier one's place. `merged` maps each kept
+        entry's normalized text to the normalized texts of the duplicates it stands for.
     """
     kept, removed = [], []  # kept: [entry, normalized, tokens]
+    merged = {}
     for entry in entries:
         text = entry_text(entry)
         if text is None or not text.strip():
@@ -115,15 +139,19 @@ def _deduplicate(entries, threshold):
                 removed.append(entry)
                 break
             if _jaccard(slot[2], tokens) >= threshold:
+                absorbed = merged.pop(slot[1], [])
                 if len(tokens) >= len(slot[2]):
                     removed.append(slot[0])
+                    absorbed.append(slot[1])
                     slot[:] = [entry, normalized, tokens]
                 else:
                     removed.append(entry)
+                    absorbed.append(normalized)
+                merged[slot[1]] = absorbed
                 break
         else:
             kept.append([entry, normalized, tokens])
-    return [slot[0] for slot in kept], removed
+    return [slot[0] for slot in kept], removed, merged
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,24 +184,77 @@ class SessionMemory:
             if not isinstance(doc.get(name), list):
                 doc[name] = []
         doc.setdefault("last_compacted", None)
+        if not isinstance(doc.get("sources"), dict):
+            doc["sources"] = {}
         return doc
 
-    def add(self, content, memory_type="fact"):
+    def source_of(self, entry, memory_type="fact", doc=None):
+        """
+        Where an entry came from.
+
+        Args:
+            entry (str or dict): An entry of the document (or its text).
+            memory_type (str): Its list's type.
+            doc (dict, optional): The document already read.
+
+        Returns:
+            dict: `{"id", "provenance", "turn", "set_at"}`; an entry kept before provenance
+            existed is the assistant's own, of no known turn.
+        """
+        doc = self.document() if doc is None else doc
+        text = entry_text(entry) or ""
+        record = (doc["sources"].get(MEMORY_TYPES[memory_type]) or {}).get(normalize_text(text))
+        if isinstance(record, dict):
+            try:
+                return {**record, "provenance": provenance_model.validate(record.get(
+                    provenance_model.KEY))}
+            except provenance_model.ProvenanceError:
+                pass  # unreadable: read as one kept before provenance existed
+        return {"id": entry_id(text), "provenance": provenance_model.build(
+            provenance_model.CHANNEL_OWN), "turn": None, "set_at": None}
+
+    def entries(self, memory_type="fact"):
+        """
+        Returns:
+            list[dict]: The entries of one list with where each came from:
+            `{"text", "timestamp", "id", "provenance", "turn", "set_at"}`, oldest first.
+        """
+        doc = self.document()
+        rows = []
+        for entry in doc[MEMORY_TYPES[memory_type]]:
+            text = entry_text(entry)
+            if not text:
+                continue
+            rows.append({"text": text, "timestamp": entry.get("timestamp")
+                         if isinstance(entry, dict) else None,
+                         **self.source_of(entry, memory_type, doc)})
+        return rows
+
+    def add(self, content, memory_type="fact", provenance=None):
         """
         Remember a fact, a pattern or a completed task.
 
         Args:
             content (str): What to remember, about the world/players/events (third person).
             memory_type (str): "fact", "pattern" or "completed_task".
+            provenance (dict, optional): Who set it and how it was heard (`memory.provenance`,
+                from the turn's grant); the assistant's own thought when left out.
 
         Returns:
-            dict: `{"memory_type", "content", "added"}`; `added` is False when the same entry was
-            already there (it is not stored twice).
+            dict: `{"memory_type", "content", "added", "id", "provenance"}`; `added` is False
+            when the same entry was already there (it is not stored twice, and keeps where it
+            first came from).
 
         Raises:
-            SessionMemoryError: Bad type, empty or oversized content, a full list, or
-                self-referential content (then with the specification's `suggestion`).
+            SessionMemoryError: Bad type, empty or oversized content, a full list, a provenance
+                that is not one, or self-referential content (then with the specification's
+                `suggestion`).
         """
+        try:
+            provenance = (provenance_model.build(provenance_model.CHANNEL_OWN)
+                          if provenance is None else provenance_model.validate(provenance))
+        except provenance_model.ProvenanceError as err:
+            raise SessionMemoryError(f"provenance: {err}") from None
         if memory_type not in MEMORY_TYPES:
             raise SessionMemoryError(
                 f"invalid memory_type '{memory_type}': use one of {', '.join(MEMORY_TYPES)}"
@@ -191,7 +272,9 @@ class SessionMemory:
         entries = doc[MEMORY_TYPES[memory_type]]
         normalized = normalize_text(content)
         if any(normalize_text(entry_text(e) or "") == normalized for e in entries):
-            return {"memory_type": memory_type, "content": content, "added": False}
+            known = self.source_of(content, memory_type, doc)
+            return {"memory_type": memory_type, "content": content, "added": False,
+                    "id": known["id"], "provenance": known["provenance"]}
         max_items = self.ports.settings.get("workspace.session_memory.max_items")
         if len(entries) >= max_items:
             raise SessionMemoryError(
@@ -202,12 +285,20 @@ class SessionMemory:
             entries.append({"description": content, "timestamp": iso(self.ports.clock.now())})
         else:
             entries.append(content)
+        record = {"id": entry_id(content), provenance_model.KEY: provenance,
+                  "turn": Mode(self.ports).ticks(), "set_at": iso(self.ports.clock.now())}
+        doc["sources"].setdefault(MEMORY_TYPES[memory_type], {})[normalized] = record
         self.ports.state.set(documents.SESSION_MEMORY, doc)
-        return {"memory_type": memory_type, "content": content, "added": True}
+        return {"memory_type": memory_type, "content": content, "added": True,
+                "id": record["id"], "provenance": provenance}
 
     def compact(self):
         """
         Remove exact and near-duplicate entries from every list and stamp `last_compacted`.
+
+        A kept entry that stands for near duplicates is derived from them all: its provenance
+        names their ids and takes the least trusted source among them (`provenance.derive`), so
+        merging never raises a player's word to the assistant's own.
 
         Returns:
             dict: `{"removed": {list name: [entries removed]}, "removed_count",
@@ -216,9 +307,10 @@ class SessionMemory:
         threshold = self.ports.settings.get("workspace.session_memory.near_duplicate")
         doc = self.document()
         removed, counts = {}, {}
-        for name in MEMORY_TYPES.values():
-            doc[name], removed[name] = _deduplicate(doc[name], threshold)
+        for memory_type, name in MEMORY_TYPES.items():
+            doc[name], removed[name], merged = _deduplicate(doc[name], threshold)
             counts[name] = len(doc[name])
+            doc["sources"][name] = self._merged_sources(doc, memory_type, merged)
         doc["last_compacted"] = iso(self.ports.clock.now())
         self.ports.state.set(documents.SESSION_MEMORY, doc)
         return {
@@ -227,6 +319,27 @@ class SessionMemory:
             "counts": counts,
             "last_compacted": doc["last_compacted"],
         }
+
+
+    def _merged_sources(self, doc, memory_type, merged):
+        """The sources of one list after `compact`: the kept entries', merged ones derived."""
+        name = MEMORY_TYPES[memory_type]
+        sources = {}
+        for entry in doc[name]:
+            text = entry_text(entry)
+            normalized = normalize_text(text)
+            record = self.source_of(text, memory_type, doc)
+            absorbed = [self.source_of(other, memory_type, doc)
+                        for other in merged.get(normalized, ())]
+            if absorbed:
+                refs = list(record[provenance_model.KEY]["derived_from"])
+                for item in absorbed:
+                    refs += [provenance_model.ref("fact", item["id"]),
+                             *item[provenance_model.KEY]["derived_from"]]
+                record = {**record, provenance_model.KEY: provenance_model.derive(
+                    [item[provenance_model.KEY] for item in [record, *absorbed]], refs)}
+            sources[normalized] = record
+        return sources
 
 
 # ----------------------------------------------------------------------------------------------

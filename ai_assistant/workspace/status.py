@@ -38,12 +38,14 @@ from ai_assistant.memory.nodes import ACTIVE, DEAD, DYING, PARSE_FAILED, Nodes, 
 from ai_assistant.memory.patrol_record import PatrolRecord
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
+from ai_assistant.memory.provenance import is_player_sourced
 from ai_assistant.plumbing.llm import LLMStats, mask_secret
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.workspace.goals import Goals
 from ai_assistant.workspace.loop_state import LoopState
 from ai_assistant.workspace.mode import Mode
 from ai_assistant.workspace.projects import Projects
+from ai_assistant.workspace.session_memory import MEMORY_TYPES, SessionMemory
 
 MAX_REASONING_CHARS = 500
 
@@ -395,7 +397,20 @@ def tier_counts(ports):
         "memory_nodes_by_status": by_status,
         "memory_clusters": len(graph.clusters()),
         "corrections": len(audit_trail(ports)),
+        **session_counts(ports),
     }
+
+
+def session_counts(ports):
+    """
+    How many session entries there are, and how many of them rest on a player's word rather
+    than the assistant's own thought or an admin's statement (`memory.provenance`).
+    """
+    session = SessionMemory(ports)
+    entries = [item for memory_type in MEMORY_TYPES for item in session.entries(memory_type)]
+    return {"session_entries": len(entries),
+            "session_entries_from_players": sum(
+                1 for item in entries if is_player_sourced(item["provenance"]))}
 
 
 # The first listing's size when counting the long-term memories: one listing holds them all in

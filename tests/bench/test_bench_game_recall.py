@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.game_recall import Evidence, conversation_range, normalise, shares, text_key
+from bench.game_recall import (
+    Evidence,
+    combine,
+    conversation_range,
+    normalise,
+    shares,
+    summarise,
+    text_key,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,6 +137,35 @@ def test_conversations_are_a_count_or_a_range():
             conversation_range(bad)
 
 
+def run_of(number, found, split):
+    """A results document of one conversation with one question (found or missed)."""
+    figure = {"conversation": f"c{number}", "number": number, "question": "?",
+              "category": "single-hop", "evidence": ["D1:1"],
+              "evidence_in_prompt": float(found), "evidence_in_prompt_strict": float(found),
+              "tools_at_10": 0.0, "found_via": {"D1:1": "text"} if found else {},
+              "found_via_strict": {"D1:1": "text"} if found else {},
+              "missed_where": {} if found else {"D1:1": "mem0"}, "tokens": 100 * number,
+              "sections": {"(tool specs)": 50}}
+    conversation = {"sample_id": f"c{number}", "number": number, "never_stored": [],
+                    "turns_never_stored": 0}
+    document = summarise([figure], [conversation], 1.0, [split])
+    document["what"] = {"data": "d.json", "consolidation": "llm", "conversations": 1,
+                        "conversations_run": [{"number": number, "sample_id": f"c{number}"}]}
+    return document
+
+
+def test_runs_over_different_conversations_combine_into_one():
+    combined = combine([run_of(2, False, (2, 2)), run_of(1, True, (1, 1))])
+    assert combined["overall"]["evidence_in_prompt"] == 0.5
+    assert combined["overall"]["evidence_turns"] == 2
+    assert combined["splits"]["1-1"]["overall"]["evidence_in_prompt"] == 1.0
+    assert combined["splits"]["2-2"]["overall"]["evidence_in_prompt"] == 0.0
+    assert [run["number"] for run in combined["what"]["conversations_run"]] == [1, 2]
+    assert combined["request_tokens"]["max"] == 200 and combined["seconds"] == 2.0
+    with pytest.raises(ValueError):
+        combine([run_of(1, True, (1, 1)), run_of(1, False, (1, 1))])
+
+
 def test_game_recall_smoke(tmp_path):
     """Two sessions in the real shell; the question about what was just said finds it."""
     data = tmp_path / "tiny.json"
@@ -176,4 +213,32 @@ def test_game_recall_smoke(tmp_path):
     assert document["request_tokens"]["p95"] > 300
     assert "(tool specs)" in document["tokens_by_section_mean"]
     # a smoke slice leaves the latest full results alone
+    assert (results.read_text() if results.exists() else None) == before
+
+
+def test_game_recall_smoke_on_the_llm_path(tmp_path):
+    """The same two sessions, listened to and slept on with the scripted paraphrasing model."""
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(tiny_conversation()))
+    out = tmp_path / "game_recall_llm.json"
+    results = ROOT / "bench" / "results" / "game_recall_llm.json"
+    before = results.read_text() if results.exists() else None
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.game_recall", "--data", str(data), "--out", str(out),
+         "--sessions", "2", "--consolidation", "llm"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert document["what"]["consolidation"] == "llm"
+    conversation = document["per_conversation"][0]
+    assert conversation["sleeps_unfinished"] == 0
+    # every line said something: one paraphrased memory or more each, none lost
+    assert conversation["memories_at_questions"] == 6
+    assert document["never_stored"] == 0 and document["turns_never_stored"] == 0
+    calls = document["model"]["calls"]
+    assert calls["importance"] >= 1 and calls["conversation"] >= 6  # sleep and listening
+    assert document["model"]["unknown_purposes"] == {}
+    assert document["model"]["facts_listed"] >= 6
+    for figures in [document["overall"], *document["per_category"].values()]:
+        assert figures["evidence_in_prompt_strict"] <= figures["evidence_in_prompt"]
     assert (results.read_text() if results.exists() else None) == before

@@ -76,12 +76,18 @@ class TestCorrectionsStick(InspectorTestCase):
         self.client.force_login(self.builder)
         store = self.ports.semantic
         edit = self.post({"action": "edit_memory", "memory_id": "m2", "text": "Quiet market"})
-        assert edit["before"] == {"memory": "The market is noisy at dawn"}
+        assert edit["before"]["memory"] == "The market is noisy at dawn"
+        # whose word it was before the correction made it an admin's, to put back
+        assert edit["before"]["metadata"]["source_trust"] == 0.3
+        assert store.memories["m2"]["metadata"]["provenance"]["channel"] == "correction"
         self.post({"action": "undo", "change_id": edit["id"]})
         assert store.memories["m2"]["memory"] == "The market is noisy at dawn"
+        restored = store.memories["m2"]["metadata"]
+        assert restored["source_trust"] == 0.3 and restored["provenance"]["trust"] == 0.3
         attribute = self.post({"action": "correct_attribute", "entity_id": "#90",
                                "attribute": "job", "value": "sailor"})
-        assert attribute["before"] == {"value": None}
+        assert attribute["before"] == {"value": None, "provenance": None}
+        assert attribute["after"]["provenance"]["channel"] == "correction"
         self.post({"action": "undo", "change_id": attribute["id"]})
         profiles = self.ports.state.get(documents.ENTITY_PROFILES)
         assert "job" not in profiles["#90"]["attributes"]

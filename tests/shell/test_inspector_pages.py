@@ -142,12 +142,13 @@ def test_the_pages_assets_ship_in_the_package_with_their_licence():
 
     static = Path(charts.__file__).parent / "static" / "ai_assistant"
     vendored = static / "vendor" / "bootstrap-4.6.0"
-    assert (vendored / "bootstrap.min.css").read_text().startswith("/*!\n * Bootstrap v4.6.0")
+    trimmed = (vendored / "bootstrap.inspector.min.css").read_text()
+    assert trimmed.startswith("/*!\n * Bootstrap v4.6.0")
     assert "MIT License" in (vendored / "LICENSE").read_text()
     assert (static / "inspector.css").exists()
     templates = Path(charts.__file__).parent / "templates" / "ai_assistant"
     base = (templates / "inspector_base.html").read_text()
-    assert "ai_assistant/vendor/bootstrap-4.6.0/bootstrap.min.css" in base
+    assert "ai_assistant/vendor/bootstrap-4.6.0/bootstrap.inspector.min.css" in base
     for page in templates.glob("*.html"):
         text = page.read_text()
         assert "http://" not in text and "https://" not in text  # nothing from a CDN

@@ -27,4 +27,4 @@ def test_the_license_file_is_bsd_3_clause_and_named_in_the_metadata():
 def test_the_vendored_files_and_their_notes_are_packaged():
     assert packaged("web/static/ai_assistant/vendor/README.md")
     assert packaged("web/static/ai_assistant/vendor/bootstrap-4.6.0/LICENSE")
-    assert packaged("web/static/ai_assistant/vendor/bootstrap-4.6.0/bootstrap.min.css")
+    assert packaged("web/static/ai_assistant/vendor/bootstrap-4.6.0/bootstrap.inspector.min.css")

@@ -7,15 +7,19 @@ Prompt blocks of the memory nodes (the specification's "Context Structure").
 - `snapshot_block`: unread notes (todos, reminders) and the diary of the last days;
 - `recent_nodes_block`: the most recently activated memories.
 
-Each is `func(ports, situation) -> str | None`; `agent.context` registers them.
+Each is `func(ports, situation) -> str | None`; `agent.context` registers them. Every line that
+rests on a player's word (a node, a note, the think notes and diary written from their scenes)
+says so (`memory.recall.lines.attributed`).
 """
 
 from datetime import timedelta
 
+from ai_assistant.memory import provenance
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.entities import People, relationship_summary
 from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
-from ai_assistant.memory.patrol_record import PatrolRecord
+from ai_assistant.memory.patrol_record import PatrolRecord, provenance_of
+from ai_assistant.memory.recall.lines import attributed
 from ai_assistant.plumbing.ports import parse_iso
 from ai_assistant.plumbing.quoting import defuse, safe_name
 
@@ -57,7 +61,7 @@ def system_memory_block(ports, situation):
     think = PatrolRecord(ports).think_notes()
     if think.get("text"):
         parts.append("Notes you wrote for yourself after your last memory patrol:\n"
-                     + defuse(think["text"], 2000))
+                     + _written_from(think, defuse(think["text"], 2000)))
     relationships = relationships_text(ports, situation)
     if relationships:
         parts.append("People you know (relationship):\n" + relationships)
@@ -73,7 +77,8 @@ def snapshot_block(ports, situation):
     ]
     if unread:
         parts.append("Unread notes:\n" + "\n".join(
-            f"- [{safe_name(n.get('type'))}] {defuse(n.get('text'), 300)}" for n in unread[:10]
+            f"- [{safe_name(n.get('type'))}] "
+            + attributed(provenance.of(n), defuse(n.get("text"), 300)) for n in unread[:10]
         ))
     days = int(setting(ports, "diary_days"))
     cutoff = (ports.clock.now() - timedelta(days=days)).strftime("%Y-%m-%d")
@@ -81,7 +86,8 @@ def snapshot_block(ports, situation):
     recent = sorted((d for d in diary if d > cutoff), reverse=True)
     if recent:
         parts.append("Your diary:\n" + "\n".join(
-            f"{date}:\n{defuse(diary[date].get('text'), 1000)}" for date in recent
+            f"{date}:\n{_written_from(diary[date], defuse(diary[date].get('text'), 1000))}"
+            for date in recent
         ))
     return "\n\n".join(parts) or None
 
@@ -99,4 +105,19 @@ def recent_nodes_block(ports, situation):
     activated.sort(key=lambda n: parse_iso(n["last_activated"]), reverse=True)
     if not activated:
         return None
-    return "\n".join(f"- {defuse(scene_to_text(n), 400)}" for n in activated[:limit])
+    return "\n".join(f"- {attributed(provenance.of(n), defuse(scene_to_text(n), 400))}"
+                     for n in activated[:limit])
+
+
+def _written_from(record, text):
+    """
+    The diary's or the think notes' lines, each saying whose word it rests on when the scenes
+    it was written from were a player's (`patrol_record.provenance_of`).
+    """
+    source = provenance_of(record)
+    lines = []
+    for line in text.split("\n"):
+        bullet = "- " if line.startswith("- ") else ""
+        lines.append(bullet + attributed(source, line.removeprefix(bullet)) if line.strip()
+                     else line)
+    return "\n".join(lines)

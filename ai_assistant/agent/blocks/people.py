@@ -13,6 +13,7 @@ out: each fact appears once.
 from ai_assistant.agent.blocks.memory_nodes import people_in
 from ai_assistant.memory.audience import visible_to
 from ai_assistant.memory.entities import People
+from ai_assistant.memory.recall import lines
 from ai_assistant.plumbing.quoting import quote_untrusted, safe_name
 
 
@@ -48,7 +49,8 @@ def entity_context_block(ports, situation):
         profile = profiles.get(entity_id)
         if profile is None:
             continue
-        notes = [f"{key}: {value}" for key, value in (profile.get("attributes") or {}).items()]
+        notes = [attribute_line(profile, key, value)
+                 for key, value in (profile.get("attributes") or {}).items()]
         observations = [o for o in (profile.get("observations") or [])
                         if " ".join(str(o.get("text") or "").split()) not in already
                         and visible_to(o, viewer)]
@@ -57,3 +59,12 @@ def entity_context_block(ports, situation):
             blocks.append(f"{safe_name(profile.get('name'))}:\n"
                           + quote_untrusted("\n".join(notes), "NOTES ABOUT A CHARACTER"))
     return "\n\n".join(blocks) or None
+
+
+def attribute_line(profile, key, value):
+    """
+    One attribute as the prompt shows it (`memory.recall.lines.attribute_line`): a player's
+    testimony says whose word it is ("Mallory told me: role: ..."), a dispute both sides; an
+    admin's correction and anything kept before provenance existed reads as a note.
+    """
+    return lines.attribute_line(profile, key, value)

@@ -3,9 +3,10 @@ Workspace blocks: what the assistant is working on - the active project, its goa
 facts and patterns it keeps in session memory.
 """
 
+from ai_assistant.memory.recall.lines import attributed
 from ai_assistant.workspace.goals import PRIORITIES, Goals, format_goal_tree
 from ai_assistant.workspace.projects import Projects
-from ai_assistant.workspace.session_memory import SessionMemory, entry_text
+from ai_assistant.workspace.session_memory import SessionMemory
 
 
 def project_context_block(ports, situation=None):
@@ -70,13 +71,14 @@ def session_memory_context_block(ports, situation=None, limit=20):
     Returns:
         str or None: None when nothing is remembered.
     """
-    doc = SessionMemory(ports).document()
+    session = SessionMemory(ports)
     lines = []
-    for title, name in (("Key facts", "key_facts"), ("Learned patterns", "learned_patterns")):
-        items = [text for text in map(entry_text, doc[name]) if text][-limit:]
+    for title, memory_type in (("Key facts", "fact"), ("Learned patterns", "pattern")):
+        items = session.entries(memory_type)[-limit:]
         if items:
             lines.append(f"{title}:")
-            lines.extend(f"- {text}" for text in items)
+            # a fact set on someone's word says whose (`memory.recall.lines.attributed`)
+            lines.extend(f"- {attributed(item['provenance'], item['text'])}" for item in items)
     if not lines:
         return None
     return "\n".join(lines)

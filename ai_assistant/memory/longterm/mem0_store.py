@@ -278,6 +278,23 @@ class Mem0Store:
         """
         return self._run(self._list, int(limit), dict(filters or {}))
 
+    def histories(self, memory_ids):
+        """
+        mem0's own history of each of these memories (`mem0.Memory.history`): every ADD,
+        UPDATE and DELETE mem0 recorded, with the text before and after and when, oldest
+        first. mem0 keeps it in its history database (SQLite, in the data folder, whichever
+        vector store holds the memories), shared by every assistant of the folder and keyed by
+        memory id alone, so an id that is not a memory of this assistant gets no history.
+
+        Args:
+            memory_ids (Iterable[str]): The memories (a page of them: one worker call).
+
+        Returns:
+            Deferred[dict]: `{memory id: [{"event", "before", "after", "time"}, ...]}`;
+            `event` is mem0's ("ADD", "UPDATE", "DELETE"), `time` when it happened.
+        """
+        return self._run(self._histories, [str(memory_id) for memory_id in memory_ids])
+
     def delete_all(self):
         """
         Deferred[int]: forget every memory of this assistant (it is being deleted): its
@@ -479,6 +496,14 @@ class Mem0Store:
                  "created_at": item.get("created_at")}
                 for item in (result or {}).get("results", [])]
 
+    def _histories(self, memory_ids):
+        found = {}
+        for memory_id in dict.fromkeys(memory_ids):
+            if self._get(memory_id) is None:  # unknown, or another assistant's
+                continue
+            found[memory_id] = [_history_change(row) for row in self._memory.history(memory_id)]
+        return found
+
     def _delete_all(self):
         ids = []
         while True:  # listed in pages: a store caps what one listing returns
@@ -495,6 +520,16 @@ class Mem0Store:
 
 def _now():
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _history_change(row):
+    """One line of mem0's history database as the port reports it."""
+    added = row.get("event") == "ADD"
+    return {"event": row.get("event"), "before": row.get("old_memory"),
+            "after": row.get("new_memory"),
+            # an ADD happened when the memory was made; a change when it was updated
+            "time": row.get("created_at") if added else (row.get("updated_at")
+                                                         or row.get("created_at"))}
 
 
 def _purge_history(memory, memory_ids, key):

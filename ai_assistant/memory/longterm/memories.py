@@ -179,6 +179,22 @@ class Memories:
                 return memories
             limit *= 2
 
+    def histories(self, memory_ids):
+        """
+        What the store recorded of each memory's changes (mem0's own history: `Mem0Store.
+        histories`), oldest first; a store that keeps no history gives none.
+
+        Args:
+            memory_ids (Iterable[str]): The memories.
+
+        Returns:
+            Deferred[dict]: `{memory id: [{"event", "before", "after", "time"}, ...]}`.
+        """
+        store = self._ports.semantic
+        if store is not None and not hasattr(store, "histories"):
+            return defer.succeed({})
+        return self._call("histories", [str(memory_id) for memory_id in memory_ids])
+
     def recall_mirror(self, runner=None):
         """
         Deferred[MemoryMirror]: the memories as recall items, read from the store once

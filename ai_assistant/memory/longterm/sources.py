@@ -1,10 +1,13 @@
 """
 Who said a memory, how far it is trusted, and what that decides when two claims conflict.
 
-A memory's source is in its metadata: `source_entity` (who said it; none for the assistant's
-own observations and thoughts), `source_type` and `source_trust`. An admin's statement is one
-with trust 1.0 (what only an admin's turn may record: a player's is capped at
-`tools.agency.PLAYER_SOURCE_TRUST`) or `source_type` "admin".
+A memory's source is in its metadata: its `provenance` (`memory.provenance`: the speaker's
+stable id and name, how it was heard, the trust), and the older flat fields `source_entity`
+(who said it; none for the assistant's own observations and thoughts), `source_type` and
+`source_trust`, which a memory stored before provenance existed has alone. An admin's
+statement is one whose provenance says so, or, for an older memory, one with trust 1.0 (what
+only an admin's turn may record: a player's is capped at `tools.agency.PLAYER_SOURCE_TRUST`)
+or `source_type` "admin".
 
 When a new claim corrects a stored one (`supersede.correction_kind`), `conflict` says what
 happens (the claim policy, `policy.judge_claim`, applies it):
@@ -24,6 +27,8 @@ Recall (`recall.lines.recall_line`) uses `attribution` for the short prefix that
 word a line is: nothing for the assistant's own memories, an admin's statements and anything
 without a speaker; "Mallory told me:" for a player's claim.
 """
+
+from ai_assistant.memory import provenance as provenance_model
 
 ADMIN_TRUST = 1.0
 ADMIN_SOURCE = "admin"
@@ -47,8 +52,19 @@ def _metadata(item):
     return item.get("metadata") if isinstance(item.get("metadata"), dict) else item
 
 
+def _provenance(item):
+    """The memory's recorded provenance (`memory.provenance`), or None for an older one."""
+    metadata = _metadata(item)
+    if not isinstance(metadata.get(provenance_model.KEY), dict):
+        return None
+    return provenance_model.of(metadata)
+
+
 def trust_of(item):
     """The trust of a memory's source (a memory, a hit, or its metadata)."""
+    recorded = _provenance(item)
+    if recorded is not None:
+        return recorded["trust"]
     trust = _metadata(item).get("source_trust")
     if isinstance(trust, bool) or not isinstance(trust, int | float):
         return UNKNOWN_TRUST
@@ -57,6 +73,9 @@ def trust_of(item):
 
 def is_admin(item):
     """Whether a memory is an admin's statement (trust 1.0, or an admin source)."""
+    recorded = _provenance(item)
+    if recorded is not None:
+        return provenance_model.is_admin(recorded)
     metadata = _metadata(item)
     return metadata.get("source_type") == ADMIN_SOURCE or trust_of(metadata) >= ADMIN_TRUST
 
@@ -65,6 +84,19 @@ def speaker_of(item):
     """Who said it, case-folded; None when no one did (the assistant's own memory)."""
     name = " ".join(str(_metadata(item).get("source_entity") or "").split())
     return name.casefold() or None
+
+
+def same_speaker(new, old):
+    """
+    Whether two claims come from the same speaker: by their stable ids when both recorded
+    one (two players may share a name), else by name; the assistant's own memories are all
+    one speaker's.
+    """
+    new_id = (_provenance(new) or {}).get("speaker_id")
+    old_id = (_provenance(old) or {}).get("speaker_id")
+    if new_id and old_id:
+        return new_id == old_id
+    return speaker_of(new) == speaker_of(old)
 
 
 def conflict(new, old):
@@ -82,7 +114,7 @@ def conflict(new, old):
         return SUPERSEDES
     if is_admin(old):
         return OUTRANKED  # only an admin replaces an admin, whatever name a player chose
-    if speaker_of(new) == speaker_of(old):
+    if same_speaker(new, old):
         return SUPERSEDES  # a speaker correcting their own claim (or the assistant its own)
     new_trust, old_trust = trust_of(new), trust_of(old)
     if new_trust > old_trust + SAME_TRUST:
@@ -103,8 +135,31 @@ def is_outranked(item):
 
 
 def rests_on_testimony(item):
-    """Whether a memory is someone's word rather than the assistant's or an admin's fact."""
+    """
+    Whether a memory is someone's word rather than the assistant's or an admin's fact: by its
+    provenance when it records one (`provenance.is_player_sourced`), else by its speaker.
+    """
+    recorded = _provenance(item)
+    if recorded is not None:
+        return provenance_model.is_player_sourced(recorded)
     return speaker_of(item) is not None and not is_admin(item)
+
+
+def speaker_name(item):
+    """
+    The name a recalled line gives its speaker: the provenance's speaker (who said it, even
+    when the flat `source_entity` names the step that derived it: "reflection on ...") or
+    `source_entity`, at most `MAX_NAME_CHARS`.
+    """
+    recorded = _provenance(item) or {}
+    name = (recorded.get("speaker") or _metadata(item).get("source_entity")
+            or recorded.get("speaker_id") or "")
+    return " ".join(str(name).split())[:MAX_NAME_CHARS]
+
+
+# A claim's verb by how it was heard (`provenance` channels); any other channel "told me".
+HEARD_VERBS = {provenance_model.CHANNEL_WHISPERED: "whispered to me",
+               provenance_model.CHANNEL_OVERHEARD: "was overheard saying"}
 
 
 def attribution(item):
@@ -116,16 +171,17 @@ def attribution(item):
 
     Returns:
         str: "" for the assistant's own memories and admins' statements; otherwise
-        "Mallory told me: ", "Eve says (disputed): " or "Mallory claimed (I know otherwise): ".
+        "Mallory told me: " (or "whispered to me", "was overheard saying" by how it was
+        heard), "Eve says (disputed): " or "Mallory claimed (I know otherwise): ".
     """
     if is_outranked(item):
         verb = "claimed (I know otherwise)"
     elif is_disputed(item):
         verb = "says (disputed)"
     else:
-        verb = "told me"
+        # how it reached the assistant matters to how far it is to be believed
+        verb = HEARD_VERBS.get((_provenance(item) or {}).get("channel"), "told me")
     if not rests_on_testimony(item):
         # a dispute between the assistant's own memories is still a dispute
         return "(disputed) " if verb == "says (disputed)" else ""
-    name = " ".join(str(_metadata(item).get("source_entity")).split())[:MAX_NAME_CHARS]
-    return f"{name} {verb}: "
+    return f"{speaker_name(item)} {verb}: "

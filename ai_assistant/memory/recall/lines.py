@@ -7,9 +7,28 @@ its `timestamp` when the memory's source was heard (the source entry's time, kep
 memory's metadata by consolidation; the store's own `created_at` otherwise), its
 `source_entity` the speaker. Every recalled line carries its date, so a model reading "the
 support group yesterday" can tell which day that was.
+
+This is the one place that says whose word a line is (`longterm.sources.attribution`), for
+every tier and every block that shows remembered things: a memory or a journal entry
+(`said_by`), a memory node or scene note, a session fact, the diary and think notes
+(`attributed`, from their provenance) and a profile attribute (`attribute_line`). What rests on
+players' words reads as theirs ("Mallory told me: ...", "Eve says (disputed): ...", "Mallory
+claimed (I know otherwise): ..."); only the assistant's own observations and thoughts, admins'
+statements and the persona are stated as fact.
 """
 
-from ai_assistant.memory.longterm.sources import attribution
+from ai_assistant.memory import provenance as provenance_model
+from ai_assistant.memory.attribute_sources import (
+    ATTRIBUTE_CLAIMS,
+    ATTRIBUTE_PROVENANCE,
+    attribute_provenance,
+)
+from ai_assistant.memory.longterm.sources import (
+    DISPUTED_WITH,
+    DISPUTES,
+    OUTRANKED_BY,
+    attribution,
+)
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.plumbing.ports import parse_iso
 
@@ -68,18 +87,72 @@ def recall_date(timestamp):
     return f"{moment.day} {moment.strftime('%B %Y')}" if moment else ""
 
 
+def attributed(provenance, content, *, disputed=False, outranked=False):
+    """
+    `content` with the prefix that says whose word it is, from its provenance alone (a memory
+    node, a scene note, a session fact, the diary, a profile attribute).
+
+    Args:
+        provenance (dict or None): Where it came from (`memory.provenance`); None for
+            something that records none, stated as it is.
+        content (str): The text.
+        disputed (bool): Another source of equal trust says otherwise.
+        outranked (bool): A more trusted source says otherwise.
+
+    Returns:
+        str: "Mallory told me: ..." for a player's word, `content` alone for the assistant's
+        own, an admin's statement or correction.
+    """
+    if not isinstance(provenance, dict):
+        return content
+    fields = {provenance_model.KEY: provenance}
+    if disputed:
+        fields[DISPUTED_WITH] = True
+    if outranked:
+        fields[OUTRANKED_BY] = True
+    return attribution(fields) + content
+
+
+def attribute_line(profile, key, value):
+    """
+    One profile attribute as a prompt shows it: "role: guest" for an admin's correction or the
+    assistant's own inference (and an attribute kept before provenance existed), "Mallory told
+    me: role: head archivist" for a player's account, and, when another source of equal trust
+    disputes it, both sides ("Eve says (disputed): trade: pilot; Bo says (disputed): trade:
+    fisher"). A claim outranked by a more trusted source is not shown (staff see it).
+
+    Args:
+        profile (dict): The entity profile (`memory.entities`).
+        key (str): The attribute.
+        value: Its current value.
+    """
+    text = f"{key}: {value}"
+    if not isinstance((profile.get(ATTRIBUTE_PROVENANCE) or {}).get(key), dict):
+        return text
+    disputes = [claim for claim in (profile.get(ATTRIBUTE_CLAIMS) or {}).get(key) or ()
+                if claim.get("outcome") == DISPUTES and isinstance(claim.get("provenance"), dict)]
+    line = attributed(attribute_provenance(profile, key), text, disputed=bool(disputes))
+    for claim in disputes:
+        line += "; " + attributed(claim["provenance"], f"{key}: {claim.get('value')}",
+                                  disputed=True)
+    return line
+
+
 def said_by(item, content):
     """
     `content` with the prefix that says whose word it is (`sources.attribution`): a player's
     claim reads "Mallory told me: ...", a dispute "Eve says (disputed): ...". Nothing for the
-    assistant's own memories, an admin's statements, memory nodes and profiles, nor for a line
-    that already starts with its speaker's name (a heard entry: 'Eve said to me: "..."').
+    assistant's own memories and an admin's statements, nor for a line that already starts
+    with its speaker's name (a heard entry: 'Eve said to me: "..."'). A memory node says so
+    from its provenance (`recall.tiers.node_item` keeps it in the item's `metadata`); a
+    profile's attributes each say so in its content already (`attribute_line`).
     """
-    if item.get("tier") in (NODE_TIER, PROFILE_TIER):
+    if item.get("tier") == PROFILE_TIER:
         return content
     prefix = attribution(item)
     name = prefix.split(" ", 1)[0] if prefix and not prefix.startswith("(") else ""
-    if name and content.casefold().startswith(name.casefold()) and prefix.endswith("told me: "):
+    if name and content.casefold().startswith(name.casefold()) and not prefix.endswith(
+            ("(disputed): ", "otherwise): ")):
         return content
     return prefix + content
 

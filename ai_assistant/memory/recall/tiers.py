@@ -14,8 +14,9 @@ so the journal's search ranks it alongside memories and entries; `source_key` ke
 per node and per person.
 """
 
+from ai_assistant.memory import provenance
 from ai_assistant.memory.nodes import DEAD, scene_to_text, when_date
-from ai_assistant.memory.recall.lines import NODE_TIER, PROFILE_TIER
+from ai_assistant.memory.recall.lines import NODE_TIER, PROFILE_TIER, attribute_line
 
 # Attributes shown per person (the profile keeps at most `entities.max_attributes`).
 MAX_PROFILE_ATTRIBUTES = 12
@@ -29,7 +30,8 @@ def node_item(node):
         node (dict): A node of the "memory_nodes" document.
 
     Returns:
-        dict | None: id `node:<id>`, content, timestamp, importance (0-10), audience, tier.
+        dict | None: id `node:<id>`, content, timestamp, importance (0-10), audience, tier,
+        and `metadata` with its provenance (so its line says whose word it rests on).
     """
     if node.get("status") == DEAD:
         return None
@@ -48,6 +50,7 @@ def node_item(node):
         "importance": round(float(node.get("importance") or 0.0) * 10),
         "source_type": "observation",
         "tags": list(node.get("themes") or ()),
+        "metadata": {provenance.KEY: provenance.of(node)},
         "tier": NODE_TIER,
     }
     if node.get("audience") not in (None, ""):
@@ -66,7 +69,9 @@ def profile_item(profile):
         dict | None: id `profile:<entity id>`, content, timestamp, source_entity, tier.
     """
     attributes = profile.get("attributes") or {}
-    facts = [f"{key}: {value}" for key, value in list(attributes.items())[:MAX_PROFILE_ATTRIBUTES]
+    # each attribute says whose account it is (`lines.attribute_line`)
+    facts = [attribute_line(profile, key, value)
+             for key, value in list(attributes.items())[:MAX_PROFILE_ATTRIBUTES]
              if str(value).strip()]  # fmt: skip
     if not facts:
         return None

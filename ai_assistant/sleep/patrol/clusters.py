@@ -17,7 +17,7 @@ retries it.
 
 from twisted.internet import defer
 
-from ai_assistant.memory import node_vectors
+from ai_assistant.memory import node_vectors, provenance
 from ai_assistant.memory import nodes as nodes_model
 from ai_assistant.memory.nodes import (
     ACTIVE,
@@ -54,6 +54,23 @@ def _absorb_timeline(survivor, absorbed):
         if entry not in when:
             when.append(entry)
     survivor["scene"] = {**survivor["scene"], "when": when}
+
+
+def _merge_provenance(survivor, absorbed):
+    """
+    A merged node rests on every node it absorbed: it lists them and their inputs in
+    `derived_from`, and its speaker and trust are those of the least trusted of them
+    (`provenance.derive`), so a merge never launders a player's scene into the assistant's.
+    """
+    merged = [survivor, *absorbed]
+    refs = [provenance.ref("node", node["id"]) for node in absorbed]
+    for node in merged:
+        refs += provenance.of(node)["derived_from"]
+    derived = provenance.derive([provenance.of(node) for node in merged], refs)
+    survivor["provenance"] = derived
+    survivor["source_trust"] = derived["trust"]
+    if derived["speaker"]:
+        survivor["source_entity"] = derived["speaker"]
 
 
 def apply_consolidation(nodes, cluster_id, labels, reply, shown, bonus=0.05):
@@ -94,6 +111,7 @@ def apply_consolidation(nodes, cluster_id, labels, reply, shown, bonus=0.05):
         if not absorbed_ids:
             continue
         survivor = nodes[survivor_id]
+        _merge_provenance(survivor, [nodes[node_id] for node_id in absorbed_ids])
         for node_id in absorbed_ids:
             _absorb_timeline(survivor, nodes[node_id])
             kill(nodes[node_id])

@@ -69,6 +69,8 @@ def revive_nodes(ports):
         status = node.get("status")
         if status not in (DEAD, DYING) or effective_importance(node, decay) <= cut:
             continue
+        if node.get("wrong"):
+            continue  # staff corrected what it was made from: it stays at rest
         if status == DEAD and int(node.get("reactivation_count", 0)) <= int(
             node.get("died_reactivation_count", 0)
         ):

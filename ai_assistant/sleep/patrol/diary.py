@@ -5,11 +5,17 @@ From the scenes filed since the last diary, the model writes today's diary entry
 kept in "diary" by date, for its last `nodes.diary_kept` days) and the think notes (3-7
 bullets, "think_notes") that the assistant's next conversation starts with. Scenes stay
 pending until a call succeeds.
+
+Both are the assistant's own writing, derived from the scenes they are about
+(`scenes_provenance`): they name those nodes and what the nodes were made from, and take the
+speaker and trust of the least trusted scene, never above an inference's, so a diary written
+over a player's scene is that player's testimony, not the assistant's knowledge.
 """
 
 from twisted.internet import defer
 
 from ai_assistant.memory import nodes as nodes_model
+from ai_assistant.memory import provenance
 from ai_assistant.memory.audience import PUBLIC, visible_to
 from ai_assistant.memory.nodes import Nodes, scene_to_text, setting
 from ai_assistant.memory.patrol_record import PatrolRecord
@@ -32,14 +38,28 @@ def _think_bullets(ports, think):
     return [b for b in bullets if b][: int(setting(ports, "think_max_bullets"))]
 
 
+def scenes_provenance(scenes):
+    """
+    The provenance of what the patrol writes about `scenes` (`provenance.derive`): the nodes
+    (and what they were made from), at the least trusted scene's speaker and trust, capped at
+    an inference's.
+    """
+    refs = []
+    for node in scenes:
+        refs += [provenance.ref("node", node["id"]), *provenance.of(node)["derived_from"]]
+    return provenance.derive([provenance.of(node) for node in scenes], refs,
+                             ceiling=provenance.INFERENCE_TRUST)
+
+
 def _store(ports, date, diary_lines, bullets, scenes):
     """Write the diary entry and think notes; the scenes written about leave the queue."""
     stamp = now_iso(ports)
     record = PatrolRecord(ports)
-    if diary_lines:
-        record.write_diary(date, "\n".join(diary_lines), stamp)  # bounded: its last days only
+    derived = scenes_provenance(scenes)
+    if diary_lines:  # bounded: its last days only
+        record.write_diary(date, "\n".join(diary_lines), stamp, provenance=derived)
     if bullets:
-        record.write_think_notes(bullets, stamp)
+        record.write_think_notes(bullets, stamp, provenance=derived)
     record.written_in_diary(node["id"] for node in scenes)
 
 

@@ -11,7 +11,7 @@ import json
 
 from twisted.internet import defer
 
-from ai_assistant.memory import node_vectors
+from ai_assistant.memory import node_vectors, provenance
 from ai_assistant.memory import nodes as nodes_model
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.nodes import (
@@ -115,6 +115,7 @@ def _parse_notes(ports, repaired):
             node["audience"] = audience_of(note)  # a scene told in private stays private
         # a scene noted on a player's word stays theirs, at their trust
         node.update({key: note[key] for key in ("source_entity", "source_trust") if key in note})
+        node["provenance"] = provenance.of(note)  # what it was made from: the note's inputs
         prepared.append(node)
     return prepared, failed
 

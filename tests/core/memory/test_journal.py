@@ -33,6 +33,9 @@ def test_an_entry_has_the_specified_structure():
         "importance_method": "heuristic",
         "tags": ["player_preference", "communication"],
         "related_projects": ["alice_quest"],
+        # where it came from: read from the source fields, since the writer gave none
+        "provenance": {"speaker_id": None, "speaker": "Alice", "channel": "told",
+                       "trust": 0.9, "derived_from": []},
     }
     doc = ports.state.get(documents.JOURNAL)
     assert doc["entries"] == [entry]

@@ -4,6 +4,10 @@ from support import make_ports
 
 from ai_assistant.memory.patrol_record import PatrolRecord
 
+# what the assistant wrote with no scenes named: its own thought, at an inference's trust
+OWN_THOUGHT = {"speaker_id": None, "speaker": None, "channel": "own", "trust": 0.6,
+               "derived_from": []}
+
 
 def test_the_diary_keeps_one_entry_a_day_and_its_last_days_only():
     ports = make_ports(overrides={"nodes.diary_kept": 2})
@@ -15,7 +19,8 @@ def test_the_diary_keeps_one_entry_a_day_and_its_last_days_only():
     diary = record.diary()
     assert sorted(diary) == ["2025-01-02", "2025-01-03"]
     assert diary["2025-01-02"] == {"date": "2025-01-02", "text": "second, rewritten",
-                                   "updated_at": "2025-01-02T23:00:00Z"}
+                                   "updated_at": "2025-01-02T23:00:00Z",
+                                   "provenance": OWN_THOUGHT}
     assert ports.state.get("diary") == diary  # the document game makers read
 
 
@@ -25,7 +30,8 @@ def test_the_think_notes_are_replaced_as_a_whole():
     record.write_think_notes(["ask Bob", "fix the sign"], "2025-01-01T22:00:00Z")
     record.write_think_notes(["buy wood"], "2025-01-02T22:00:00Z")
     assert record.think_notes() == {"text": "- buy wood", "bullets": ["buy wood"],
-                                    "updated_at": "2025-01-02T22:00:00Z"}
+                                    "updated_at": "2025-01-02T22:00:00Z",
+                                    "provenance": OWN_THOUGHT}
 
 
 def test_runs_are_counted_with_their_last_report():

@@ -174,3 +174,16 @@ def test_a_table_of_another_vector_size_is_refused(postgres_memory_url, tmp_path
         pgvector_store.forget_prepared()
         with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
             connection.execute(f"DROP TABLE IF EXISTS {pgvector_store.TABLE}")
+
+
+def test_mem0s_history_of_a_memory_in_pgvector(open_store, tmp_path):
+    """mem0's history database stays in the game's data folder with the postgres store."""
+    store = open_store("npc-ada")
+    memory_id = result_of(store.add("The crew of the Gull is eleven sailors."))[0]["id"]
+    result_of(store.update(memory_id, "The crew of the Gull is twelve sailors."))
+    history = result_of(store.histories([memory_id]))[memory_id]
+    assert [(change["event"], change["after"]) for change in history] == [
+        ("ADD", "The crew of the Gull is eleven sailors."),
+        ("UPDATE", "The crew of the Gull is twelve sailors.")]
+    assert (tmp_path / "data" / "history.db").exists()
+    assert result_of(open_store("npc-bob").histories([memory_id])) == {}

@@ -31,7 +31,7 @@ NOW = datetime(2023, 6, 1, 12, 0, tzinfo=UTC)
 PARAMS = pipeline.recall_params(Settings())
 
 
-def memory(memory_id, text, *, entry_id=None, when="2023-05-08T13:56:00Z", speaker="Audrey",
+def memory(memory_id, text, *, entry_id=None, when="2023-05-08T13:56:00Z", speaker="Wenna",
            audience=None):  # fmt: skip
     metadata = {"entry_id": entry_id, "timestamp": when, "source_entity": speaker,
                 "source_trust": 0.9}  # fmt: skip
@@ -65,8 +65,8 @@ def topic_embed(topics):
 
 def test_a_memory_is_reachable_by_a_word_it_shares_only_lexically():
     mirror = mirror_with(
-        memory("m1", "Audrey said to me: \"My anvil cracked in the forge fire.\"", entry_id=1),
-        memory("m2", "Audrey said to me: \"I adopted a puppy named Pixie.\"", entry_id=2),
+        memory("m1", "Wenna said to me: \"My anvil cracked in the forge fire.\"", entry_id=1),
+        memory("m2", "Wenna said to me: \"I adopted a puppy named Brindle.\"", entry_id=2),
     )
     # the embedder finds no meaning in common with anything: the word alone finds it
     found = ranked(build_corpus((), mirror), "anvil", embed=topic_embed([["zzz"]]))
@@ -75,47 +75,47 @@ def test_a_memory_is_reachable_by_a_word_it_shares_only_lexically():
 
 def test_a_memory_is_reachable_by_meaning_alone():
     mirror = mirror_with(
-        memory("m1", "Audrey said to me: \"Predators killed three of our sheep.\"", entry_id=1),
-        memory("m2", "Audrey said to me: \"I baked bread for the festival.\"", entry_id=2),
+        memory("m1", "Wenna said to me: \"A fox took three of our hens.\"", entry_id=1),
+        memory("m2", "Wenna said to me: \"I baked bread for the festival.\"", entry_id=2),
     )
-    embed = topic_embed([["wolf", "predator"], ["bread", "bake"]])
+    embed = topic_embed([["wolf", "fox"], ["bread", "bake"]])
     found = ranked(build_corpus((), mirror), "Was there a wolf attack?", embed=embed)
     assert found and found[0]["id"] == "m1"  # no word in common with the query
 
 
 def test_an_entry_and_the_memory_made_from_it_are_one_item():
-    entry = {"id": 5, "content": "Audrey said to me: \"I ran a charity race in May.\"",
-             "timestamp": "2023-05-08T13:56:00Z", "source_entity": "Audrey"}  # fmt: skip
-    mirror = mirror_with(memory("m5", "Audrey ran a charity race in May.", entry_id=5))
+    entry = {"id": 5, "content": "Wenna said to me: \"I rowed in the lantern regatta in May.\"",
+             "timestamp": "2023-05-08T13:56:00Z", "source_entity": "Wenna"}  # fmt: skip
+    mirror = mirror_with(memory("m5", "Wenna rowed in the lantern regatta in May.", entry_id=5))
     corpus = build_corpus([entry], mirror)
     assert [item["id"] for item in corpus] == ["m5"]  # the entry is not a second candidate
     # and when both are ranked (a journal read before the mirror knew), one comes out
-    both = ranked((*mirror.entries(), entry), "charity race")
+    both = ranked((*mirror.entries(), entry), "lantern regatta")
     assert len(both) == 1
 
 
 def test_the_entries_being_answered_are_never_recalled():
     entries = [
-        {"id": 7, "content": "Audrey said to me: \"When did I run the charity race?\"",
-         "timestamp": "2023-06-01T12:00:00Z", "source_entity": "Audrey"},
-        {"id": 3, "content": "Audrey said to me: \"I ran a charity race last Saturday.\"",
-         "timestamp": "2023-05-08T13:56:00Z", "source_entity": "Audrey"},
+        {"id": 7, "content": "Wenna said to me: \"When did I row in the lantern regatta?\"",
+         "timestamp": "2023-06-01T12:00:00Z", "source_entity": "Wenna"},
+        {"id": 3, "content": "Wenna said to me: \"I rowed in the lantern regatta last Saturday.\"",
+         "timestamp": "2023-05-08T13:56:00Z", "source_entity": "Wenna"},
     ]  # fmt: skip
     mirror = mirror_with(memory("m7", entries[0]["content"], entry_id=7))
-    found = ranked(build_corpus(entries, mirror), "When did I run the charity race?",
+    found = ranked(build_corpus(entries, mirror), "When did I row in the lantern regatta?",
                    exclude={"7"})
     assert [item.get("entry_id", item["id"]) for item in found] == [3]
 
 
 def test_every_line_shows_when_it_happened():
-    item = memory_item(memory("m1", "Audrey joined a support group.", entry_id=1))
-    assert recall_line(item) == "- [8 May 2023] Audrey joined a support group."
+    item = memory_item(memory("m1", "Wenna joined a bell-ringing guild.", entry_id=1))
+    assert recall_line(item) == "- [8 May 2023] Wenna joined a bell-ringing guild."
     undated = memory_item({"id": "m2", "memory": "A fact.", "metadata": {}})
     assert recall_line(undated) == "- A fact."
 
 
 def test_the_lines_fit_the_token_budget_best_first_then_in_time_order():
-    memories = [memory(f"m{n}", f"Audrey said to me: \"The harbour lantern number {n} is "
+    memories = [memory(f"m{n}", f"Wenna said to me: \"The harbour lantern number {n} is "
                                 f"painted {'red' if n % 2 else 'blue'} and faces the sea.\"",
                        entry_id=n, when=f"2023-05-{n + 1:02d}T10:00:00Z")
                 for n in range(1, 21)]  # fmt: skip
@@ -132,26 +132,26 @@ def test_the_lines_fit_the_token_budget_best_first_then_in_time_order():
 
 
 def test_small_talk_loses_to_facts_and_says_too_little_to_be_recalled():
-    assert information("Audrey said to me: \"Yup, ttyl!\"", ["audrey"]) == 0.0
-    assert information("Audrey said to me: \"ok\"") == 0.0
-    assert information("Audrey said to me: \"I adopted a puppy named Pixie in May.\"") == 1.0
+    assert information("Wenna said to me: \"Yup, ttyl!\"", ["wenna"]) == 0.0
+    assert information("Wenna said to me: \"ok\"") == 0.0
+    assert information("Wenna said to me: \"I adopted a puppy named Brindle in May.\"") == 1.0
     mirror = mirror_with(
-        memory("chat", "Audrey said to me: \"Yup, ttyl! Have a great weekend!\"", entry_id=1),
-        memory("ok", "Audrey said to me: \"Haha ok ok lol\"", entry_id=2),
-        memory("fact", "Audrey said to me: \"This weekend I hiked the coastal trail with my "
+        memory("chat", "Wenna said to me: \"Yup, ttyl! Have a great weekend!\"", entry_id=1),
+        memory("ok", "Wenna said to me: \"Haha ok ok lol\"", entry_id=2),
+        memory("fact", "Wenna said to me: \"This weekend I hiked the coastal trail with my "
                        "sister and we camped near the lighthouse.\"", entry_id=3),
     )  # fmt: skip
     # the day named makes every line of that day a candidate; "ok" says nothing at all
-    found = ranked(build_corpus((), mirror), "What did Audrey do at the weekend, on 8 May?",
+    found = ranked(build_corpus((), mirror), "What did Wenna do at the weekend, on 8 May?",
                    min_information=0.25)
     assert [item["id"] for item in found] == ["fact", "chat"]
 
 
 def test_a_private_memory_is_shown_to_its_audience_only():
     mirror = mirror_with(
-        memory("secret", "Audrey whispered to me (private): \"The cellar key is under the "
+        memory("secret", "Wenna whispered to me (private): \"The cellar key is under the "
                          "mat.\"", entry_id=1, audience="#12"),
-        memory("public", "Audrey said to me: \"The cellar is damp.\"", entry_id=2),
+        memory("public", "Wenna said to me: \"The cellar is damp.\"", entry_id=2),
     )  # fmt: skip
     corpus = build_corpus((), mirror)
     assert {item["id"] for item in ranked(corpus, "cellar key", viewer="#12")} == {
@@ -218,17 +218,17 @@ def test_corrections_reach_recall_at_once():
 
 
 def test_the_mirror_is_read_once_and_follows_what_is_stored_and_deleted():
-    store = ListingStore([memory("m1", "Audrey keeps bees.", entry_id=1)])
+    store = ListingStore([memory("m1", "Wenna keeps bees.", entry_id=1)])
     ports = make_ports(semantic=store)
     mirror = result_of(ensure_loaded(ports))
     assert mirror.loaded and [item["id"] for item in mirror.entries()] == ["m1"]
     result_of(ensure_loaded(ports))
     assert store.listings == 1
-    recall_mirror.record(ports, [{"id": "m2", "memory": "Audrey sells honey.", "event": "ADD"},
+    recall_mirror.record(ports, [{"id": "m2", "memory": "Wenna sells honey.", "event": "ADD"},
                                  {"id": "m1", "memory": "x", "event": "DUPLICATE"}],
                          metadata={"entry_id": 2, "timestamp": "2023-05-09T10:00:00Z"})
     assert [item["content"] for item in mirror_of(ports).entries()] == [
-        "Audrey keeps bees.", "Audrey sells honey."]
+        "Wenna keeps bees.", "Wenna sells honey."]
     recall_mirror.forget(ports, "m1")
     assert [item["id"] for item in mirror_of(ports).entries()] == ["m2"]
     assert mirror_of(ports).source_entries() == frozenset({"2"})
@@ -239,23 +239,23 @@ def test_what_sleep_consolidates_is_recalled_after_the_journal_forgot_it():
     ports = make_ports(semantic=store, overrides={"recall.embedding_weight": 0.0})
     result_of(ensure_loaded(ports))
     ports.clock.current = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    Journal(ports).add("Audrey said to me: \"I adopted a puppy named Pixie.\"",
-                      source_type="direct", source_entity="Audrey", tags=["heard"])
+    Journal(ports).add("Wenna said to me: \"I adopted a puppy named Brindle.\"",
+                      source_type="direct", source_entity="Wenna", tags=["heard"])
     result_of(run_sleep_consolidation(ports))
     for entry in list(Journal(ports).entries()):
         Journal(ports).remove(entry["id"])  # pruned from the journal
     ports.clock.current = NOW
-    situation = {"events": [{"text": "What is my puppy called?", "sender": "Audrey",
+    situation = {"events": [{"text": "What is my puppy called?", "sender": "Wenna",
                              "sender_id": "#12"}],
-                 "interlocutor": {"id": "#12", "name": "Audrey"}, "history": []}  # fmt: skip
+                 "interlocutor": {"id": "#12", "name": "Wenna"}, "history": []}  # fmt: skip
     lines = result_of(recall_lines(ports, situation))
-    assert lines == ["- [8 May 2023] Audrey said to me: \"I adopted a puppy named Pixie.\""]
+    assert lines == ["- [8 May 2023] Wenna said to me: \"I adopted a puppy named Brindle.\""]
     block = remembered_block(ports, {**situation, "recall": lines})
-    assert block.startswith("<<<BEGIN MEMORIES>>>") and "Pixie" in block
+    assert block.startswith("<<<BEGIN MEMORIES>>>") and "Brindle" in block
 
 
 def test_the_ranking_runs_in_the_worker_pool_not_on_the_reactor(monkeypatch):
-    ports = make_ports(semantic=ListingStore([memory("m1", "Audrey keeps bees.", entry_id=1)]))
+    ports = make_ports(semantic=ListingStore([memory("m1", "Wenna keeps bees.", entry_id=1)]))
     handed = []
 
     def worker(func, *args):
@@ -276,27 +276,27 @@ def test_the_ranking_runs_in_the_worker_pool_not_on_the_reactor(monkeypatch):
 
 def test_search_facts_recalls_through_the_pipeline_for_whom_the_turn_answers():
     store = ListingStore([
-        memory("m1", "Audrey whispered: the cellar key is under the mat.", entry_id=1,
+        memory("m1", "Wenna whispered: the cellar key is under the mat.", entry_id=1,
                audience="#12"),
         memory("m2", "The cellar door squeaks.", entry_id=2),
     ])  # fmt: skip
     ports = make_ports(semantic=store, overrides={"recall.embedding_weight": 0.0})
-    for_audrey = result_of(search_long_term(ports, "cellar key", viewer="#12"))
-    assert [hit["id"] for hit in for_audrey][0] == "m1"
-    assert for_audrey[0]["when"] == "8 May 2023" and for_audrey[0]["trust"] == 0.9
+    for_wenna = result_of(search_long_term(ports, "cellar key", viewer="#12"))
+    assert [hit["id"] for hit in for_wenna][0] == "m1"
+    assert for_wenna[0]["when"] == "8 May 2023" and for_wenna[0]["trust"] == 0.9
     for_bob = result_of(search_long_term(ports, "cellar key", viewer="#2"))
     assert [hit["id"] for hit in for_bob] == ["m2"]
 
 
 def test_the_recent_conversation_is_sized_by_tokens():
     ports = make_ports(overrides={"recall.history_tokens": 40})
-    history = [{"role": "user", "name": "Audrey", "content": f"Line {n}: " + "word " * 10}
+    history = [{"role": "user", "name": "Wenna", "content": f"Line {n}: " + "word " * 10}
                for n in range(10)]  # fmt: skip
     shown = conversation.shown_history(ports, {"history": history, "events": []})
     assert 1 <= len(shown) < 10 and shown[-1] is history[-1]
     assert sum(count_tokens(m["content"]) + 4 for m in shown) <= 40
     # the newest line is always shown, even alone over the budget
-    long = [{"role": "user", "name": "Audrey", "content": "word " * 200}]
+    long = [{"role": "user", "name": "Wenna", "content": "word " * 200}]
     assert conversation.shown_history(ports, {"history": long, "events": []}) == long
 
 
@@ -310,8 +310,8 @@ def test_search_journal_is_the_same_pipeline_over_the_journal_and_every_memory()
     from ai_assistant.tools.registry import execute_tool
 
     load_all_tools()
-    store = ListingStore([memory("m1", "Audrey said to me: \"My anvil cracked.\"", entry_id=41),
-                          memory("m2", "Audrey whispered: the anvil money is hidden.",
+    store = ListingStore([memory("m1", "Wenna said to me: \"My anvil cracked.\"", entry_id=41),
+                          memory("m2", "Wenna whispered: the anvil money is hidden.",
                                  entry_id=42, audience="#12")])  # fmt: skip
     ports = make_ports(semantic=store, overrides={"recall.embedding_weight": 0.0})
     Journal(ports).add("Bob said to me: \"The anvil is for sale.\"", source_type="direct",

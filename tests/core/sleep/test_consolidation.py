@@ -121,6 +121,9 @@ def test_consolidates_a_batch_per_tick_with_the_specified_metadata(make_ports):
         "importance_method": "heuristic",
         "verbatim": True,  # no LLM: the text itself, and it says so
         "timestamp": "2025-01-01T12:00:00Z",  # when it was heard: recall dates it
+        # made from the entry: its speaker, channel and trust, and which entry
+        "provenance": {"speaker_id": None, "speaker": "Alice", "channel": "seen",
+                       "trust": 0.8, "derived_from": ["journal:entry-0"]},
     }
     assert MemoryLinks(ports).memory_ids_for_entry("entry-0") == [memories[0]["id"]]
     assert MemoryLinks(ports).records()[memories[0]["id"]]["journal_ids"] == ["entry-0"]
@@ -223,6 +226,8 @@ def test_extracted_facts_are_stored_one_memory_each_without_inference(make_ports
             "source": "journal", "entry_id": "entry-0", "tags": ["drinks"],
             "source_type": "observation", "source_trust": 0.8, "source_entity": "Alice",
             "importance": 6, "importance_method": "llm", "timestamp": "2025-01-01T12:00:00Z",
+            "provenance": {"speaker_id": None, "speaker": "Alice", "channel": "seen",
+                           "trust": 0.8, "derived_from": ["journal:entry-0"]},
         }
     links = MemoryLinks(ports)
     assert sorted(links.memory_ids_for_entry("entry-0")) == sorted(m["id"] for m in memories)

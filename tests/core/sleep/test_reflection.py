@@ -104,7 +104,8 @@ def test_gather_evidence_normalises_and_falls_back_to_the_journal():
     evidence = result_of(reflection.gather_evidence(ports, "What did the wolves attack?"))
     assert evidence[0]["id"] == 2
     # with where it came from, so a synthesis is sourced to its evidence's speakers
-    assert set(evidence[0]) <= {"id", "content", "score", "source_entity", "source_trust"}
+    assert set(evidence[0]) <= {"id", "content", "score", "source_entity", "source_trust",
+                                "provenance"}
     assert {"id", "content", "score"} <= set(evidence[0])
     assert any("store offline" in line for line in logs)
 

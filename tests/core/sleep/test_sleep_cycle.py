@@ -87,6 +87,7 @@ CONVERSATION = [
 ]
 REPLY = "Thank you, {name}. I will keep that in mind and tell the others who ask me about it."
 LLM_SCORE = 8
+PLAYER_CAP = 7  # provenance.PLAYER_IMPORTANCE_SHARE of 10: what a player's line may score
 ALICE_ATTRIBUTES = {"preference": "Prefers tea over coffee",
                     "goal": "Searching for the lost map of the old quarry"}
 SUMMARY = ("Alice, Bob and Carol told Ada about Alice's taste for tea, the mill's millstone, "
@@ -359,7 +360,9 @@ def test_full_cycle_from_conversation_to_scheduled_wake(make_ports, responder, l
     entries = {e["id"]: e for e in Journal(ports).entries()}
     for entry in heard_entries:
         assert entries[entry["id"]]["importance_method"] == "llm"
-        assert entries[entry["id"]]["importance"] == LLM_SCORE
+        # a player's line: the LLM's 8 is capped like a player's own importance argument
+        assert entries[entry["id"]]["importance"] == PLAYER_CAP
+        assert entries[entry["id"]]["importance_capped_from"] == LLM_SCORE
         assert entries[entry["id"]]["facts"] == facts_in(entry["content"])
     assert responder.kinds["scoring"] == 1  # one batched call scored all nine
     # every heard entry went to mem0 exactly once, with the seed's metadata; old notes did not

@@ -53,6 +53,8 @@ def test_store_then_recall(ports):
     assert memory["metadata"] == {
         "source": "tool", "tags": ["drinks"], "source_type": "direct", "source_trust": 0.9,
         "source_entity": "Alice", "importance": 6, "importance_method": "manual",
+        "provenance": {"speaker_id": None, "speaker": "Alice", "channel": "told",
+                       "trust": 0.9, "derived_from": []},
     }
 
     recalled = run(ports, "recall_memories", {"query": "What does Alice drink?"})
