@@ -22,8 +22,6 @@ outranked, information, budget): both stores share everything after the candidat
 Every call here blocks (a database round trip): the store runs it off the reactor.
 """
 
-from psycopg import sql
-
 from ai_assistant.memory.longterm import pgvector_store
 
 # Candidates per half (nearest by vector, best by words): recall wants `limit * OVERFETCH`
@@ -41,6 +39,8 @@ _CORE_KEYS = frozenset({"data", "hash", "created_at", "updated_at", "id", "text_
 
 def text_index_statement(table):
     """The GIN index over each memory's text that the word half of the query uses."""
+    from psycopg import sql  # the postgres store's driver: only a game that chose it has it
+
     return sql.SQL(
         "CREATE INDEX IF NOT EXISTS {} ON {} "
         "USING gin (to_tsvector({}, payload->>'data'))").format(
@@ -49,6 +49,8 @@ def text_index_statement(table):
 
 
 def _statement(table):
+    from psycopg import sql
+
     words = sql.SQL("to_tsvector({}, payload->>'data')").format(sql.Literal(TEXT_CONFIG))
     return sql.SQL("""
 WITH query AS (
