@@ -61,7 +61,7 @@ def defuse(text, limit=MAX_QUOTED_CHARS):
     """
     text = _CONTROL.sub("", str(text if text is not None else ""))
     text = _DELIMITER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text)
-    if len(text) > limit:
+    if limit is not None and len(text) > limit:
         text = text[:limit] + " [...cut]"
     return text
 
@@ -72,15 +72,17 @@ def safe_name(name):
     return defuse(name, MAX_NAME_CHARS)
 
 
-def quote_untrusted(text, label="PLAYER TEXT"):
+def quote_untrusted(text, label="PLAYER TEXT", limit=MAX_QUOTED_CHARS):
     """
     Wrap untrusted text in a delimited data block.
 
     Args:
         text (str): What a player (or any game character) wrote.
         label (str): What the block holds (shown in both markers).
+        limit (int | None): Characters kept (None: the caller bounds the text itself, as
+            recall's block does with its token budget and whole lines).
 
     Returns:
         str: The block.
     """
-    return f"<<<BEGIN {label}>>>\n{defuse(text)}\n<<<END {label}>>>"
+    return f"<<<BEGIN {label}>>>\n{defuse(text, limit)}\n<<<END {label}>>>"

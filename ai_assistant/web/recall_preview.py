@@ -7,7 +7,8 @@ from memory - "What you remember" (`agent.blocks.remembered`) and the notes abou
 shaped as `agent.awake` shapes it: the speaker's words as a direct message, the conversation
 history with them, the people present. The recall pipeline runs off the reactor as in a turn
 (its worker pool). Each ranked item comes with its score, tier, source, audience and flags,
-and whether its line made it into the block (the token budget cuts the rest).
+and whether its line made it into the block (the token budget leaves the rest out; lines are
+never cut, and one too long for the prompt is flagged so).
 """
 
 from twisted.internet import defer
@@ -20,7 +21,8 @@ from ai_assistant.memory.corrections import is_wrong
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.recall.lines import recall_line
-from ai_assistant.memory.recall.pipeline import MAX_LINE_CHARS, recall
+from ai_assistant.memory.recall.pipeline import recall, too_long
+from ai_assistant.plumbing.tokens import count_tokens
 
 # The longest text a preview asks about (a turn's events are cut at 2,000 characters too).
 MAX_PREVIEW_CHARS = 2000
@@ -65,18 +67,15 @@ def preview_situation(ports, text, speaker=""):
     }
 
 
-def _shown(line):
-    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 3].rstrip() + "..."
-
-
-def _row(found, in_block):
+def _row(found, in_block, max_line_tokens):
     item = found.item
     audience = audience_of(item)
-    line = _shown(recall_line(item))
+    line = recall_line(item)  # whole, as the turn would show it
     flags = [name for name, on in (
         ("private", audience is not PUBLIC), ("superseded", is_superseded(item)),
         ("disputed", bool(item.get("disputed") or (item.get("metadata") or {}).get("disputed"))),
-        ("marked wrong", is_wrong(item))) if on]
+        ("marked wrong", is_wrong(item)),
+        ("too long for the prompt", too_long(count_tokens(line) + 1, max_line_tokens))) if on]
     return {"line": line, "in_block": line in in_block, "score": round(float(found.score), 4),
             "tier": item.get("tier") or "journal", "id": str(item.get("id")),
             "source": {"type": item.get("source_type"), "entity": item.get("source_entity"),
@@ -107,7 +106,8 @@ def preview(ports, text, speaker=""):
     recalled, lines = (yield recall(ports, query)) if query is not None else ([], [])
     situation["recall"] = lines
     in_block = set(lines)
+    longest = ports.settings.get("recall.max_line_tokens")
     return {"query": situation["events"][0]["text"], "speaker": situation["interlocutor"],
             "recall_block": remembered_block(ports, situation),
             "people_block": entity_context_block(ports, situation),
-            "lines": [_row(found, in_block) for found in recalled]}
+            "lines": [_row(found, in_block, longest) for found in recalled]}

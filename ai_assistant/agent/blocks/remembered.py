@@ -107,7 +107,8 @@ def _journal_lines(ports, situation):
                                                      embedding_weight=0.0),
                           index_cache=journal_index_cache(ports),
                           min_information=settings.get("recall.min_information"))  # fmt: skip
-    return select_lines(recalled, query.budget, query.limit)
+    return select_lines(recalled, query.budget, query.limit,
+                        max_line_tokens=settings.get("recall.max_line_tokens"))
 
 
 def remembered_block(ports, situation):
@@ -115,4 +116,5 @@ def remembered_block(ports, situation):
     lines = situation.get("recall")
     if lines is None:
         lines = _journal_lines(ports, situation)
-    return quote_untrusted("\n".join(lines), "MEMORIES") if lines else None
+    # the lines are whole and the budget bounds them: the block is never cut
+    return quote_untrusted("\n".join(lines), "MEMORIES", limit=None) if lines else None

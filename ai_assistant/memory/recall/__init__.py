@@ -5,6 +5,8 @@ Recall: what the assistant remembers that bears on a query, from every tier. All
   similarity), privacy, deduplication by source entry and selection under a token budget; it
   serves the prompt's "What you remember" block (`agent.blocks.remembered`) and the lookup
   tools;
+- `diversity`: the second stage: of the first hits, a line that repeats a better one moves
+  down, so a question about several things gets a line about each;
 - `long_term`: recall from the long-term store alone (the `search_facts` tool,
   `@assistant/memory`);
 - `tiers`: the memory nodes and the entity profiles as items recall ranks;

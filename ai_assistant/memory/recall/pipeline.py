@@ -17,8 +17,15 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
    entries being answered (`exclude`); one item per source entry (the best-ranked text).
 4. **Information.** The score is scaled by how much a line says (`information`), so small talk
    neither outranks facts nor takes room; lines below `recall.min_information` are dropped.
-5. **Budget.** Best first, lines are taken while they fit `recall.budget_tokens`, then shown
-   oldest first, each with its date (`lines.recall_line`).
+5. **Second stage.** The best hits are re-read against each other (`diversity`): a line that
+   repeats one above it moves down, so a question about several things gets lines about each
+   (`recall.diversity`).
+6. **Budget.** Best first, whole lines are taken while they fit `recall.budget_tokens`, then
+   shown oldest first, each with its date (`lines.recall_line`). A line is never cut: the budget
+   is kept by choosing fewer lines. One longer than `recall.max_line_tokens` (a pasted page) is
+   left out of the prompt (`too_long`): it would crowd out a dozen facts in every prompt one of
+   its words matches, and cut to fit, half of it would read as the whole. It stays findable by
+   the lookup tools, which show it whole.
 
 Everything but reading the journal and the mirror's snapshot runs in the worker pool
 (`rank_items` and `select_lines` are blocking; `recall` hands them to `run_cpu_bound`).
@@ -37,6 +44,7 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
+from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
@@ -50,8 +58,6 @@ from ai_assistant.plumbing.tokens import count_tokens
 
 # Candidates ranked per item wanted, before the filters and the budget thin them.
 OVERFETCH = 3
-# A line longer than this is cut (a memory is a sentence or two; a pasted page is not).
-MAX_LINE_CHARS = 400
 # Share of an item's score that does not depend on how much it says.
 INFORMATION_FLOOR = 0.35
 # Share of its score a superseded memory keeps (`longterm.supersede`): shown after the current.
@@ -125,24 +131,24 @@ def _excluded(item, exclude):
     return item.get("tier") == MEMORY_TIER and str(item.get("entry_id")) in exclude
 
 
-def _dense(corpus, text, embed, matrices, known=None):
+def _dense(corpus, text, embed, matrices):
     """
-    The cosine of the query to every item, in the corpus's order (blocking), or None.
-    `known`: the cosines of the corpus's first items, computed by the store that found them
-    (`store_candidates`); only the items after them are embedded here.
+    `(cosines, matrix)`: the cosine of the query to every item and the items' unit vectors, in
+    the corpus's order (blocking), or `(None, matrix)` when the query has no vector.
     """
-    if embed is None or not corpus:
-        return None
-    start = 0 if known is None else len(known)
-    texts = tuple(str(item.get("content") or "") for item in corpus[start:])
+    texts = tuple(str(item.get("content") or "") for item in corpus)
+    matrix = matrices.matrix(embed, texts)
     vector = numpy.asarray(embed([text])[0], dtype=numpy.float32)
     norm = numpy.linalg.norm(vector)
-    if not norm:
-        return None
-    rest = matrices.matrix(embed, texts) @ (vector / norm) if texts else numpy.zeros(0)
-    if known is None:
-        return rest
-    return numpy.concatenate([numpy.asarray(known, dtype=numpy.float32), rest])
+    return (matrix @ (vector / norm) if norm else None), matrix
+
+
+def _second_stage(corpus, recalled, matrix, weight):
+    """The hits reordered so that each next one adds the most (`diversity.diversify`)."""
+    head = recalled[:DIVERSITY_POOL]
+    position = {id(item): number for number, item in enumerate(corpus)}
+    vectors = matrix[[position[id(found.item)] for found in head]]
+    return diversify(recalled, vectors, weight)
 
 
 def _hidden(corpus):
@@ -151,9 +157,10 @@ def _hidden(corpus):
 
 
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
-               min_information=0.0, hidden=None, known_cosines=None):  # fmt: skip
+               min_information=0.0, hidden=None, diversity=0.0):  # fmt: skip
     """
-    Rank the corpus for a query (blocking: run it in the worker pool).
+    Rank the corpus for a query (blocking: run it in the worker pool): the first stage (the
+    search), the filters and the information weight, then the second stage (`diversity`).
 
     Args:
         corpus (tuple): Journal-shaped items (`build_corpus`).
@@ -166,8 +173,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
         min_information (float): Lines saying less than this are never recalled.
         hidden (int, optional): How many items are private to someone, if the caller knows
             (the mirror keeps its count); else they are counted here.
-        known_cosines (numpy.ndarray, optional): The cosines of the corpus's first items, as
-            the store that found them computed them (`store_candidates.CandidateSet`).
+        diversity (float): How much a hit that resembles a better one moves down
+            (`recall.diversity`; needs `embed`; 0: by score alone).
 
     Returns:
         list[Recalled]: Best first, one per source entry, visible to the viewer.
@@ -176,11 +183,11 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
         return []
     hidden = _hidden(corpus) if hidden is None else hidden
     fetch = query.limit * OVERFETCH + hidden + len(query.exclude)
-    if params.embedding_weight and embed is not None:
-        dense = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices(),
-                       known_cosines)
-    else:
-        dense = None
+    dense = matrix = None
+    if embed is not None and (params.embedding_weight or diversity):
+        dense, matrix = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices())
+        if not params.embedding_weight:
+            dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
                             filters=query.filters, semantic_scores=dense,
                             index_cache=index_cache)  # fmt: skip
@@ -200,18 +207,28 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             score *= SUPERSEDED_SHARE  # a corrected fact, or a claim a trusted source denies
         recalled.append(Recalled(score, item))
     recalled.sort(key=lambda found: -found.score)
+    if diversity and matrix is not None:
+        recalled = _second_stage(corpus, recalled, matrix, diversity)
     return recalled[: query.limit]
 
 
-def select_lines(recalled, budget, limit, count=count_tokens):
+def too_long(cost, max_line_tokens):
+    """True for a line of `cost` tokens that is longer than a prompt shows (0: no limit)."""
+    return bool(max_line_tokens) and cost > max_line_tokens
+
+
+def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0):
     """
-    The lines that fit the token budget, best first, then shown oldest first.
+    The lines that fit the token budget, best first, then shown oldest first. Lines are whole:
+    the budget is kept by choosing fewer of them, and one longer than `max_line_tokens`
+    (`too_long`) is never shown.
 
     Args:
         recalled (list[Recalled]): Ranked items.
         budget (int): Tokens for all lines (0: no budget).
         limit (int): At most this many lines.
         count (callable): Token counter.
+        max_line_tokens (int): The longest line shown (`recall.max_line_tokens`; 0: any).
 
     Returns:
         list[str]: Dated lines, oldest first.
@@ -219,16 +236,16 @@ def select_lines(recalled, budget, limit, count=count_tokens):
     chosen, used = [], 0
     for found in recalled:
         line = recall_line(found.item)
-        if len(line) > MAX_LINE_CHARS:
-            line = line[: MAX_LINE_CHARS - 3].rstrip() + "..."
         cost = count(line) + 1
-        if budget and used + cost > budget:
+        if too_long(cost, max_line_tokens) or (budget and used + cost > budget):
             continue  # a shorter line further down may still fit
         chosen.append((found.item, line))
         used += cost
         if len(chosen) >= limit:
             break
-    chosen.sort(key=lambda pair: str(pair[0].get("timestamp") or ""))
+    # oldest first; lines of the same moment in a fixed order, whatever ranked them (the
+    # inspector's preview, whose ranking may differ by a hair, shows the turn's very block)
+    chosen.sort(key=lambda pair: (str(pair[0].get("timestamp") or ""), pair[1]))
     return [line for _, line in chosen]
 
 
@@ -236,14 +253,15 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
     corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
-    embed = default_embed(settings) if settings.get("recall.embedding_weight") else None
+    wanted = settings.get("recall.embedding_weight") or settings.get("recall.diversity")
+    embed = default_embed(settings) if wanted else None
     recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
                           matrices=mirror.matrices if mirror else None,
                           index_cache=mirror.index_cache if mirror else None,
                           min_information=settings.get("recall.min_information"),
-                          hidden=hidden,
-                          known_cosines=getattr(mirror, "cosines", None))  # fmt: skip
-    return recalled, select_lines(recalled, query.budget, query.limit)
+                          hidden=hidden, diversity=settings.get("recall.diversity"))  # fmt: skip
+    return recalled, select_lines(recalled, query.budget, query.limit,
+                                  max_line_tokens=settings.get("recall.max_line_tokens"))
 
 
 @defer.inlineCallbacks

@@ -5,10 +5,10 @@ The embedded store's memories reach recall through the mirror (`longterm.mirror`
 memory, held in the game process. A store that ranks in its database
 (`Memories.ranks_in_database`) answers each query with its few hundred best candidates instead
 (`longterm.pgvector_recall`); `CandidateSet` gives the pipeline those candidates with the same
-reading interface as the mirror (`entries`, `source_entries`, `private_count`), plus each
-candidate's cosine to the query as the database computed it (`cosines`), so the pipeline
-embeds only the items it holds itself (the journal's entries, the nodes and profiles). From
-there both stores share the ranking, the filters and the budget.
+reading interface as the mirror (`entries`, `source_entries`, `private_count`). From there
+both stores share the ranking (the candidates' vectors are the assistant's `matrices`, rows
+reused by text between queries, which the second stage's diversity needs too), the filters
+and the budget.
 
 `fetch_candidates` runs on the reactor and never fails: while the database is unreachable
 recall answers from what is in hand (the journal, nodes and profiles); the store's breaker
@@ -17,7 +17,6 @@ logs the outage once (`longterm.store_breaker`), so a tick that recalls logs not
 
 import threading
 
-import numpy
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
@@ -26,7 +25,8 @@ from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable
 from ai_assistant.memory.recall.lines import memory_item
 from ai_assistant.memory.search.dense import EmbeddingMatrices
 
-# The tail's vectors (journal entries, nodes, profiles) kept per assistant between queries.
+# The vectors of the items last ranked (candidates, journal entries, nodes, profiles), kept
+# per assistant so a row is embedded again only for a text the last query did not rank.
 TAIL_MATRICES = "recall_tail_matrices"
 
 
@@ -37,11 +37,11 @@ class CandidateSet:
     Args:
         memories (list[dict]): As the store lists them, each with its `cosine` to the query.
         sources (set): Journal entry ids (as text) that have memories made from them.
-        matrices (EmbeddingMatrices): The assistant's vectors of the other items.
+        matrices (EmbeddingMatrices): The assistant's vectors of the ranked items.
 
     Attributes:
         loaded (bool): Always True (the store answered).
-        matrices (EmbeddingMatrices): The vectors of the items after the candidates.
+        matrices (EmbeddingMatrices): The vectors of what was ranked last (kept by text).
         index_cache: None (a candidate set is searched once).
     """
 
@@ -61,12 +61,6 @@ class CandidateSet:
             if self._items is None:
                 self._items = tuple(memory_item(memory) for memory in self._memories)
             return self._items
-
-    @property
-    def cosines(self):
-        """numpy.ndarray: each candidate's cosine to the query, in `entries()`'s order."""
-        return numpy.fromiter((memory["cosine"] for memory in self._memories), numpy.float32,
-                              len(self._memories))
 
     def source_entries(self):
         """The journal entry ids (as text) whose memories are in the store."""

@@ -1,7 +1,7 @@
 """
 Time references in a query: the days, months or years a question is about.
 
-"What did Nate cook on 9 November, 2022?", "Where were you in April?", "What happened
+"What did Brannoc forge on 9 November, 2022?", "Where were you in April?", "What happened
 yesterday?" - the journal knows when each entry was written, so the search can favour the
 entries from the time the question names (`journal.time_boost`) instead of matching the words
 "november" or "yesterday" against what was said.
@@ -15,7 +15,14 @@ Understood (English, case-insensitive):
   year takes the year of the next date that has one);
 - relative to now: "today", "tonight", "this morning", "yesterday", "last night",
   "3 days ago", "two weeks ago", "a month ago", "this/last week" (weeks start on Monday),
-  "this/last month", "this/last year", "on Monday", "last Friday".
+  "this/last month", "this/last year", "on Monday", "last Friday";
+- periods anchored on one of those: "before June 2023", "after 9 May", "since last week",
+  "as of December 2023", "by March", "until 2022", "prior to last month", "up to yesterday"
+  (`PERIOD_CUE`). The window is the period, not the anchor: "as of December 2023" is
+  everything until the end of December 2023 ("what did the forge sell as of December?" is
+  answered by the last word on it before then, whenever that was), "before June" everything
+  until June began, "after 9 May" and "since May" everything from the end / the start of the
+  anchor on. An anchor without a year is its latest occurrence not after now.
 
 Calendar fields without a year match any year. Everything is computed in `now`'s time zone.
 """
@@ -74,6 +81,26 @@ _MONTH_CUE = re.compile(
 )
 
 
+# The words that make a date the edge of a period: the period ends where the anchor begins
+# ("before"), where it ends ("as of", "by", "until"), or starts where it ends ("after") or
+# where it begins ("since"). Not "from": "the letter from 2019" is about 2019.
+PERIOD_CUE = re.compile(
+    r"\b(?:(?P<before>before|prior\s+to|earlier\s+than)"
+    r"|(?P<upto>as\s+of|by|until|till|up\s+(?:to|until))"
+    r"|(?P<after>after|later\s+than)"
+    r"|(?P<since>since))"
+    r"\s+(?:the\s+(?:end|start|beginning)\s+of\s+)?(?:the\s+)?$",
+    re.IGNORECASE,
+)
+# "two weeks before", "the day after", "last weekend before": a time that far from the anchor,
+# not the period on that side of it.
+_OFFSET = re.compile(
+    rf"(?:\b{_COUNT}|\b(?:the|last))\s+(?P<unit>day|weekend|week|month|year)s?\s+$",
+    re.IGNORECASE,
+)
+_UNIT_DAYS = {"day": 1, "week": 7, "weekend": 7, "month": 30, "year": 365}
+
+
 @dataclass(frozen=True)
 class TimeWindow:
     """
@@ -101,25 +128,101 @@ def find_time_references(text, now):
         tuple: `(windows, spans)`: the TimeWindows found and the `(start, end)` character spans
         of the words that named them.
     """
-    windows, spans = [], []
+    found = []  # (span, window)
     for match in _RELATIVE.finditer(text):
         window = _relative_window(match, now)
         if window is not None:
-            windows.append(window)
-            spans.append(match.span())
+            found.append((match.span(), window))
+    relative = {span for span, _ in found}
     dates = [
         (match.span(), fields)
         for match in _DATE.finditer(text)
-        if not _overlaps(match.span(), spans) and (fields := _date_fields(match, text))
+        if not _overlaps(match.span(), relative) and (fields := _date_fields(match, text))
     ]
     dates = _fill_years(dates)
     ranges = _ranges(text, dates, now.tzinfo)
     for span, fields in dates:
         window = ranges.get(span)
-        if window is not False:  # False: the end of a range, already in its first date's window
-            windows.append(window or TimeWindow(*fields))
+        # False: the end of a range, already in its first date's window
+        found.append((span, False if window is False else window or TimeWindow(*fields)))
+    windows, spans = [], []
+    for span, window in sorted(found, key=lambda pair: pair[0]):
+        if window is not False and span not in ranges:
+            span, window = _period(text, span, window, now, span in relative)
+        if window is not False:
+            windows.append(window)
         spans.append(span)
-    return windows, sorted(spans)
+    return windows, spans
+
+
+def _period(text, span, window, now, relative=False):
+    """
+    `(span, window)`: the period a date is the edge of ("before June", `PERIOD_CUE`), its span
+    widened to the cue's words; the date itself when no cue precedes it. "by" before a time
+    relative to now is a verb's ("who came by last night"), not a period's.
+    """
+    cue = PERIOD_CUE.search(text[: span[0]])
+    if cue is None or window.start is None and window.month is None and window.year is None:
+        return span, window
+    if relative and cue.group(0).strip().lower().startswith("by"):
+        return span, window
+    start, end = _extent(window, now)
+    if start is None:
+        return span, window
+    kind = cue.lastgroup
+    widened = (cue.start(), span[1])
+    offset = _OFFSET.search(text[: cue.start()]) if kind in ("before", "after") else None
+    if offset is not None:
+        return (offset.start(), span[1]), _offset_window(offset, kind, start, end)
+    if kind == "before":
+        return widened, TimeWindow(end=start)
+    if kind == "upto":
+        return widened, TimeWindow(end=end)
+    if kind == "after":
+        return widened, TimeWindow(start=end)
+    return widened, TimeWindow(start=start)  # since
+
+
+def _offset_window(offset, kind, start, end):
+    """The window "two weeks before" / "the day after" an anchor `[start, end)` names."""
+    unit = timedelta(days=_UNIT_DAYS[offset.group("unit").lower()])
+    count = (offset.group("count") or "").lower()
+    count = (int(count) if count.isdigit() else _NUMBERS[count]) if count else 1
+    # people round, as with "two weeks ago": half a unit either side (a day at least)
+    slack = timedelta(days=(unit.days + 1) // 2 if offset.group("count") else 0)
+    if kind == "before":
+        # what happened then is told then or later, up to the anchor ("the week before 3
+        # August" is often "last week, ..." said on 3 August): from the time to the anchor
+        return TimeWindow(start=start - count * unit - slack, end=end)
+    if not offset.group("count"):  # "the week after": the whole unit after the anchor
+        return TimeWindow(start=end, end=end + unit)
+    middle = start + count * unit
+    return TimeWindow(start=middle - slack, end=middle + slack + timedelta(days=1))
+
+
+def _extent(window, now):
+    """`(start, end)` of a window as times in `now`'s zone; a date without a year is its
+    latest occurrence not after now. `(None, None)` when it has no extent (a day alone)."""
+    if window.start is not None or window.end is not None:
+        return window.start, window.end
+    zone = now.tzinfo
+    month, day = window.month, window.day
+    year = window.year
+    if year is None:
+        year = now.year
+        if month is not None and (month, day or 1) > (now.month, now.day):
+            year -= 1
+    if month is None:
+        return datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
+    if day is None:
+        following = _shift_month(year, month, 1)
+        return (datetime(year, month, 1, tzinfo=zone),
+                datetime(*following, 1, tzinfo=zone))  # fmt: skip
+    try:
+        start = datetime(year, month, day, tzinfo=zone)
+    except ValueError:  # "31 June"
+        return None, None
+    return start, start + timedelta(days=1)
 
 
 def strip_spans(text, spans):

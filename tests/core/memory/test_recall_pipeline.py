@@ -131,6 +131,30 @@ def test_the_lines_fit_the_token_budget_best_first_then_in_time_order():
     assert dates == sorted(dates)
 
 
+def test_no_line_is_cut_and_a_pasted_page_is_left_to_the_tools():
+    story = ("Audrey said to me: \"The lighthouse keeper rows out every dawn, checks the lamp, "
+             "logs the wind and the swell, mends whatever the night broke, feeds the three "
+             "cats that live in the boathouse, paints one more stair of the spiral steps, and "
+             "only then rows back for bread; in winter she does it all by lantern light, and "
+             "the whole harbour swears she has not missed a single morning in eleven long "
+             "years.\"")
+    page = "Audrey pasted the lighthouse logbook: " + " ".join(
+        f"day {n} the lamp was lit at dusk and the wind blew from the west." for n in range(300))
+    mirror = mirror_with(memory("story", story, entry_id=1),
+                         memory("page", page, entry_id=2, when="2023-05-09T10:00:00Z"))
+    query = RecallQuery(text="lighthouse keeper lamp wind", limit=10, budget=900)
+    recalled = rank_items(build_corpus((), mirror), query, now=NOW, params=PARAMS)
+    assert {found.item["id"] for found in recalled} == {"story", "page"}  # both found
+    lines = pipeline.select_lines(recalled, query.budget, query.limit, max_line_tokens=250)
+    assert lines == [recall_line(memory_item(memory("story", story, entry_id=1)))]
+    assert len(lines[0]) > 400  # longer than the cut lines used to be
+    assert lines[0].endswith("eleven long years.\"")  # whole, not cut
+    page_line = recall_line(next(f.item for f in recalled if f.item["id"] == "page"))
+    assert pipeline.too_long(count_tokens(page_line) + 1, 250)
+    # without a longest line, the budget alone decides: the page fits a large one, whole
+    assert page_line in pipeline.select_lines(recalled, 100_000, 10)
+
+
 def test_small_talk_loses_to_facts_and_says_too_little_to_be_recalled():
     assert information("Wenna said to me: \"Yup, ttyl!\"", ["wenna"]) == 0.0
     assert information("Wenna said to me: \"ok\"") == 0.0

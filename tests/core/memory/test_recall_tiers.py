@@ -51,36 +51,37 @@ def recalled_lines(ports, text, viewer="#12"):
 
 
 def test_a_scene_the_patrol_filed_is_recalled_dated_by_when_it_happened():
-    ports = ports_with(nodes=[scene_node("n1", "Melanie played the clarinet for the crowd"),
+    ports = ports_with(nodes=[scene_node("n1", "Tova played the fiddle for the crowd"),
                               scene_node("n2", "a cart lost a wheel", when="2023-05-02")])
     recalled, lines = result_of(pipeline.recall(ports, RecallQuery(
-        text="Did Melanie play the clarinet?", viewer="#12", limit=5, budget=400)))
+        text="Did Tova play the fiddle?", viewer="#12", limit=5, budget=400)))
     assert recalled[0].item["id"] == "node:n1"  # the best match first...
     # ...shown dated by the scene's own day, the scenes in time order
-    assert ("- [20 May 2023] the market square — Melanie played the clarinet for the crowd "
+    assert ("- [20 May 2023] the market square — Tova played the fiddle for the crowd "
             "— (proud)") in lines
 
 
 def test_a_forgotten_scene_is_never_recalled():
-    assert node_item(scene_node("n1", "Melanie played the clarinet", status="dead")) is None
-    ports = ports_with(nodes=[scene_node("n1", "Melanie played the clarinet", status="dead")])
-    assert recalled_lines(ports, "clarinet") == []
+    assert node_item(scene_node("n1", "Tova played the fiddle", status="dead")) is None
+    ports = ports_with(nodes=[scene_node("n1", "Tova played the fiddle", status="dead")])
+    assert recalled_lines(ports, "fiddle") == []
 
 
 def test_what_a_profile_learnt_about_someone_absent_is_recalled():
     ports = ports_with(profiles=[
-        profile("#30", "Melanie", {"instrument": "clarinet", "children": "two"}),
-        profile("#31", "Caroline", {"job": "counsellor"}),
+        profile("#30", "Tova", {"instrument": "fiddle", "children": "two"}),
+        profile("#31", "Wenna", {"job": "counsellor"}),
     ])  # fmt: skip
-    lines = recalled_lines(ports, "What instrument does Melanie play?")
-    assert lines[0] == ("- [25 May 2023] What I know about Melanie: instrument: clarinet; "
-                        "children: two")
+    lines = recalled_lines(ports, "What instrument does Tova play?")
+    # lines of the same moment are shown in a fixed order, not by rank: look for it
+    assert ("- [25 May 2023] What I know about Tova: instrument: fiddle; children: two"
+            in lines)
     # a person the assistant learnt nothing about is no item at all
     assert profile_item(profile("#32", "Passer-by", {})) is None
 
 
 def test_a_private_scene_is_recalled_for_its_audience_only():
-    ports = ports_with(nodes=[scene_node("n1", "Audrey hid the key under the clarinet case",
+    ports = ports_with(nodes=[scene_node("n1", "Ilse hid the key under the fiddle case",
                                          audience="#12")])  # fmt: skip
     assert recalled_lines(ports, "where is the key hidden", viewer="#12")
     assert recalled_lines(ports, "where is the key hidden", viewer="#2") == []
@@ -88,18 +89,18 @@ def test_a_private_scene_is_recalled_for_its_audience_only():
 
 def test_every_tier_competes_in_one_ranking_and_one_budget():
     ports = ports_with(
-        nodes=[scene_node("n1", "Melanie played the clarinet at the fair")],
-        profiles=[profile("#30", "Melanie", {"instrument": "clarinet"})],
-        memories=[memory("m1", "Melanie said to me: \"I practise the clarinet daily.\"",
-                         entry_id=7, speaker="Melanie")],
+        nodes=[scene_node("n1", "Tova played the fiddle at the fair")],
+        profiles=[profile("#30", "Tova", {"instrument": "fiddle"})],
+        memories=[memory("m1", "Tova said to me: \"I practise the fiddle daily.\"",
+                         entry_id=7, speaker="Tova")],
     )  # fmt: skip
-    lines = recalled_lines(ports, "Melanie clarinet")
+    lines = recalled_lines(ports, "Tova fiddle")
     assert len(lines) == 3  # a memory, a scene and a profile, one line each
     assert any("practise" in line for line in lines)
     assert any("at the fair" in line for line in lines)
-    assert any("What I know about Melanie" in line for line in lines)
+    assert any("What I know about Tova" in line for line in lines)
     # the long-term store only (`journal=False`) leaves the other tiers out
-    _, only = result_of(pipeline.recall(ports, RecallQuery(text="Melanie clarinet",
+    _, only = result_of(pipeline.recall(ports, RecallQuery(text="Tova fiddle",
                                                            viewer="#12", journal=False)))
     assert len(only) == 1 and "practise" in only[0]
 
