@@ -16,6 +16,11 @@ does not wait for it (`RecallQuery.wait_for_store`): it recalls from the journal
 the profiles. Nothing is written: the recall only reads, and its caches are the ones the next
 real recall uses. A mechanical assistant (no model) makes no reply, so it warms nothing.
 
+What a reply does not wait for is not let compete with what it does: the long-term store's
+opening (mostly importing mem0, ~0.7 s of CPU) waits for the process-wide warm-up
+(`after_process_warm_up`), and the libraries the model client peeks at are imported whole in
+one thread before any other can build a client.
+
 The shell calls it for every assistant when its script starts (`AssistantScript.at_server_start`
 at every start and reload); `warm_up_in_turn` keeps at most one assistant warming at a time, so
 a game of 100 assistants never queues 100 jobs ahead of a player's recall.
@@ -35,6 +40,8 @@ WARM_QUERY = "hello, how are you today?"
 _queue = []  # process-wide: (ports, Deferred) of assistants waiting for their turn
 _busy = []
 _started = []  # the process-wide warm-up was started
+_finished = []  # ... and is over
+_held = []  # Deferreds of the work `after_process_warm_up` holds until then
 
 
 def _load_models(settings):
@@ -70,6 +77,9 @@ def warm_up_process(settings):
     library, the tokenizer and the embedder), before any assistant is loaded: the shell calls it
     when its typeclasses are imported, early in a server start. Only the first call does work.
 
+    Until it is over, `after_process_warm_up` holds back the work a reply does not need (the
+    long-term store's opening), so that it does not compete with it for the interpreter.
+
     Args:
         settings (Settings): The game-wide settings.
 
@@ -80,14 +90,54 @@ def warm_up_process(settings):
         return None
     _started.append(True)
     threads.configure(settings)  # the pools start now: at the game's sizes
-    threads.run_blocking(_import_client_library)
-    return threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
+    client = threads.run_blocking(_import_client_library).addErrback(lambda failure: None)
+    models = threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
+    return defer.gatherResults([client, models]).addCallback(_process_warmed)
 
 
 def _import_client_library():
+    import importlib.util
+
+    # openai looks at `sys.modules["httpx"]` (the legacy HTTP library, when another library
+    # such as mem0 imports it) when it builds a client or reads a reply: while another thread
+    # is importing it, that module is half made and the request fails ("partially initialized
+    # module 'httpx'"). Imported here first, it is whole before any thread can use openai.
+    if importlib.util.find_spec("httpx") is not None:
+        import httpx  # noqa: F401
     import openai  # noqa: F401  (what the first request imports, imported ahead)
 
+    from ai_assistant.plumbing.llm_resilience import http_logger_names
+
+    http_logger_names()  # what the first client quiets (cached)
     _open_client(None)
+
+
+def _process_warmed(results):
+    _finished.append(True)
+    held, _held[:] = list(_held), []
+    for waiter in held:
+        waiter.callback(None)
+    return results[1]
+
+
+def after_process_warm_up(func, *args, **kwargs):
+    """
+    Run `func(*args, **kwargs)` once the process-wide warm-up is over: at once when it is
+    over, was never started, or cannot finish (no reactor runs to hand its results back).
+
+    For work a reply does not need, started right after a start (opening the long-term store,
+    mostly importing mem0): run alongside, it would slow what a reply waits for.
+
+    Returns:
+        Deferred: Fires with what `func` returns (or its Deferred's result).
+    """
+    from twisted.internet import reactor
+
+    if not _started or _finished or not reactor.running:
+        return defer.maybeDeferred(func, *args, **kwargs)
+    waiter = defer.Deferred()
+    _held.append(waiter)
+    return waiter.addCallback(lambda _: func(*args, **kwargs))
 
 
 def warm_up(ports, *, cpu_runner=None, io_runner=None):

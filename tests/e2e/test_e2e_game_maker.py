@@ -7,6 +7,7 @@ slow model. The game reads its LLM endpoint from the environment only
 """
 
 import re
+import threading
 import time
 
 import pytest
@@ -20,19 +21,36 @@ PERSONA = "You are Cleo, the ferrywoman of the east river. You speak little and 
 
 
 class Responder:
-    """Conversation: a short answer. Importance scoring: an unusable reply, after a delay."""
+    """
+    Conversation: a short answer. Importance scoring: an unusable reply, held while `held`
+    is set (a model that hangs) until the test releases it; `scored` counts the replies sent.
+    """
 
     def __init__(self):
-        self.scoring_delay = 0.0
+        self.held = threading.Event()
+        self.release = threading.Event()
+        self.scoring = 0  # scoring requests received
+        self.scored = 0
 
     def __call__(self, request):
         system = next((m.get("content") or "" for m in request.get("messages", [])
                        if m.get("role") == "system"), "")
         if system == SCORING_SYSTEM_PROMPT:
-            return Reply.text("these events are beyond words").after(self.scoring_delay)
+            self.scoring += 1
+            if self.held.is_set():  # the server's request thread waits, as for a slow model
+                self.release.wait(timeout=120)
+            self.scored += 1
+            return Reply.text("these events are beyond words")
         if request.get("tools"):
             return Reply.tool("say", {"message": "A coin for the crossing."})
         return Reply.text("{}")
+
+
+def wait_until(condition, message, timeout=60):
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, message
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +155,11 @@ def test_a_forced_wake_in_the_middle_of_compacting(game, llm):
         for text in ("The north bridge fell", "Wolves at the quarry", "The mill burned"):
             client.command(f'@assistant/tool Eli = add_journal_entry {{"content": "{text}"}}',
                            r"success[^\n]*\n")
-        llm.responder.scoring_delay = 20.0  # the scoring call hangs: compacting cannot end
+        responder = llm.responder
+        responder.held.set()  # the scoring call hangs: compacting cannot end
+        asked = responder.scoring
         client.command("@assistant/sleep Eli", r"now asleep[^\n]*\n")
-        time.sleep(2)
+        wait_until(lambda: responder.scoring > asked, "compacting never asked the model")
         deferred = client.command("@assistant/wake Eli", r"Eli: [^\n]*\n")
         assert "wake deferred: compacting" in deferred
         forced = client.command("@assistant/wake/force Eli", r"Eli: [^\n]*\n")
@@ -147,10 +167,14 @@ def test_a_forced_wake_in_the_middle_of_compacting(game, llm):
         status = client.command("@assistant Eli", r"provider:[^\n]*\n")
         assert "mode: awake" in status and "ticker: every 5s" in status
         # the hanging call comes back later: it must not put the awake assistant to dreaming
-        llm.responder.scoring_delay = 0.0
-        time.sleep(20)
+        answered = responder.scored
+        responder.held.clear()
+        responder.release.set()
+        wait_until(lambda: responder.scored > answered, "the held scoring call never ended")
+        time.sleep(6)  # its answer reaches the game, and an awake tick (every 5 s) passes
         status = client.command("@assistant Eli", r"journal:[^\n]*\n")
         assert "mode: awake" in status
     finally:
+        llm.responder.release.set()  # never leave the model server's thread waiting
         client.close()
     assert "Traceback" not in game.logs()

@@ -6,10 +6,12 @@ End-to-end, over telnet: the contrib behaves in a real game.
 - `@assistant/tools` shows enum values as written ("high|medium|low").
 - An admin who puppets Ada (`@ic Ada`) and goes back (`@ic admin`) leaves her in her room,
   still an assistant there.
+
+On the shared game, with players of its own.
 """
 
 import pytest
-from game_server import TelnetClient, login, player, running_game
+from game_server import TelnetClient, login, player
 
 CONTROLS = (b"\x00", b"\x07", b"\x0c", b"\x1b[2J", b"\x1b]0;")
 
@@ -35,21 +37,20 @@ def recording(client: TelnetClient):
     return client.sock
 
 
-@pytest.fixture(scope="module")
-def game():
-    with running_game() as server:
-        yield server
+@pytest.fixture
+def game(shared_game):
+    return shared_game
 
 
 def test_talk_and_pose_relay_no_terminal_control(game):
-    admin, carol = login(game), player(game, "Carol")
+    admin, carol = login(game), player(game, "Tess")
     try:
         raw = recording(admin)
         carol.command("talk Ada = hi\x1b[2J\x1b]0;pwned\x07 there\x00\x0c!",
                       r'You say to Ada, "hi there!"')
-        admin.read_until(r'Carol says to Ada, "hi there!"')
-        carol.command("pose waves\x1b[2J hello\x00\x07", r"Carol waves hello")
-        admin.read_until(r"Carol waves hello")
+        admin.read_until(r'Tess says to Ada, "hi there!"')
+        carol.command("pose waves\x1b[2J hello\x00\x07", r"Tess waves hello")
+        admin.read_until(r"Tess waves hello")
         assert not [control for control in CONTROLS if control in raw.received], raw.received
     finally:
         admin.close()
@@ -69,7 +70,7 @@ def test_tool_docs_show_enum_values_as_written(game):
 
 
 def test_puppeting_ada_and_back_leaves_her_in_her_room(game):
-    admin, carol = login(game), player(game, "Dora")
+    admin, carol = login(game), player(game, "Uma")
     try:
         admin.command("@ic Ada", r"You become Ada")
         admin.command("@ic admin", r"You become admin")

@@ -11,7 +11,7 @@ import re
 from game_server import login, player
 from scripted_llm import Reply, ScriptedLLMServer
 
-_CALL = re.compile(r"CALL (\w+) (\{.*?\})(?=\s*(?:\n|$|\\n|<<<))", re.DOTALL)
+_CALL = re.compile(r"CALL (\w+) (?=\{)")
 
 
 def obey(request):
@@ -20,11 +20,23 @@ def obey(request):
     if messages and messages[-1].get("role") == "tool":
         return Reply.tool("say", {"message": "Done."})
     last = str(messages[-1].get("content") if messages else "")
-    found = _CALL.findall(last)
+    found = list(calls_in(last))
     if found:
         name, arguments = found[-1]
-        return Reply.tool(name, json.loads(arguments))
+        return Reply.tool(name, arguments)
     return Reply.tool("say", {"message": "Done."})
+
+
+def calls_in(text):
+    """`(tool, arguments)` of each "CALL tool {json}" in `text`, in order: each object read to
+    its own end (on a shared game the prompt also quotes earlier lines' calls)."""
+    decoder = json.JSONDecoder()
+    for match in _CALL.finditer(text):
+        try:
+            arguments, _ = decoder.raw_decode(text, match.end())
+        except json.JSONDecodeError:
+            continue
+        yield match.group(1), arguments
 
 
 def ask(client, text):

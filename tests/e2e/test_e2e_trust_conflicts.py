@@ -5,12 +5,13 @@ Mallory, a player, has her store "... is 9999" asking for trust 1.0 in the admin
 real mem0 store keeps 4471 current and 9999 beside it as Mallory's outranked testimony; the
 request built for Eve's question states 4471 as fact and 9999 only as Mallory's claim; the
 admin's `@assistant/memory` listing says which is which. The case is added to
-bench/results/security.json (section "trust_conflicts"). Select with `-m e2e`.
+bench/results/security.json (section "trust_conflicts"). On the shared game. Select with
+`-m e2e`.
 """
 
 import re
 
-from game_server import GameServer, login, player
+from game_server import login, player
 from scripted_llm import ScriptedLLMServer
 from test_e2e_security import ask, obey
 from test_trust_conflicts import record
@@ -41,10 +42,9 @@ def _check_eves_request(request):
     return [line.strip() for line in remembered.splitlines() if "4471" in line or "9999" in line]
 
 
-def test_a_players_forged_vault_code_never_replaces_the_admins():
+def test_a_players_forged_vault_code_never_replaces_the_admins(shared_game):
     llm = ScriptedLLMServer(responder=obey).start()
-    server = GameServer()
-    server.start()
+    server = shared_game
     admin = eve = mallory = None
     try:
         admin = login(server)
@@ -76,9 +76,5 @@ def test_a_players_forged_vault_code_never_replaces_the_admins():
         for client in (admin, eve, mallory):
             if client is not None:
                 client.close()
-        logs = server.logs()
-        left = server.stop()
-        server.cleanup()
         llm.stop()
-    assert not left, f"server processes left running: {left}"
-    assert "Traceback" not in logs
+    assert "Traceback" not in server.logs()

@@ -82,6 +82,31 @@ class TestWriteAheadLog(WithAda, EvenniaTest):
         assert read_log(path) == ({}, 0, False)  # what is left names its writer alone
         assert self.script.attributes.get(documents.CURRENT_GOALS) == ["a"]
 
+    def test_a_flush_writes_every_document_or_none(self):
+        self.state().set(documents.CURRENT_GOALS, ["a"])
+        self.state().set(documents.TICK_COUNT, 7)
+        real_add = type(self.script.attributes).add
+        calls = []
+
+        def second_write_fails(handler, name, value, *args, **kwargs):
+            calls.append(name)
+            if len(calls) == 2:
+                raise RuntimeError("disk full")
+            return real_add(handler, name, value, *args, **kwargs)
+
+        with patch.object(type(self.script.attributes), "add", second_write_fails):
+            with self.assertRaises(RuntimeError):
+                self.npc.assistant.flush()
+        # the first document's write was rolled back with the second's
+        found = self.script.db_attributes.filter(db_key__in=calls[:1]).values_list("db_value")
+        assert list(found) == []
+        assert read_log(durability.log_path(self.npc))[1] == 2  # the log still has both
+        self.script.attributes.reset_cache()
+        self.npc.assistant.flush()  # nothing was marked written: both are written now
+        assert self.script.attributes.get(documents.CURRENT_GOALS) == ["a"]
+        assert self.script.attributes.get(documents.TICK_COUNT) == 7
+        assert read_log(durability.log_path(self.npc)) == ({}, 0, False)
+
     def test_the_flush_schedule_does_not_restart_from_a_rolled_back_counter(self):
         # the stored counter says 11: the old schedule flushed at the next tick, or - rolled
         # back by each crash - never; counted in memory, twelve ticks of this process flush

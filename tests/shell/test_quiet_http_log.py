@@ -56,3 +56,25 @@ def test_the_http_loggers_are_found_from_the_installed_packages():
                 for r in metadata.requires("openai") if "extra ==" not in r}
     http_library = {name for name in required if name.startswith("httpx")}
     assert http_library and http_library <= set(names)
+
+
+def test_the_http_loggers_are_found_without_scanning_every_installed_package(monkeypatch):
+    """Scanning every package cost the first reply after each start 0.3 s of CPU (issue 34):
+    only the client's own dependencies are read."""
+    from importlib import metadata
+
+    from ai_assistant.plumbing import llm_resilience
+
+    def scan_everything():
+        raise AssertionError("every installed package was scanned")
+
+    monkeypatch.setattr(metadata, "packages_distributions", scan_everything)
+    llm_resilience._dependency_modules.cache_clear()
+    try:
+        found = llm_resilience._dependency_modules("openai")
+    finally:
+        llm_resilience._dependency_modules.cache_clear()
+    # the client, its HTTP stack and a library without top_level.txt (read from its RECORD)
+    assert {"openai", "pydantic", "anyio"} <= found
+    assert any(name.startswith("httpx") for name in found)
+    assert "__pycache__" not in found and all(name.isidentifier() for name in found)

@@ -164,6 +164,7 @@ def test_the_process_warm_up_sizes_the_pools_first_and_runs_once(monkeypatch):
 
     calls = []
     monkeypatch.setattr(warmup, "_started", [])
+    monkeypatch.setattr(warmup, "_finished", [])
     monkeypatch.setattr(threads, "configure", lambda settings: calls.append("configure"))
     monkeypatch.setattr(threads, "run_blocking",
                         lambda func, *args: calls.append(func.__name__) or defer.succeed(None))
@@ -172,3 +173,50 @@ def test_the_process_warm_up_sizes_the_pools_first_and_runs_once(monkeypatch):
     assert support.result_of(warmup.warm_up_process(Settings())) is True
     assert calls == ["configure", "_import_client_library", "_load_models"]
     assert warmup.warm_up_process(Settings()) is None and len(calls) == 3
+
+
+def test_work_a_reply_does_not_need_waits_for_the_process_warm_up(monkeypatch):
+    """The long-term store's opening (mostly importing mem0) is held until what a reply needs
+    is loaded, so that a first reply right after a start does not compete with it."""
+    from twisted.internet import reactor
+
+    from ai_assistant.plumbing import threads
+    from ai_assistant.plumbing.settings import Settings
+
+    loading = {"client": defer.Deferred(), "models": defer.Deferred()}
+    monkeypatch.setattr(warmup, "_started", [])
+    monkeypatch.setattr(warmup, "_finished", [])
+    monkeypatch.setattr(warmup, "_held", [])
+    monkeypatch.setattr(reactor, "running", True)
+    monkeypatch.setattr(threads, "configure", lambda settings: None)
+    monkeypatch.setattr(threads, "run_blocking", lambda func, *args: loading["client"])
+    monkeypatch.setattr(threads, "run_cpu_bound", lambda func, *args: loading["models"])
+    process = warmup.warm_up_process(Settings())
+    opened = []
+    held = warmup.after_process_warm_up(lambda name: opened.append(name) or name, "store")
+    loading["models"].callback(True)
+    assert opened == [] and not held.called  # the client library is still loading
+    loading["client"].errback(RuntimeError("no client library"))  # a failure releases too
+    assert opened == ["store"] and support.result_of(held) == "store"
+    assert support.result_of(process) is True
+    # once it is over, such work runs at once
+    assert support.result_of(warmup.after_process_warm_up(lambda: "now")) == "now"
+
+
+def test_without_a_running_reactor_nothing_is_held(monkeypatch):
+    """A test or a script that imported the shell (its warm-up can never report back)."""
+    monkeypatch.setattr(warmup, "_started", [True])
+    monkeypatch.setattr(warmup, "_finished", [])
+    assert support.result_of(warmup.after_process_warm_up(lambda: "at once")) == "at once"
+
+
+def test_the_client_library_is_imported_whole_before_openai():
+    """openai reads `sys.modules["httpx"]` when it builds a client: a half-imported one (mem0
+    importing it in another thread) failed a first reply."""
+    import importlib.util
+    import sys
+
+    warmup._import_client_library()
+    assert "openai" in sys.modules
+    if importlib.util.find_spec("httpx") is not None:
+        assert hasattr(sys.modules["httpx"], "URL")
