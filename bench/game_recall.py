@@ -3,7 +3,7 @@ Recall as the game plays it: is the evidence for a question in the request the L
 
     .venv/bin/python -m bench.game_recall [--data PATH] [--out PATH]
         [--consolidation mechanical|llm] [--conversations N|A-B] [--splits A-B,C-D]
-        [--sessions N] [--questions N]
+        [--sessions N] [--questions N] [--store embedded|postgres]
 
 For each LoCoMo conversation (`../shared/bench/locomo/locomo_dev.json` by default; the format
 is described in that folder's README and in `bench/locomo.py`), in the real Evennia shell
@@ -710,8 +710,20 @@ def run(args, log=print):
     with tempfile.TemporaryDirectory(prefix="ai_assistant_game_recall_") as folder:
         boot(folder, "sqlite")
         inline_threads()
+        memory_cluster, in_postgres = None, None
         try:
             from django.conf import settings
+
+            if args.store == "postgres":  # the game's setting, as a game's settings.py says it
+                from bench.scale import memory_database_cluster
+
+                memory_cluster = memory_database_cluster()
+                memory = {"store": "postgres",
+                          "postgres_url": memory_cluster.url("ai_assistant_memory")}
+                from ai_assistant.plumbing.settings import deep_merge
+
+                settings.AI_ASSISTANT = deep_merge(getattr(settings, "AI_ASSISTANT", None) or {},
+                                                   {"memory": memory})
 
             for number, sample in numbered:
                 # each assistant's semantic tier in a folder of its own (a local qdrant scans
@@ -725,8 +737,15 @@ def run(args, log=print):
             from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
             close_all_stores()
+            if memory_cluster is not None:
+                from bench.scale import memories_stored
+
+                in_postgres = memories_stored(memory_cluster.url("ai_assistant_memory"))
+                memory_cluster.stop()
     document = summarise(figures, conversations, time.perf_counter() - started,
                          args.splits or ())  # fmt: skip
+    if in_postgres is not None:
+        document["memories_in_postgres"] = in_postgres
     document["what"] = {
         "data": str(args.data), "conversations": len(numbered),
         "conversations_in_data": len(every),
@@ -735,7 +754,8 @@ def run(args, log=print):
         "sessions_per_conversation": args.sessions or "all",
         "questions_per_conversation": args.questions or "all (categories 1-4)",
         "consolidation": args.consolidation,
-        "settings": ("the game's defaults (no overrides), embedded mem0; "
+        "settings": (f"the game's defaults (no overrides), mem0 with the {args.store} memory "
+                     "store; "
                      + ("mechanical mode (no LLM)" if args.consolidation == "mechanical" else
                         "listening and sleep with bench/paraphrasing_model.py's scripted model")),
         "evidence_match": f"headline: normalised prefix of at most {KEY_CHARS} characters "
@@ -795,6 +815,9 @@ def main(argv=None):
     parser.add_argument("--sessions", type=int, default=None,
                         help="only the first N sessions of each (a smoke run; questions are "
                              "then those whose evidence was said)")
+    parser.add_argument("--store", choices=("embedded", "postgres"), default="embedded",
+                        help="where the long-term memories live (memory.store); postgres "
+                             "starts a throwaway PostgreSQL with pgvector for them")
     parser.add_argument("--questions", type=int, default=None,
                         help="only the first N questions of each conversation")
     parser.add_argument("--combine", nargs="+", default=None, metavar="RESULTS",
@@ -831,7 +854,8 @@ def write_results(args, document):
     # a slice (--sessions, --questions, a range of the conversations) leaves the latest
     # results alone: they are the whole data file's (`--combine` joins ranges run apart)
     sliced = (args.sessions is not None or args.questions is not None
-              or document["what"]["conversations"] != document["what"]["conversations_in_data"])
+              or document["what"]["conversations"] != document["what"]["conversations_in_data"]
+              or getattr(args, "store", "embedded") != "embedded")  # the default store's
     latest = RESULTS[document["what"].get("consolidation", args.consolidation)]
     for path in {Path(args.out or latest)} | (set() if sliced else {latest}):
         path.parent.mkdir(parents=True, exist_ok=True)

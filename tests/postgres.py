@@ -91,14 +91,31 @@ class PostgresCluster:
         """Create the cluster (a superuser `ai_assistant`, trust on loopback) and start it."""
         self._run("initdb", "-D", self.data, "-U", DB_USER, "--auth=trust", "-E", "UTF8",
                   "--no-instructions")
+        self.resume()
+        for name in (DB_NAME, MEMORY_DB_NAME):
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, name)
+        return self
+
+    def pause(self):
+        """
+        Stop the server at once (as a crash would), keeping the cluster: `resume` restarts it
+        on the same port (the outage tests). What was committed survives, as on a server that
+        syncs its commits: this throwaway one does not (`fsync=off`, `synchronous_commit=off`),
+        so it writes a checkpoint first.
+        """
+        import psycopg
+
+        with psycopg.connect(self.url(DB_NAME), autocommit=True) as connection:
+            connection.execute("CHECKPOINT")
+        self._run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+
+    def resume(self):
+        """Start the server of the cluster (again) on its port."""
         options = (f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
                    "-c max_connections=200")
         self._run("pg_ctl", "-D", self.data, "-o", options, "-l",
                   os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start")
-        for name in (DB_NAME, MEMORY_DB_NAME):
-            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, name)
-        return self
 
     def stop(self):
         """Stop the server and delete the cluster."""

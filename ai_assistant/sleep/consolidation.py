@@ -73,6 +73,7 @@ from ai_assistant.memory.journal_fairness import fair_order
 from ai_assistant.memory.longterm.links import MemoryLinks
 from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.progress import ConsolidationProgress
+from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable
 from ai_assistant.memory.recall.information import information
 from ai_assistant.plumbing.ports import LLMUnavailable
 from ai_assistant.sleep.facts import extract_missing_facts, extracted_facts
@@ -204,8 +205,11 @@ def extraction_attempts(ports):
     return ConsolidationProgress(ports).extraction_attempts()
 
 
-def _fail(ports, result, message):
-    ports.log(f"{ports.name}: {message}")
+def _fail(ports, result, message, error=None):
+    # an unreachable memory database was logged once by the store's breaker: every sleep tick
+    # of the outage finds it so, and keeps its entries pending without a line of its own
+    if not isinstance(error, MemoryStoreUnavailable):
+        ports.log(f"{ports.name}: {message}")
     result.update(success=False, error=message)
 
 
@@ -271,7 +275,7 @@ def _stored_already(ports, store, batch, result):
                                  filters={"entry_id": {"in": ids}})
     except Exception as err:  # the store failed: everything stays pending
         _fail(ports, result, f"consolidation lookup of journal entries {', '.join(map(str, ids))} "
-                             f"failed: {err}")  # fmt: skip
+                             f"failed: {err}", err)  # fmt: skip
         return None
     for memory in found or ():
         entry_id = (memory.get("metadata") or {}).get("entry_id")
@@ -398,7 +402,7 @@ def _store_entry(ports, store, entry, found, verbatim, result):
             memory_ids += [i for i in new_ids if i not in memory_ids]
             result["stored"] += len(new_ids)
     except Exception as err:  # the store failed: keep the entry pending, retry next tick
-        _fail(ports, result, f"consolidation of journal entry {entry_id} failed: {err}")
+        _fail(ports, result, f"consolidation of journal entry {entry_id} failed: {err}", err)
         return False
     # No yield from here on: the marking uses fresh state.
     _finish_entry(ports, entry_id, memory_ids, verbatim=facts is None and bool(texts),

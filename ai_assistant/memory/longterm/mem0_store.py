@@ -40,8 +40,9 @@ import sys
 import threading
 from datetime import UTC, datetime
 
-from ai_assistant.memory.longterm import pgvector_store
+from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
 from ai_assistant.memory.longterm.policy import COMPARED, judge_claim
+from ai_assistant.memory.longterm.store_breaker import StoreBreaker
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.longterm.vector_collections import AssistantCollections
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
@@ -147,13 +148,17 @@ def default_mem0_config(settings, data_dir, embedder=None, database=None):
 class _SharedStore:
     """One mem0.Memory per data folder, shared by every assistant of the process."""
 
-    def __init__(self, memory, embedder, path):
+    def __init__(self, memory, embedder, path, in_database=False):
         self.memory = memory
         self.collections = AssistantCollections(memory)
         self.embedder = embedder
         self.path = path
         self.lock = threading.Lock()
         self.users = 0
+        # the postgres store: recall's candidates come from the database, and a breaker
+        # stands in front of it (`store_breaker`)
+        self.in_database = in_database
+        self.breaker = StoreBreaker("PostgreSQL") if in_database else None
 
 
 def _open_shared(config, uses_local_embedder, embedder, path):
@@ -164,7 +169,10 @@ def _open_shared(config, uses_local_embedder, embedder, path):
     memory = Memory.from_config(config)
     if uses_local_embedder:
         memory.embedding_model = Mem0Embedder(embedder)
-    return _SharedStore(memory, embedder if uses_local_embedder else None, path)
+    in_database = pgvector_store.is_ours(config.get("vector_store"))
+    if in_database:
+        pgvector_store.limit_waits(memory.vector_store)
+    return _SharedStore(memory, embedder if uses_local_embedder else None, path, in_database)
 
 
 def _close_memory(memory):
@@ -213,7 +221,7 @@ class Mem0Store:
         self.key = str(key)
         self._judge = judge
         self._runner = runner or _default_runner
-        self._log = log or (lambda message: None)
+        self._log = log if log is not None else (lambda message: None)
         self._closed = False
         embedder = shared.embedder
         self.embedder_name = embedder.name if embedder is not None else "mem0-configured"
@@ -295,6 +303,37 @@ class Mem0Store:
         """
         return self._run(self._delete_all)
 
+    @property
+    def ranks_in_database(self):
+        """True when the database finds recall's candidates (`recall_candidates`)."""
+        return self._shared.in_database
+
+    def recall_candidates(self, query, *, entry_ids=(),
+                          per_half=pgvector_recall.CANDIDATES_PER_HALF):
+        """
+        The memories that may answer a query, found by the database (the postgres store).
+
+        Args:
+            query (str): What recall looks for.
+            entry_ids (iterable): Journal entry ids to check for memories made from them.
+            per_half (int): Candidates by vector and by words (each).
+
+        Returns:
+            Deferred[tuple]: `(memories, sources)` (`pgvector_recall.recall_candidates`).
+            Errbacks with `MemoryStoreUnavailable` while the database is unreachable.
+        """
+        if not self.ranks_in_database:
+            from twisted.internet import defer
+
+            return defer.fail(RuntimeError("this store keeps no memories in a database"))
+        if self._closed:
+            from twisted.internet import defer
+
+            return defer.fail(RuntimeError("the semantic store is closed"))
+        # a read: it needs no lock (PostgreSQL isolates it), so it never waits behind a write
+        return self._runner(self._guarded, self._recall_candidates, str(query),
+                            tuple(str(entry) for entry in entry_ids), int(per_half))
+
     def close(self):
         """Let go of the shared store; the last user closes the qdrant client."""
         if self._closed:
@@ -310,7 +349,22 @@ class Mem0Store:
             from twisted.internet import defer
 
             return defer.fail(RuntimeError("the semantic store is closed"))
-        return self._runner(self._locked, func, *args)
+        return self._runner(self._guarded, self._locked, func, *args)
+
+    def _guarded(self, func, *args):
+        """`func(*args)` through the database's breaker, if the store has one: while it is
+        open the call fails at once, before it could wait for the lock or a connection."""
+        if self._shared.breaker is None:
+            return func(*args)
+        return self._shared.breaker.call(func, *args, log=self._log)
+
+    def _recall_candidates(self, query, entry_ids, per_half):
+        if not query.strip():
+            return [], set()
+        vector = self._memory.embedding_model.embed(query, "search")
+        return pgvector_recall.recall_candidates(
+            self._memory.vector_store.connection_pool, self.key, vector, query, entry_ids,
+            per_half)
 
     def _locked(self, func, *args):
         with self._shared.lock:

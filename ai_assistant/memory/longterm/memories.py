@@ -13,6 +13,10 @@ Long-term memory is built in floors, each knowing only the one below it:
 4. this owner, which writes through to the mirror on every add, update and delete, so no
    writer (consolidation, the `store_memory` tool, staff corrections) can forget it.
 
+A store that ranks in its database (the postgres store: `ranks_in_database`) has no mirror:
+recall asks it for each query's candidates (`recall_candidates`), so the game process holds
+no copy of the assistant's memories; its mirror stays empty (and "loaded": nothing to read).
+
 `Memories(ports)` is cheap and keeps nothing: the store is the port, the mirror lives in the
 assistant's runtime. Every verb returns a Deferred (the store runs off the reactor) and
 errbacks with `LongTermMemoryOff` when the assistant has no store (`memory.enabled` off);
@@ -48,6 +52,11 @@ class Memories:
     def available(self):
         """True when the assistant has a long-term store."""
         return self._ports.semantic is not None
+
+    @property
+    def ranks_in_database(self):
+        """True when the store finds recall's candidates itself (no mirror is kept)."""
+        return bool(getattr(self._ports.semantic, "ranks_in_database", False))
 
     def threshold(self, name):
         """
@@ -88,7 +97,8 @@ class Memories:
         """
         metadata = dict(metadata or {})
         stored = yield self._call("add", text, metadata=metadata, infer=False)
-        recall_mirror.record(self._ports, stored, text, metadata)  # recallable at once
+        if not self.ranks_in_database:
+            recall_mirror.record(self._ports, stored, text, metadata)  # recallable at once
         return stored
 
     @defer.inlineCallbacks
@@ -101,7 +111,7 @@ class Memories:
             Deferred[dict | None]: The memory as it is now; None for an unknown id.
         """
         updated = yield self._call("update", str(memory_id), text, metadata=metadata)
-        if updated:
+        if updated and not self.ranks_in_database:
             recall_mirror.record(self._ports, [updated])  # recall reads the new text at once
         return updated
 
@@ -188,12 +198,32 @@ class Memories:
     def recall_mirror(self, runner=None):
         """
         Deferred[MemoryMirror]: the memories as recall items, read from the store once
-        (never fails: unread after a store error, `loaded` False).
+        (never fails: unread after a store error, `loaded` False). A store that ranks in its
+        database gets an empty mirror, loaded: recall asks the store (`recall_candidates`).
 
         Args:
             runner (callable, optional): Converts the first listing (the worker pool).
         """
+        if self.ranks_in_database:
+            mirror = recall_mirror.mirror_of(self._ports)
+            mirror.loaded = True
+            return defer.succeed(mirror)
         return recall_mirror.ensure_loaded(self._ports, runner)
+
+    def recall_candidates(self, query, entry_ids=()):
+        """
+        The memories that may answer a query, found by the store's database (a store that
+        `ranks_in_database`; see `longterm.pgvector_recall`).
+
+        Args:
+            query (str): What recall looks for.
+            entry_ids (iterable): Journal entry ids to check for memories made from them.
+
+        Returns:
+            Deferred[tuple]: `(memories, sources)`: memories as listed, each with its
+            `cosine` to the query; the `entry_ids` that have memories.
+        """
+        return self._call("recall_candidates", query, entry_ids=entry_ids)
 
     # ------------------------------------------------------------------------------------------
 

@@ -23,6 +23,13 @@ Layout, and why:
   give mem0 its own `memory.mem0` vector store config.
 - The full-text half of mem0's hybrid search runs in the database too (`keyword_search`: a GIN
   index over `to_tsvector('simple', payload->>'text_lemmatized')`).
+- Recall's candidates are one query too (`pgvector_recall`: the nearest vectors and the best
+  English full-text matches of the scope, fused in SQL, over a GIN index on the text), so the
+  game process keeps no per-assistant copy of the memories for this store.
+- A database that stops answering must not hold a worker, nor the store's lock, for the
+  pool's default 30 s: the pool waits `POOL_TIMEOUT` seconds for a connection and a new
+  connection gives up after `CONNECT_TIMEOUT` (`mem0_store` then opens its breaker); a lost
+  connection is re-tried for `RECONNECT_TIMEOUT` seconds, then afresh on the next call.
 
 `prepare` creates the extension, the table and its indexes before mem0 first uses them (mem0
 creates neither the scope index nor, once the table exists, its text index), and refuses a
@@ -41,6 +48,12 @@ TABLE = "ai_assistant_memories"
 SCOPE_INDEX = f"{TABLE}_user_id_idx"
 TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
 MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
+POOL_TIMEOUT = 3.0  # seconds a call waits for a connection (psycopg_pool's default is 30)
+CONNECT_TIMEOUT = 3  # seconds a new connection may take (libpq's `connect_timeout`)
+# Seconds the pool keeps re-trying a lost connection before it drops it (psycopg_pool's default
+# is 300, backing off up to minutes between tries); the next call then starts a fresh attempt,
+# so the store is back within seconds of the database, however long it was away.
+RECONNECT_TIMEOUT = 10.0
 
 _prepared = set()
 _prepared_lock = threading.Lock()
@@ -151,6 +164,8 @@ def _create_schema(url, dims):
     import psycopg
     from psycopg import sql
 
+    from ai_assistant.memory.longterm import pgvector_recall
+
     with psycopg.connect(url, autocommit=True) as connection:
         try:
             connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -174,6 +189,26 @@ def _create_schema(url, dims):
             "CREATE INDEX IF NOT EXISTS {} ON {} "
             "USING gin (to_tsvector('simple', payload->>'text_lemmatized'))").format(
                 sql.Identifier(TEXT_INDEX), sql.Identifier(TABLE)))
+        # recall's own word search (`pgvector_recall`): English stems of each memory's text
+        connection.execute(pgvector_recall.text_index_statement(TABLE))
+
+
+def limit_waits(vector_store):
+    """
+    Make mem0's connection pool give up in seconds, not its default 30 (see the module's
+    notes): a call waits `POOL_TIMEOUT` for a connection, a new one `CONNECT_TIMEOUT`.
+
+    Args:
+        vector_store: mem0's pgvector store (its `connection_pool`, psycopg_pool's).
+    """
+    pool = getattr(vector_store, "connection_pool", None)
+    if pool is None or not hasattr(pool, "timeout"):
+        return  # psycopg2's pool has neither: it never waits for a free connection
+    pool.timeout = POOL_TIMEOUT
+    if hasattr(pool, "reconnect_timeout"):
+        pool.reconnect_timeout = RECONNECT_TIMEOUT
+    if isinstance(getattr(pool, "kwargs", None), dict):
+        pool.kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT)
 
 
 def prepared_databases():

