@@ -375,6 +375,17 @@ class LazySemanticStore:
     def histories(self, memory_ids):
         return self._call("histories", memory_ids)
 
+    @property
+    def ranks_in_database(self):
+        """Whether the database finds recall's candidates: the game's `memory.store`, known
+        before the store opens (recall must never fall back to a mirror this store lacks)."""
+        from ai_assistant.memory.longterm import pgvector_store
+
+        return pgvector_store.is_postgres(self._settings)
+
+    def recall_candidates(self, query, **kwargs):
+        return self._call("recall_candidates", query, **kwargs)
+
 
 def semantic_data_dir():
     """The semantic tier's folder: the data folder of this database (`game_data`)."""

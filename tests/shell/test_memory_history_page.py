@@ -95,3 +95,17 @@ def test_the_games_lazy_store_offers_every_verb_of_the_store():
              if callable(value) and not name.startswith("_")} - {"close"}
     assert "histories" in verbs
     assert verbs <= set(dir(LazySemanticStore)), verbs - set(dir(LazySemanticStore))
+
+
+def test_the_games_lazy_store_ranks_in_the_database_when_the_game_chose_postgres():
+    """Recall asks the store for its candidates before the store has opened: the lazy store
+    must say from the settings alone whether the database ranks, or a postgres game would
+    look in a mirror this store never fills and recall no long-term memory at all."""
+    from ai_assistant.adapters import LazySemanticStore
+
+    def lazy(store):
+        settings = Settings(DEFAULTS, {"memory.store": store})
+        return LazySemanticStore(settings, "ada", log=lambda message: None)
+
+    assert lazy("postgres").ranks_in_database is True
+    assert lazy("embedded").ranks_in_database is False

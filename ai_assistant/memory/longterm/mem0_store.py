@@ -40,7 +40,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 
-from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
+from ai_assistant.memory.longterm import mem0_history, pgvector_recall, pgvector_store
 from ai_assistant.memory.longterm.policy import COMPARED, judge_claim
 from ai_assistant.memory.longterm.store_breaker import StoreBreaker
 from ai_assistant.memory.longterm.supersede import is_superseded
@@ -501,7 +501,7 @@ class Mem0Store:
         for memory_id in dict.fromkeys(memory_ids):
             if self._get(memory_id) is None:  # unknown, or another assistant's
                 continue
-            found[memory_id] = [_history_change(row) for row in self._memory.history(memory_id)]
+            found[memory_id] = [mem0_history.change(row) for row in self._memory.history(memory_id)]
         return found
 
     def _delete_all(self):
@@ -513,47 +513,13 @@ class Mem0Store:
             ids += page
             for memory_id in page:
                 self._memory.delete(memory_id)
-        _purge_history(self._memory, ids, self.key)
+        mem0_history.purge(self._memory, ids, self.key)
         self._shared.collections.drop(self.key)
         return len(ids)
 
 
 def _now():
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _history_change(row):
-    """One line of mem0's history database as the port reports it."""
-    added = row.get("event") == "ADD"
-    return {"event": row.get("event"), "before": row.get("old_memory"),
-            "after": row.get("new_memory"),
-            # an ADD happened when the memory was made; a change when it was updated
-            "time": row.get("created_at") if added else (row.get("updated_at")
-                                                         or row.get("created_at"))}
-
-
-def _purge_history(memory, memory_ids, key):
-    """
-    Remove the history lines of deleted memories and the scope's saved messages from mem0's
-    SQLite history database (mem0 keeps both after a delete; its API offers no way out but a
-    reset of every assistant's store).
-    """
-    db = getattr(memory, "db", None)
-    connection = getattr(db, "connection", None)
-    if connection is None:
-        return
-    with db._lock:  # mem0's own lock on its connection
-        connection.execute("PRAGMA secure_delete = ON")  # the texts are zeroed on disk too
-        if memory_ids:
-            marks = ",".join("?" * len(memory_ids))
-            connection.execute(f"DELETE FROM history WHERE memory_id IN ({marks})",
-                               list(memory_ids))
-        try:
-            connection.execute("DELETE FROM messages WHERE session_scope = ?",
-                               (f"user_id={key}",))
-        except Exception:  # noqa: BLE001 - an older mem0 without a messages table
-            pass
-        connection.commit()
 
 
 def make_semantic_store(settings, data_dir, key="assistant", *, judge=judge_claim, runner=None,

@@ -30,28 +30,17 @@ from ai_assistant.memory.longterm import pgvector_store
 CANDIDATES_PER_HALF = 150
 # The usual reciprocal-rank constant (Cormack et al.): damps the first ranks' dominance.
 RRF_K = 60
-TEXT_CONFIG = "english"
 # mem0's own payload keys: what is left of a payload is the memory's metadata (as mem0 lists it)
 _CORE_KEYS = frozenset({"data", "hash", "created_at", "updated_at", "id", "text_lemmatized",
                         "attributed_to", "user_id", "agent_id", "run_id", "actor_id", "role",
                         "expiration_date"})
 
 
-def text_index_statement(table):
-    """The GIN index over each memory's text that the word half of the query uses."""
-    from psycopg import sql  # the postgres store's driver: only a game that chose it has it
-
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON {} "
-        "USING gin (to_tsvector({}, payload->>'data'))").format(
-            sql.Identifier(f"{table}_data_fts_idx"), sql.Identifier(table),
-            sql.Literal(TEXT_CONFIG))
-
-
 def _statement(table):
     from psycopg import sql
 
-    words = sql.SQL("to_tsvector({}, payload->>'data')").format(sql.Literal(TEXT_CONFIG))
+    config = sql.Literal(pgvector_store.TEXT_CONFIG)
+    words = sql.SQL("to_tsvector({}, payload->>'data')").format(config)
     return sql.SQL("""
 WITH query AS (
     SELECT %(vector)s::vector AS vector,
@@ -83,7 +72,7 @@ UNION ALL
 SELECT DISTINCT 'source', t.payload->>'entry_id', NULL::jsonb, NULL::float8, NULL::numeric
 FROM {table} t
 WHERE t.payload->>'user_id' = %(scope)s AND t.payload->>'entry_id' = ANY(%(entries)s)
-""").format(config=sql.Literal(TEXT_CONFIG), table=sql.Identifier(table), words=words)
+""").format(config=config, table=sql.Identifier(table), words=words)
 
 
 def memory_from_payload(memory_id, payload):

@@ -47,6 +47,8 @@ STORES = ("embedded", "postgres")
 TABLE = "ai_assistant_memories"
 SCOPE_INDEX = f"{TABLE}_user_id_idx"
 TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
+# The text search configuration of recall's word half (`pgvector_recall`) and of its index.
+TEXT_CONFIG = "english"
 MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
 POOL_TIMEOUT = 3.0  # seconds a call waits for a connection (psycopg_pool's default is 30)
 CONNECT_TIMEOUT = 3  # seconds a new connection may take (libpq's `connect_timeout`)
@@ -164,8 +166,6 @@ def _create_schema(url, dims):
     import psycopg
     from psycopg import sql
 
-    from ai_assistant.memory.longterm import pgvector_recall
-
     with psycopg.connect(url, autocommit=True) as connection:
         try:
             connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -190,7 +190,18 @@ def _create_schema(url, dims):
             "USING gin (to_tsvector('simple', payload->>'text_lemmatized'))").format(
                 sql.Identifier(TEXT_INDEX), sql.Identifier(TABLE)))
         # recall's own word search (`pgvector_recall`): English stems of each memory's text
-        connection.execute(pgvector_recall.text_index_statement(TABLE))
+        connection.execute(text_index_statement(TABLE))
+
+
+def text_index_statement(table):
+    """The GIN index over each memory's text that the word half of the query uses."""
+    from psycopg import sql  # the postgres store's driver: only a game that chose it has it
+
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {} "
+        "USING gin (to_tsvector({}, payload->>'data'))").format(
+            sql.Identifier(f"{table}_data_fts_idx"), sql.Identifier(table),
+            sql.Literal(TEXT_CONFIG))
 
 
 def limit_waits(vector_store):
