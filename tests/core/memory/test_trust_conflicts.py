@@ -79,6 +79,13 @@ def by_text(store):
 
 
 def mirrored(ports):
+    """What recall reads of the store, by text: the mirror, or the database's candidates (the
+    postgres store keeps no mirror; a test's few memories are all among the nearest)."""
+    if Memories(ports).ranks_in_database:
+        from ai_assistant.memory.recall.store_candidates import fetch_candidates
+
+        found = support.result_of(fetch_candidates(ports, "the harbour vault code", ()))
+        return {item["content"]: item for item in found.entries()}
     return {item["content"]: item for item in recall_mirror.mirror_of(ports).entries()}
 
 
