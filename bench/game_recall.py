@@ -698,13 +698,23 @@ def conversation_range(value):
     return bounds
 
 
-def run(args, log=print):
-    """Boot the shell, play every conversation, return the results document."""
-    every = json.loads(Path(args.data).read_text())
-    first, last = args.conversations or (1, len(every))
+def selected_conversations(data, conversations):
+    """
+    `([(number, conversation)], how many the file holds)`: the conversations of the data
+    file `data` within `conversations` (`(first, last)`, 1-based; None for all). Raises
+    ValueError when none is in that range.
+    """
+    every = json.loads(Path(data).read_text())
+    first, last = conversations or (1, len(every))
     numbered = list(enumerate(every, start=1))[first - 1 : last]
     if not numbered:
         raise ValueError(f"the data holds {len(every)} conversations, none in {first}-{last}")
+    return numbered, len(every)
+
+
+def run(args, log=print):
+    """Boot the shell, play every conversation, return the results document."""
+    numbered, in_data = selected_conversations(args.data, args.conversations)
     started = time.perf_counter()
     figures, conversations = [], []
     with tempfile.TemporaryDirectory(prefix="ai_assistant_game_recall_") as folder:
@@ -748,7 +758,7 @@ def run(args, log=print):
         document["memories_in_postgres"] = in_postgres
     document["what"] = {
         "data": str(args.data), "conversations": len(numbered),
-        "conversations_in_data": len(every),
+        "conversations_in_data": in_data,
         "conversations_run": [{"number": number, "sample_id": sample.get("sample_id")}
                               for number, sample in numbered],  # fmt: skip
         "sessions_per_conversation": args.sessions or "all",

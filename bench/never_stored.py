@@ -183,11 +183,7 @@ def trace_conversation(sample, number, args, watch):
 
 def run(args, log=print):
     """Boot the shell, trace every conversation asked for, return the results document."""
-    every = json.loads(Path(args.data).read_text())
-    first, last = args.conversations or (1, len(every))
-    numbered = list(enumerate(every, start=1))[first - 1 : last]
-    if not numbered:
-        raise ValueError(f"the data holds {len(every)} conversations, none in {first}-{last}")
+    numbered, _ = game_recall.selected_conversations(args.data, args.conversations)
     conversations, watch = [], Watch()
     with tempfile.TemporaryDirectory(prefix="ai_assistant_never_stored_") as folder:
         boot(folder, "sqlite")

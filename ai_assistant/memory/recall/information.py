@@ -4,7 +4,7 @@ How much a line says: informative memories win over small talk.
 "Yup, ttyl!", "ok", "Hi Mel! How are you?" match many questions a little (a name, "how") and
 say nothing worth recalling. The measure is general language, nothing specific to any data:
 the distinct content words of what was said (stop words, greetings, acknowledgements and
-fillers left out, and the speaker's framing "Audrey said to me:" too), saturating at
+fillers left out, and the speaker's framing "Orla said to me:" too), saturating at
 `FULL_INFORMATION` words. Numbers count: dates and amounts are facts.
 """
 
@@ -30,7 +30,7 @@ _QUOTED = re.compile(r'^[^"]{0,80}?:\s*"(?P<said>.*)"\s*$', re.DOTALL)
 
 
 def spoken_text(content):
-    """What was said, without the journal's framing (`Audrey said to me: "..."`)."""
+    """What was said, without the journal's framing (`Orla said to me: "..."`)."""
     content = str(content or "")
     match = _QUOTED.match(content.strip())
     return match.group("said") if match else content

@@ -159,7 +159,7 @@ def said_by(item, content):
 
 def recall_line(item):
     """
-    One recalled item as the prompt shows it: `- [8 May 2023] Audrey said to me: "..."`, a
+    One recalled item as the prompt shows it: `- [8 May 2023] Orla said to me: "..."`, a
     player's claim as theirs (`said_by`).
 
     Args:

@@ -80,22 +80,22 @@ def mirrored(ports):
 
 
 def test_every_write_through_the_owner_reaches_the_recall_mirror():
-    store = DictStore([{"id": "m0", "memory": "Audrey keeps bees.", "metadata": {}}])
+    store = DictStore([{"id": "m0", "memory": "Orla keeps bees.", "metadata": {}}])
     ports = make_ports(semantic=store)
     memories = Memories(ports)
-    assert result_of(memories.recall_mirror()).loaded and mirrored(ports) == ["Audrey keeps bees."]
+    assert result_of(memories.recall_mirror()).loaded and mirrored(ports) == ["Orla keeps bees."]
 
-    added = result_of(memories.add("Audrey sells honey.", {"entry_id": 7}))
+    added = result_of(memories.add("Orla sells honey.", {"entry_id": 7}))
     assert store.memories[added[0]["id"]]["metadata"] == {"entry_id": 7}
-    assert mirrored(ports) == ["Audrey keeps bees.", "Audrey sells honey."]
+    assert mirrored(ports) == ["Orla keeps bees.", "Orla sells honey."]
     assert mirror_of(ports).source_entries() == frozenset({"7"})
 
-    result_of(memories.update("m0", "Audrey keeps three hives.", {"wrong": True}))
+    result_of(memories.update("m0", "Orla keeps three hives.", {"wrong": True}))
     item = next(item for item in mirror_of(ports).entries() if item["id"] == "m0")
-    assert item["content"] == "Audrey keeps three hives." and item["metadata"]["wrong"]
+    assert item["content"] == "Orla keeps three hives." and item["metadata"]["wrong"]
 
     result_of(memories.delete(added[0]["id"]))
-    assert mirrored(ports) == ["Audrey keeps three hives."]
+    assert mirrored(ports) == ["Orla keeps three hives."]
     assert result_of(memories.forget_all()) == 1 and mirrored(ports) == []
     assert store.listed == [DEFAULTS["recall"]["mirror_max"]]  # read once, followed since
 

@@ -47,7 +47,7 @@ def assistant(postgres_memory_url, tmp_path):
     empty_memory_table(postgres_memory_url)
 
 
-def told(ports, text, entry_id=None, speaker="Audrey"):
+def told(ports, text, entry_id=None, speaker="Orla"):
     metadata = {"source_entity": speaker, "source_trust": 0.9,
                 "timestamp": "2023-05-08T13:56:00Z"}
     if entry_id is not None:
@@ -57,7 +57,7 @@ def told(ports, text, entry_id=None, speaker="Audrey"):
 
 def test_the_database_finds_candidates_by_words_and_by_meaning_within_the_scope(assistant):
     ada, bob = assistant("ada"), assistant("bob")
-    beekeeping = told(ada, "Audrey keeps three hives of bees behind the mill.")
+    beekeeping = told(ada, "Orla keeps three hives of bees behind the mill.")
     told(ada, "The ferry to the island leaves at dawn.")
     told(bob, "Bob keeps bees too, on the chapel roof.")
     memories, sources = result_of(Memories(ada).recall_candidates(
@@ -65,27 +65,27 @@ def test_the_database_finds_candidates_by_words_and_by_meaning_within_the_scope(
     ids = [memory["id"] for memory in memories]
     assert ids[0] == beekeeping  # nearest and best matching: first after fusion
     assert all("Bob" not in memory["memory"] for memory in memories)  # bob's scope stays his
-    assert memories[0]["metadata"]["source_entity"] == "Audrey"
+    assert memories[0]["metadata"]["source_entity"] == "Orla"
     assert -1.0 <= memories[0]["cosine"] <= 1.0 and memories[0]["cosine"] > memories[-1]["cosine"]
     assert sources == set()
 
 
 def test_recall_ranks_the_databases_candidates_and_keeps_no_mirror(assistant):
     ada = assistant("ada")
-    entry = Journal(ada).add('Audrey said to me: "My hives are behind the mill."',
-                             source_type="direct", source_entity="Audrey")
-    told(ada, "Audrey keeps her bee hives behind the mill.", entry_id=entry["id"])
+    entry = Journal(ada).add('Orla said to me: "My hives are behind the mill."',
+                             source_type="direct", source_entity="Orla")
+    told(ada, "Orla keeps her bee hives behind the mill.", entry_id=entry["id"])
     Journal(ada).add('Bob said to me: "The anvil is for sale."', source_type="direct",
                      source_entity="Bob")
     recalled, lines = result_of(recall(ada, RecallQuery(text="where are the hives?", limit=5)))
     contents = [found.item["content"] for found in recalled]
-    assert contents[0] == "Audrey keeps her bee hives behind the mill."
+    assert contents[0] == "Orla keeps her bee hives behind the mill."
     # the entry the memory was made from is one item with it, found by the database
     assert not any("My hives are" in text for text in contents)
     assert any("bee hives" in line for line in lines)
     assert len(mirror_of(ada)) == 0  # the game process holds no copy of the memories
     hits = result_of(search_long_term(ada, "bees behind the mill"))
-    assert hits and hits[0]["memory"] == "Audrey keeps her bee hives behind the mill."
+    assert hits and hits[0]["memory"] == "Orla keeps her bee hives behind the mill."
 
 
 def test_the_breaker_fails_fast_and_logs_one_line_per_outage():
@@ -136,11 +136,11 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
         assert pool.reconnect_timeout == pgvector_store.RECONNECT_TIMEOUT
         store._shared.breaker._breaker.cooldown = 0.0  # a trial at every call
         ada = make_ports(key="ada", semantic=store, log=log)
-        told(ada, "Audrey keeps her bee hives behind the mill.")
+        told(ada, "Orla keeps her bee hives behind the mill.")
         Journal(ada).add('Bob said to me: "The anvil by the forge is for sale."',
                          source_type="direct", source_entity="Bob")
         cluster.pause()
-        for _ in range(5):  # every tick recalls: one warning, not five
+        for _ in range(3):  # every tick recalls: one warning, not three
             recalled, _ = result_of(recall(ada, RecallQuery(text="anvil for sale and bees")))
             assert [found.item["content"] for found in recalled] == [
                 'Bob said to me: "The anvil by the forge is for sale."']
@@ -151,7 +151,7 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
             if recalled:
                 break
             time.sleep(0.5)
-        assert recalled[0].item["content"] == "Audrey keeps her bee hives behind the mill."
+        assert recalled[0].item["content"] == "Orla keeps her bee hives behind the mill."
         assert log[1:] == ["the memory database (PostgreSQL) is back"]
     finally:
         if store is not None:

@@ -132,13 +132,13 @@ def test_the_lines_fit_the_token_budget_best_first_then_in_time_order():
 
 
 def test_no_line_is_cut_and_a_pasted_page_is_left_to_the_tools():
-    story = ("Audrey said to me: \"The lighthouse keeper rows out every dawn, checks the lamp, "
+    story = ("Orla said to me: \"The lighthouse keeper rows out every dawn, checks the lamp, "
              "logs the wind and the swell, mends whatever the night broke, feeds the three "
              "cats that live in the boathouse, paints one more stair of the spiral steps, and "
              "only then rows back for bread; in winter she does it all by lantern light, and "
              "the whole harbour swears she has not missed a single morning in eleven long "
              "years.\"")
-    page = "Audrey pasted the lighthouse logbook: " + " ".join(
+    page = "Orla pasted the lighthouse logbook: " + " ".join(
         f"day {n} the lamp was lit at dusk and the wind blew from the west." for n in range(300))
     mirror = mirror_with(memory("story", story, entry_id=1),
                          memory("page", page, entry_id=2, when="2023-05-09T10:00:00Z"))
