@@ -20,7 +20,7 @@ from ai_assistant.admin_texts import (
     persona_versions_text,
 )
 from ai_assistant.handler import ASSISTANT_TAG, is_assistant
-from ai_assistant.plumbing.settings import SettingError, Settings, validate
+from ai_assistant.plumbing.settings import GAME_WIDE_ERROR, SettingError, Settings, validate
 from ai_assistant.reports import HIDDEN_SETTINGS
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import execute_tool
@@ -370,6 +370,9 @@ class CmdAssistant(MuxCommand):
         if not Settings.known_key(key):
             self.caller.msg(f"Unknown setting '{key}'. Every key, with its range and doc: "
                             f"@assistant/config/keys {npc.key}")
+            return
+        if Settings.game_wide(key):
+            self.caller.msg(f"{npc.key}: not changed: {GAME_WIDE_ERROR.format(key=key)}.")
             return
         overrides = npc_overrides(npc)
         if raw_value.strip().lower() == RESET_WORD:

@@ -8,7 +8,9 @@ fails when the README disagrees).
 A row's type is its default's unless it says otherwise (a default of None says nothing);
 `range` is `(low, high)` for a number (inclusive) and the choices of a text; `nullable` lets
 null mean "unset"; `free_form` hands a subtree on whole (to the model client, to mem0);
-`form` names a structured value checked beyond its type ("url": an http(s) URL with a host).
+`form` names a structured value checked beyond its type ("url": an http(s) URL with a host);
+`game_wide` marks a setting that is one for the whole game (what is opened once per process,
+such as where the memories live), which `@assistant/config` will not set for one assistant.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Setting:
     nullable: bool = False
     free_form: bool = False
     form: str | None = None
+    game_wide: bool = False
 
     @property
     def kind(self):
@@ -172,7 +175,7 @@ SETTINGS = (
     Setting("reflection.max_prompt_entries", 50, range=(1, 10_000),
         doc="Entries the reflection's first prompt shows."),
     Setting("memory.enabled", True, doc="Keep a long-term memory (mem0)."),
-    Setting("memory.store", "embedded", range=("embedded", "postgres"),
+    Setting("memory.store", "embedded", range=("embedded", "postgres"), game_wide=True,
         doc="Where long-term memories live: local qdrant files, or PostgreSQL with pgvector."),
     Setting("memory.postgres_url", "",
         doc="The postgres store's database URL (hidden in game); empty: the alias below."),

@@ -29,6 +29,10 @@ from ai_assistant.plumbing.setting_values import SettingError, coerce, describe
 __all__ = ["BIG", "SETTINGS", "Setting", "SettingError"]  # re-exported for callers
 
 SETTINGS_BY_KEY = {row.key: row for row in SETTINGS}
+# Why `@assistant/config` refuses a game-wide setting for one assistant. (The memory move
+# itself builds both stores' settings as overrides, so `Settings` does not refuse them.)
+GAME_WIDE_ERROR = ("{key} is one for the whole game (opened once per game, not per assistant): "
+                   "set it in the game's settings (AI_ASSISTANT) and reload")
 
 
 def _defaults_tree(rows):
@@ -264,6 +268,13 @@ class Settings:
             Settings: A new view with these overrides on top of the current ones.
         """
         return Settings(self._tree, {**self._overrides, **(overrides or {})})
+
+    @staticmethod
+    def game_wide(dotted_key):
+        """True for a setting that is one for the whole game (`Setting.game_wide`), which
+        `@assistant/config` does not set for one assistant."""
+        row = SETTINGS_BY_KEY.get(dotted_key)
+        return bool(row and row.game_wide)
 
     @staticmethod
     def known_key(dotted_key):

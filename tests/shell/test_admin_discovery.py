@@ -51,6 +51,11 @@ class TestAdminDiscovery(WithAda, EvenniaCommandTest):
         self.call(CmdAssistant(), "/config Ada = llm.base_url http://127.0.0.1:9/v1",
                   "Ada: llm.base_url = \"http://127.0.0.1:9/v1\"")
 
+    def test_a_game_wide_setting_is_refused_per_assistant(self):
+        out = self.call(CmdAssistant(), "/config Ada = memory.store postgres")
+        assert out.startswith("Ada: not changed: memory.store is one for the whole game")
+        assert "memory.store" not in (self.npc.attributes.get("config_overrides") or {})
+
     def test_an_admins_persona_change_is_versioned_and_reverted_like_the_assistants(self):
         self.call(CmdAssistant(), "/persona Ada = You are Ada, the archivist.", "Ada: persona set")
         update_system_prompt(self.npc.assistant.ports(), "Keep answers short.", "brevity")

@@ -148,3 +148,9 @@ def test_clearing_an_emergency_stop_is_logged_only_when_one_was_active(llm_serve
     client._save_stats(stats)
     assert client.clear_emergency_stop() is True
     assert sum("emergency stop cleared" in line for line in logs) == 1
+
+
+
+def test_where_the_memories_live_is_a_game_wide_setting():
+    assert Settings.game_wide("memory.store")
+    assert not Settings.game_wide("ticks.awake") and not Settings.game_wide("no.such.key")
