@@ -166,19 +166,29 @@ def test_runs_over_different_conversations_combine_into_one():
         combine([run_of(1, True, (1, 1)), run_of(1, False, (1, 1))])
 
 
-def test_game_recall_smoke(tmp_path):
-    """Two sessions in the real shell; the question about what was just said finds it."""
+def run_on_tiny_conversation(tmp_path, results_name, *options):
+    """
+    `bench.game_recall` over two sessions of the tiny conversation, in its own process:
+    `(its results document, a check that the latest full results file was left alone)`.
+    """
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps(tiny_conversation()))
-    out = tmp_path / "game_recall.json"
-    results = ROOT / "bench" / "results" / "game_recall.json"
+    out = tmp_path / results_name
+    results = ROOT / "bench" / "results" / results_name
     before = results.read_text() if results.exists() else None
     completed = subprocess.run(
         [sys.executable, "-m", "bench.game_recall", "--data", str(data), "--out", str(out),
-         "--sessions", "2", "--conversations", "1-1", "--splits", "1-1"],
+         "--sessions", "2", *options],
         cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
-    document = json.loads(out.read_text())
+    return json.loads(out.read_text()), lambda: (
+        results.read_text() if results.exists() else None) == before
+
+
+def test_game_recall_smoke(tmp_path):
+    """Two sessions in the real shell; the question about what was just said finds it."""
+    document, results_untouched = run_on_tiny_conversation(
+        tmp_path, "game_recall.json", "--conversations", "1-1", "--splits", "1-1")
     measures = {"evidence_in_prompt", "evidence_in_prompt_pooled", "evidence_in_prompt_strict",
                 "evidence_in_prompt_strict_pooled", "tools_at_10"}
     assert set(document["overall"]) >= measures
@@ -213,22 +223,13 @@ def test_game_recall_smoke(tmp_path):
     assert document["request_tokens"]["p95"] > 300
     assert "(tool specs)" in document["tokens_by_section_mean"]
     # a smoke slice leaves the latest full results alone
-    assert (results.read_text() if results.exists() else None) == before
+    assert results_untouched()
 
 
 def test_game_recall_smoke_on_the_llm_path(tmp_path):
     """The same two sessions, listened to and slept on with the scripted paraphrasing model."""
-    data = tmp_path / "tiny.json"
-    data.write_text(json.dumps(tiny_conversation()))
-    out = tmp_path / "game_recall_llm.json"
-    results = ROOT / "bench" / "results" / "game_recall_llm.json"
-    before = results.read_text() if results.exists() else None
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.game_recall", "--data", str(data), "--out", str(out),
-         "--sessions", "2", "--consolidation", "llm"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    document = json.loads(out.read_text())
+    document, results_untouched = run_on_tiny_conversation(
+        tmp_path, "game_recall_llm.json", "--consolidation", "llm")
     assert document["what"]["consolidation"] == "llm"
     conversation = document["per_conversation"][0]
     assert conversation["sleeps_unfinished"] == 0
@@ -247,4 +248,4 @@ def test_game_recall_smoke_on_the_llm_path(tmp_path):
     assert per_sleep["total"] == round(asleep / 2, 2)
     for figures in [document["overall"], *document["per_category"].values()]:
         assert figures["evidence_in_prompt_strict"] <= figures["evidence_in_prompt"]
-    assert (results.read_text() if results.exists() else None) == before
+    assert results_untouched()
