@@ -68,12 +68,7 @@ SYNTHESIS_PREFIX = "[SYNTHESIS]"
 SYNTHESIS_TAGS = ("synthesis", "meta_learning")
 
 # The specification's default trust per source type.
-DEFAULT_SOURCE_TRUST = {
-    "direct": 0.9,
-    "observation": 0.8,
-    "inference": 0.6,
-    "environmental": 0.3,
-}
+DEFAULT_SOURCE_TRUST = provenance_model.SOURCE_TYPE_TRUST
 SOURCE_TYPES = tuple(DEFAULT_SOURCE_TRUST)
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64

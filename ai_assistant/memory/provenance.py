@@ -39,28 +39,12 @@ CHANNEL_OWN = "own"
 CHANNEL_ADMIN = "admin"
 CHANNEL_CORRECTION = "correction"
 
-# The default trust of each channel: the journal's trust per source type (direct 0.9,
-# observation 0.8, environmental 0.3), and an admin's word above everything.
-CHANNEL_TRUST = {
-    CHANNEL_TOLD: 0.9,
-    CHANNEL_WHISPERED: 0.9,
-    CHANNEL_OVERHEARD: 0.3,
-    CHANNEL_SEEN: 0.8,
-    CHANNEL_OWN: 0.8,
-    CHANNEL_ADMIN: 1.0,
-    CHANNEL_CORRECTION: 1.0,
-}
-CHANNELS = tuple(CHANNEL_TRUST)
-ADMIN_CHANNELS = (CHANNEL_ADMIN, CHANNEL_CORRECTION)
-# What the people reading the inspector see for each channel.
-CHANNEL_LABELS = {
-    CHANNEL_TOLD: "told me directly",
-    CHANNEL_WHISPERED: "whispered to me",
-    CHANNEL_OVERHEARD: "overheard",
-    CHANNEL_SEEN: "seen",
-    CHANNEL_OWN: "my own thought",
-    CHANNEL_ADMIN: "an admin's statement",
-    CHANNEL_CORRECTION: "an admin's correction",
+# The seed's default trust per journal source type (the journal's `DEFAULT_SOURCE_TRUST`).
+SOURCE_TYPE_TRUST = {
+    "direct": 0.9,
+    "observation": 0.8,
+    "inference": 0.6,
+    "environmental": 0.3,
 }
 # The journal's source type for each channel (the older flat fields stay in step).
 SOURCE_TYPE_OF_CHANNEL = {
@@ -72,8 +56,23 @@ SOURCE_TYPE_OF_CHANNEL = {
     CHANNEL_ADMIN: "direct",
     CHANNEL_CORRECTION: "direct",
 }
+ADMIN_CHANNELS = (CHANNEL_ADMIN, CHANNEL_CORRECTION)
+# The default trust of each channel: its source type's, and an admin's word above everything.
+CHANNEL_TRUST = {channel: 1.0 if channel in ADMIN_CHANNELS else SOURCE_TYPE_TRUST[source_type]
+                 for channel, source_type in SOURCE_TYPE_OF_CHANNEL.items()}
+CHANNELS = tuple(CHANNEL_TRUST)
+# What the people reading the inspector see for each channel.
+CHANNEL_LABELS = {
+    CHANNEL_TOLD: "told me directly",
+    CHANNEL_WHISPERED: "whispered to me",
+    CHANNEL_OVERHEARD: "overheard",
+    CHANNEL_SEEN: "seen",
+    CHANNEL_OWN: "my own thought",
+    CHANNEL_ADMIN: "an admin's statement",
+    CHANNEL_CORRECTION: "an admin's correction",
+}
 # The most trust the assistant's own inference carries (a reflection's ceiling).
-INFERENCE_TRUST = 0.6
+INFERENCE_TRUST = SOURCE_TYPE_TRUST["inference"]
 # The most importance a player's words may be filed with, as a share of the scale: 7 of 10,
 # what the journal's heuristic gives a plain line said to the assistant directly. The same cap
 # holds for a player's tool argument (`tools.agency`) and for the LLM's score of their line.
