@@ -249,19 +249,42 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
     return [line for _, line in chosen]
 
 
-def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
-    corpus = build_corpus(journal_entries, mirror, others)
-    tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
-    hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
+                       hidden=None):
+    """
+    Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
+    `recall`, and what `bench/recall_replay.py` replays).
+
+    Args:
+        corpus (tuple): Journal-shaped items (`build_corpus`).
+        query (RecallQuery): What to recall, for whom, how much.
+        now (datetime): The current time.
+        settings (Settings): The assistant's settings.
+        matrices (EmbeddingMatrices, optional): The corpus's vectors, kept between calls.
+        index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
+        hidden (int, optional): How many items are private to someone, if known.
+
+    Returns:
+        tuple: `(recalled, lines)`.
+    """
     wanted = settings.get("recall.embedding_weight") or settings.get("recall.diversity")
     embed = default_embed(settings) if wanted else None
     recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
-                          matrices=mirror.matrices if mirror else None,
-                          index_cache=mirror.index_cache if mirror else None,
+                          matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
                           hidden=hidden, diversity=settings.get("recall.diversity"))  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
+
+
+def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
+    corpus = build_corpus(journal_entries, mirror, others)
+    tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
+    hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+    return recall_from_corpus(corpus, query, now, settings,
+                              matrices=mirror.matrices if mirror else None,
+                              index_cache=mirror.index_cache if mirror else None,
+                              hidden=hidden)  # fmt: skip
 
 
 @defer.inlineCallbacks
