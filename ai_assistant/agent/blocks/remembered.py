@@ -17,6 +17,7 @@ from twisted.internet import defer
 
 from ai_assistant.agent.blocks.conversation import shown_history
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.recall.grouping import layout
 from ai_assistant.memory.recall.pipeline import (
     RecallQuery,
     build_corpus,
@@ -116,5 +117,6 @@ def remembered_block(ports, situation):
     lines = situation.get("recall")
     if lines is None:
         lines = _journal_lines(ports, situation)
-    # the lines are whole and the budget bounds them: the block is never cut
-    return quote_untrusted("\n".join(lines), "MEMORIES", limit=None) if lines else None
+    # the lines are whole and the budget bounds them: the block is never cut; each day and
+    # each speaker within it is named once (`recall.grouping`)
+    return quote_untrusted(layout(lines), "MEMORIES", limit=None) if lines else None

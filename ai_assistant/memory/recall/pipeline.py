@@ -45,6 +45,7 @@ from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
+from ai_assistant.memory.recall.grouping import GroupedCost
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
@@ -233,12 +234,15 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
     Returns:
         list[str]: Dated lines, oldest first.
     """
-    chosen, used = [], 0
+    chosen, used, block = [], 0, GroupedCost(count)
     for found in recalled:
         line = recall_line(found.item)
-        cost = count(line) + 1
-        if too_long(cost, max_line_tokens) or (budget and used + cost > budget):
+        if too_long(count(line) + 1, max_line_tokens):
+            continue
+        cost = block.cost(line)  # what it adds to the block laid out by day and speaker
+        if budget and used + cost > budget:
             continue  # a shorter line further down may still fit
+        block.take(line)
         chosen.append((found.item, line))
         used += cost
         if len(chosen) >= limit:

@@ -19,6 +19,7 @@ from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm import mirror as recall_mirror
 from ai_assistant.memory.longterm.mirror import MemoryMirror, ensure_loaded, mirror_of
 from ai_assistant.memory.recall import pipeline
+from ai_assistant.memory.recall.grouping import layout
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import memory_item, recall_line
 from ai_assistant.memory.recall.long_term import search_long_term
@@ -123,7 +124,7 @@ def test_the_lines_fit_the_token_budget_best_first_then_in_time_order():
     query = RecallQuery(text="harbour lantern red", limit=20, budget=60)
     recalled = rank_items(corpus, query, now=NOW, params=PARAMS)
     lines = pipeline.select_lines(recalled, query.budget, query.limit)
-    assert lines and sum(count_tokens(line) + 1 for line in lines) <= 60
+    assert lines and count_tokens(layout(lines)) <= 60  # the block as the prompt lays it out
     assert len(lines) < 20  # the budget, not a fixed number of slots, decided
     best = pipeline.recall_line(recalled[0].item)
     assert best in lines
