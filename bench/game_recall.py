@@ -477,11 +477,14 @@ def ask(game, question, capture, evidence, kept=None):
     if kept is not None:
         from ai_assistant.agent.blocks.remembered import recall_query
 
-        kept.append({"question": question["question"],
-                     "category": CATEGORIES[question["category"]],
-                     "evidence": list(dict.fromkeys(str(dia) for dia in question["evidence"])),
-                     "query": recall_query(*cycle.calls[0]),
-                     "request": copy.deepcopy(request)})  # fmt: skip
+        kept["questions"].append({
+            "question": question["question"], "category": CATEGORIES[question["category"]],
+            "evidence": list(dict.fromkeys(str(dia) for dia in question["evidence"])),
+            "query": recall_query(*cycle.calls[0]), "request": copy.deepcopy(request),
+            # the lines the journal gained since the last sleep (the question's own): the
+            # corpus the prompt's recall ranked held them too
+            "journal_added": [copy.deepcopy(entry) for entry in game.journal_entries()
+                              if entry["id"] not in kept["journal_ids"]]})  # fmt: skip
     text = request_text(request)
     wanted = list(dict.fromkeys(str(dia) for dia in question["evidence"]))
     shown = {dia: evidence.in_text(dia, text) for dia in wanted}
@@ -543,7 +546,10 @@ def run_conversation(sample, number, limits, log):
     # a slice of the sessions asks only the questions about what was said
     asked = [q for q in questions(sample) if set(map(str, q["evidence"])) <= said
              or not limits.sessions][: limits.questions or None]  # fmt: skip
-    kept = [] if getattr(limits, "save_states", None) else None
+    kept = None
+    if getattr(limits, "save_states", None):
+        kept = {"journal_ids": {entry["id"] for entry in game.journal_entries()},
+                "questions": []}  # fmt: skip
     for question in asked:
         restore(game.ports, saved)
         figures.append({"conversation": sample.get("sample_id"), "number": number,
@@ -591,14 +597,15 @@ def save_recall_state(folder, game, number, evidence, kept, saved):
     ports = game.ports
     restore(ports, saved)
     mirror = settle(loaded_mirror(ports))
-    corpus = build_corpus(get_journal(ports)["entries"], mirror,
-                          tier_items(load_nodes(ports), get_profiles(ports)))  # fmt: skip
+    others = tier_items(load_nodes(ports), get_profiles(ports))
+    corpus = build_corpus(get_journal(ports)["entries"], mirror)
     save_state(folder, {"number": number, "now": ports.clock.now(),
                         "settings": ports.settings, "corpus": copy.deepcopy(corpus),
-                        "hidden": _hidden(corpus),
+                        "others": copy.deepcopy(tuple(others)),
+                        "hidden": _hidden(corpus + tuple(others)),
                         "evidence": {"texts": evidence.texts,
                                      "memory_texts": evidence.memory_texts},
-                        "questions": kept})  # fmt: skip
+                        "questions": kept["questions"]})  # fmt: skip
 
 
 # what the model is asked while listening, not sleeping (one ReAct turn per line heard)

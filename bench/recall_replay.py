@@ -108,7 +108,10 @@ def replay_conversation(state, overrides=None):
         query = type(query)(**{**query.__dict__,
                                "limit": settings.get("recall.prompt_items"),
                                "budget": settings.get("recall.budget_tokens")})  # fmt: skip
-        _, lines = recall_from_corpus(state["corpus"], query, state["now"], settings,
+        # as the pipeline builds it: memories, the journal (with the question), other tiers
+        corpus = (state["corpus"] + tuple(asked.get("journal_added") or ())
+                  + tuple(state.get("others") or ()))
+        _, lines = recall_from_corpus(corpus, query, state["now"], settings,
                                       matrices=matrices, hidden=state["hidden"])  # fmt: skip
         block = remembered_block(None, {"recall": lines})
         request = with_block(asked["request"], block)
