@@ -279,6 +279,31 @@ def test_what_sleep_consolidates_is_recalled_after_the_journal_forgot_it():
     assert block.startswith("<<<BEGIN MEMORIES>>>") and "Brindle" in block
 
 
+def test_what_the_notes_on_people_show_is_not_recalled_again():
+    from ai_assistant.agent.blocks.people import entity_context_block
+    from ai_assistant.memory.entities import People
+
+    ports = make_ports(overrides={"recall.embedding_weight": 0.0,
+                                  "entities.context_observations": 1})  # the latest only
+    ports.clock.current = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    for said in ("I adopted a puppy named Brindle.", "Brindle chews every boot in the house."):
+        Journal(ports).add(f"Wenna said to me: \"{said}\"", source_type="direct",
+                          source_entity="Wenna", tags=["heard"])
+        People(ports).observe("#12", "Wenna", said)
+    ports.clock.current = NOW
+    situation = {"events": [{"text": "What is my puppy Brindle like?", "sender": "Wenna",
+                             "sender_id": "#12"}],
+                 "interlocutor": {"id": "#12", "name": "Wenna"}, "history": []}  # fmt: skip
+    notes = entity_context_block(ports, situation)
+    assert "recently: Brindle chews every boot" in notes
+    # both lines match; the one the notes show as Wenna's recent words is there already
+    lines = result_of(recall_lines(ports, situation))
+    assert lines == ["- [8 May 2023] Wenna said to me: \"I adopted a puppy named Brindle.\""]
+    without_notes = ports.settings.with_overrides({"entities.context_observations": 0})
+    ports.settings = without_notes
+    assert len(result_of(recall_lines(ports, situation))) == 2
+
+
 def test_the_ranking_runs_in_the_worker_pool_not_on_the_reactor(monkeypatch):
     ports = make_ports(semantic=ListingStore([memory("m1", "Wenna keeps bees.", entry_id=1)]))
     handed = []
