@@ -98,9 +98,14 @@ def replay_conversation(state, overrides=None):
     from ai_assistant.agent.blocks.remembered import remembered_block
     from ai_assistant.memory.recall.pipeline import recall_from_corpus
     from ai_assistant.memory.search.dense import EmbeddingMatrices
+    from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
     from ai_assistant.plumbing.tokens import count_tokens
 
-    settings = state["settings"].with_overrides(overrides or {})
+    # the saved settings over today's defaults: a setting added since the state was saved
+    # reads its default, not None
+    saved = state["settings"]
+    settings = Settings(deep_merge(DEFAULTS, saved._tree),
+                        {**saved._overrides, **(overrides or {})})
     matrices = EmbeddingMatrices()
     figures = []
     for asked in state["questions"]:
