@@ -21,11 +21,12 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
    repeats one above it moves down, so a question about several things gets lines about each
    (`recall.diversity`).
 6. **Budget.** Best first, whole lines are taken while they fit `recall.budget_tokens`, then
-   shown oldest first, each with its date (`lines.recall_line`). A line is never cut: the budget
-   is kept by choosing fewer lines. One longer than `recall.max_line_tokens` (a pasted page) is
-   left out of the prompt (`too_long`): it would crowd out a dozen facts in every prompt one of
-   its words matches, and cut to fit, half of it would read as the whole. It stays findable by
-   the lookup tools, which show it whole.
+   shown oldest first, each with its date (`lines.recall_line`), the block grouped by day and
+   speaker (`grouping`: the budget counts what a line adds to that layout). A line is never
+   cut: the budget is kept by choosing fewer lines. One longer than `recall.max_line_tokens`
+   (a pasted page) is left out of the prompt (`too_long`): it would crowd out a dozen facts in
+   every prompt one of its words matches, and cut to fit, half of it would read as the whole.
+   It stays findable by the lookup tools, which show it whole.
 
 Everything but reading the journal and the mirror's snapshot runs in the worker pool
 (`rank_items` and `select_lines` are blocking; `recall` hands them to `run_cpu_bound`).
