@@ -46,17 +46,19 @@ class Arrivals:
     """The scripted model: answers every ReAct request at once and notes when each arrived."""
 
     def __init__(self):
-        self.times = []
-
-    def __call__(self, request):
         from scripted_llm import Reply
 
         from bench.llm_economy import respond
 
+        # imported now: a first request must not time this process's own imports
+        self.reply, self.respond = Reply, respond
+        self.times = []
+
+    def __call__(self, request):
         if request.get("tools"):
             self.times.append(time.perf_counter())
-            return Reply.tool("say", {"message": "At your service."})
-        return respond(request)
+            return self.reply.tool("say", {"message": "At your service."})
+        return self.respond(request)
 
 
 def timed_line(client, arrivals, text):

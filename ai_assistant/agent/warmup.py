@@ -56,12 +56,34 @@ def _load_models(settings):
     return True
 
 
-def _open_client(llm):
-    """Import the turn's code and build the model client (its `sdk`), where the port has one."""
+def _prepare_turn_code(modules=()):
+    """
+    Import the turn's code and what its first tick imports (`modules`: the shell's, named by
+    the shell), and check every tool's argument schema once (`Tool.validator`: a first call
+    of each tool would check it on the reactor).
+    """
+    import importlib
+
     import ai_assistant.agent.awake  # noqa: F401  (imported off the reactor, once)
     import ai_assistant.agent.react  # noqa: F401
+    from ai_assistant.tools.catalogue import load_all_tools
 
-    return getattr(llm, "sdk", None) is not None
+    for name in modules:
+        importlib.import_module(name)
+    for tool in load_all_tools().all():
+        tool.validator()
+
+
+def _open_client(llm):
+    """
+    Build the model client (its `sdk`), where the port has one, and read its chat resources:
+    the SDK imports and builds them at a client's first request (`client.chat`).
+    """
+    sdk = getattr(llm, "sdk", None)
+    if sdk is None:
+        return False
+    sdk.chat.completions  # noqa: B018  (a lazy attribute: read for what it loads)
+    return True
 
 
 def _recall(ports):
@@ -71,17 +93,20 @@ def _recall(ports):
     return recall(ports, query).addCallback(lambda result: True)
 
 
-def warm_up_process(settings):
+def warm_up_process(settings, modules=()):
     """
     Start the process-wide part of the warm-up at once (the code a turn runs, the model client's
-    library, the tokenizer and the embedder), before any assistant is loaded: the shell calls it
-    when its typeclasses are imported, early in a server start. Only the first call does work.
+    library and a rehearsal of its first request, the tools' schemas, the tokenizer and the
+    embedder), before any assistant is loaded: the shell calls it when its typeclasses are
+    imported, early in a server start. Only the first call does work.
 
     Until it is over, `after_process_warm_up` holds back the work a reply does not need (the
     long-term store's opening), so that it does not compete with it for the interpreter.
 
     Args:
         settings (Settings): The game-wide settings.
+        modules (iterable of str): Modules the shell's tick imports on first use (imported
+            here instead, off the reactor).
 
     Returns:
         Deferred or None: Fires when the models are loaded (None after the first call).
@@ -90,12 +115,13 @@ def warm_up_process(settings):
         return None
     _started.append(True)
     threads.configure(settings)  # the pools start now: at the game's sizes
-    client = threads.run_blocking(_import_client_library).addErrback(lambda failure: None)
+    client = threads.run_blocking(_import_client_library, tuple(modules))
+    client.addErrback(lambda failure: None)
     models = threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
     return defer.gatherResults([client, models]).addCallback(_process_warmed)
 
 
-def _import_client_library():
+def _import_client_library(modules=()):
     import importlib.util
 
     # openai looks at `sys.modules["httpx"]` (the legacy HTTP library, when another library
@@ -106,10 +132,14 @@ def _import_client_library():
         import httpx  # noqa: F401
     import openai  # noqa: F401  (what the first request imports, imported ahead)
 
+    from ai_assistant.plumbing.llm import rehearse_completion
     from ai_assistant.plumbing.llm_resilience import http_logger_names
+    from ai_assistant.tools.catalogue import load_all_tools
 
     http_logger_names()  # what the first client quiets (cached)
-    _open_client(None)
+    _prepare_turn_code(modules)
+    # the SDK's first request, answered in this process (the request's shape: the tools too)
+    rehearse_completion([tool.spec() for tool in load_all_tools().all()])
 
 
 def _process_warmed(results):

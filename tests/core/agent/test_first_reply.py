@@ -3,6 +3,9 @@ A first reply as fast as a warm one (issue 34): what a reply needs is made ready
 background (`agent.warmup`), and the "thinking" emote counts from when the line was heard.
 """
 
+import json
+import sys
+
 import pytest
 import support
 from scripted_llm import FakeWorld, sync_runner
@@ -220,3 +223,68 @@ def test_the_client_library_is_imported_whole_before_openai():
     assert "openai" in sys.modules
     if importlib.util.find_spec("httpx") is not None:
         assert hasattr(sys.modules["httpx"], "URL")
+
+
+def test_the_warm_up_writes_nothing_and_asks_no_model(llm_server, llm_config):
+    """A warm-up reads what a reply reads and runs the SDK's first request in-process: the
+    assistant's state is left as it was, and the model server hears nothing."""
+    store = ListingStore()
+    llm = LLMClient(llm_config, runner=sync_runner, clock=task.Clock())
+    ports = support.make_ports(llm=llm, semantic=store)
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
+                      source_entity="Bob")
+    saves, before = ports.state.saves, json.dumps(ports.state.data, sort_keys=True,
+                                                   default=str)
+    warmup._import_client_library(())
+    done = support.result_of(warmup.warm_up(ports, cpu_runner=sync_runner,
+                                            io_runner=sync_runner))
+    assert done == {"models": True, "client": True, "recall": True}
+    assert llm_server.requests == []
+    assert ports.state.saves == saves
+    assert json.dumps(ports.state.data, sort_keys=True, default=str) == before
+    # the client's chat resources, which its first request would load, are read already
+    assert "chat" in vars(llm.sdk) and "completions" in vars(llm.sdk.chat)
+
+
+def test_the_process_warm_up_imports_the_tick_modules_and_checks_every_tool_schema(
+        tmp_path, monkeypatch):
+    from ai_assistant.tools.catalogue import load_all_tools
+    from ai_assistant.tools.registry import REGISTRY
+
+    (tmp_path / "tick_module_probe.py").write_text("IMPORTED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tick_module_probe", raising=False)
+    for tool in load_all_tools().all():
+        vars(tool).pop("_validator", None)
+    warmup._prepare_turn_code(("tick_module_probe",))
+    assert sys.modules["tick_module_probe"].IMPORTED
+    tools = load_all_tools().all()  # what a cycle loads: the same tools, checked already
+    assert tools and all("_validator" in vars(tool) for tool in tools)
+    assert tools == REGISTRY.all()
+
+
+def test_the_sdk_rehearsal_is_answered_in_process_and_logs_no_request(caplog):
+    """The rehearsal of the SDK's first request: parsed like a real reply, sent nowhere, and
+    never a request line in the log, even with `llm.log_requests` on."""
+    import logging
+
+    from ai_assistant.plumbing.llm import REHEARSAL_URL, rehearse_completion
+    from ai_assistant.plumbing.llm_resilience import http_logger_names, quiet_http_logs
+    from ai_assistant.tools.registry import REGISTRY
+
+    assert ".invalid/" in REHEARSAL_URL  # a reserved name: nothing could answer it
+    quiet_http_logs(verbose=True)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            reply = rehearse_completion([REGISTRY.get("say").spec()])
+            rehearsal_lines = [record for record in caplog.records
+                               if record.name.split(".")[0] in http_logger_names()]
+            logging.getLogger("httpx2").info("after the rehearsal")
+    finally:
+        quiet_http_logs(verbose=False)
+    assert [(call.name, call.arguments) for call in reply.tool_calls] == [
+        ("say", '{"message": "Hello."}')]
+    assert (reply.prompt_tokens, reply.completion_tokens) == (12, 5)
+    assert rehearsal_lines == []
+    # the loggers are left as they were: only the rehearsal's own lines were dropped
+    assert caplog.records[-1].getMessage() == "after the rehearsal"
