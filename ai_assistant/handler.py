@@ -50,10 +50,6 @@ from ai_assistant.workspace.session_memory import SessionMemory
 SCRIPT_KEY = "ai_assistant"
 ASSISTANT_TAG = ("ai_assistant", "ai_assistant")
 TOOL_CMDSET_KEY = "AssistantToolCmdSet"
-# What an awake tick imports on first use (`_awake_tick`): the process warm-up imports them
-# ahead, off the reactor (`agent.warmup.warm_up_process`)
-TICK_MODULES = ("ai_assistant.agent.awake", "ai_assistant.sleep.compaction",
-                "ai_assistant.agent.react")
 
 
 def is_assistant(obj):
@@ -500,7 +496,8 @@ class AssistantHandler:
             return None
         if not PerceptionQueue(ports).waiting():
             return None
-        from ai_assistant.agent.awake import run_awake_tick  # (all of TICK_MODULES)
+        # (each one of server_warm_up.TICK_MODULES: the warm-up imports them ahead)
+        from ai_assistant.agent.awake import run_awake_tick
         from ai_assistant.sleep.compaction import compact_if_emergency
 
         return run_awake_tick(

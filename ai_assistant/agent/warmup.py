@@ -27,13 +27,15 @@ a game of 100 assistants never queues 100 jobs ahead of a player's recall.
 """
 
 import dataclasses
+import functools
+import os
+import threading
 import time
 
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks.remembered import recall_query
 from ai_assistant.memory.recall.pipeline import recall
-from ai_assistant.plumbing import threads
 
 # What the warm-up recalls for: common words, so that the index and every tier are touched.
 WARM_QUERY = "hello, how are you today?"
@@ -42,6 +44,8 @@ _busy = []
 _started = []  # the process-wide warm-up was started
 _finished = []  # ... and is over
 _held = []  # Deferreds of the work `after_process_warm_up` holds until then
+_early = []  # the Event of the process-wide warm-up started before the reactor (`start_early`)
+_watched = []  # the Deferred that fires when that thread is done (`_watch_early`)
 
 
 def _load_models(settings):
@@ -98,7 +102,8 @@ def warm_up_process(settings, modules=()):
     Start the process-wide part of the warm-up at once (the code a turn runs, the model client's
     library and a rehearsal of its first request, the tools' schemas, the tokenizer and the
     embedder), before any assistant is loaded: the shell calls it when its typeclasses are
-    imported, early in a server start. Only the first call does work.
+    imported, early in a server start. Only the first call does work; when `start_early`
+    started it already, this only sizes the pools and follows that thread.
 
     Until it is over, `after_process_warm_up` holds back the work a reply does not need (the
     long-term store's opening), so that it does not compete with it for the interpreter.
@@ -111,6 +116,11 @@ def warm_up_process(settings, modules=()):
     Returns:
         Deferred or None: Fires when the models are loaded (None after the first call).
     """
+    from ai_assistant.plumbing import threads
+
+    if _early:
+        threads.configure(settings)
+        return None if _watched else _watch_early()
     if _started:
         return None
     _started.append(True)
@@ -119,6 +129,84 @@ def warm_up_process(settings, modules=()):
     client.addErrback(lambda failure: None)
     models = threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
     return defer.gatherResults([client, models]).addCallback(_process_warmed)
+
+
+def start_early(settings, modules=(), log=None):
+    """
+    Start the process-wide part of the warm-up in a plain daemon thread, before the reactor
+    exists: for the shell's earliest hook in the Server process (the inspector app's
+    `ready()`, while Django and Evennia are still starting, seconds before the typeclasses are
+    imported). The thread imports no reactor and touches no state; `warm_up_process`, called
+    later, follows it instead of starting the work again.
+
+    Args:
+        settings (Settings): The game-wide settings.
+        modules (iterable of str): As for `warm_up_process`.
+        log (callable, optional): `log(message)`, for a failure (the replies then do the
+            work themselves) and the time it took.
+
+    Returns:
+        threading.Thread or None: The thread (None when the warm-up was started already).
+    """
+    if _started:
+        return None
+    _started.append(True)
+    done = threading.Event()
+    _early.append(done)
+    log = log or (lambda message: None)
+
+    def work():
+        started = time.monotonic()
+        try:
+            _import_client_library(tuple(modules))
+            _load_models(settings)
+            log(f"process warm-up done in {time.monotonic() - started:.1f} s (started early)")
+        except Exception as err:  # noqa: BLE001 - a warm-up failure only costs the first reply
+            log(f"process warm-up failed, the first reply will load what it needs: {err!r}")
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=work, name="ai_assistant-warm-up", daemon=True)
+    thread.start()
+    os.register_at_fork(before=functools.partial(_finish_before_fork, thread, log))
+    return thread
+
+
+# How long a fork waits for the early thread (its work is bounded - imports, local files, an
+# in-process request - but a start must not hang on it for ever).
+FORK_WAIT_SECONDS = 120.0
+
+
+def _finish_before_fork(thread, log):
+    """
+    Before this process forks, let the early thread finish: a forked child has none of the
+    parent's threads, so work cut off mid-way would leave the child half an import and the
+    locks that thread held (a module's import lock, the tokenizer's) held for ever. twistd
+    forks this way when it daemonizes the Server, right after loading it: the child then
+    starts with everything warmed, and the wait overlaps nothing but what was left of it.
+    """
+    if not thread.is_alive():
+        return
+    started = time.monotonic()
+    thread.join(FORK_WAIT_SECONDS)
+    if thread.is_alive():
+        log(f"process warm-up still running after {FORK_WAIT_SECONDS:.0f} s when the process "
+            "forks: forking anyway (the forked process may find it half done)")
+    else:
+        log(f"the process fork waited {time.monotonic() - started:.1f} s for the warm-up")
+
+
+def _watch_early():
+    """A Deferred that fires, on the reactor, when the early thread is done (waited for in
+    the waiting pool), and then releases what `after_process_warm_up` holds."""
+    from ai_assistant.plumbing import threads
+
+    if not _watched:
+        watched = threads.run_blocking(_early[0].wait).addCallback(
+            lambda _: _process_warmed([None, True]))
+        _watched.append(watched)
+        return watched
+    return None
 
 
 def _import_client_library(modules=()):
@@ -163,10 +251,13 @@ def after_process_warm_up(func, *args, **kwargs):
     """
     from twisted.internet import reactor
 
-    if not _started or _finished or not reactor.running:
+    over = _finished or (_early and _early[0].is_set())
+    if not _started or over or not reactor.running:
         return defer.maybeDeferred(func, *args, **kwargs)
     waiter = defer.Deferred()
     _held.append(waiter)
+    if _early:
+        _watch_early()  # the thread started early: something must release the waiter
     return waiter.addCallback(lambda _: func(*args, **kwargs))
 
 
@@ -196,6 +287,8 @@ def warm_up(ports, *, cpu_runner=None, io_runner=None):
 
     def _noted(value, name):
         results[name] = value
+
+    from ai_assistant.plumbing import threads  # (imports the reactor: not at module level)
 
     # what a reply cannot do without comes first; the long-term store (a reply does not wait
     # for it) only then, so that its opening never competes with them for the interpreter

@@ -4,7 +4,9 @@ background (`agent.warmup`), and the "thinking" emote counts from when the line 
 """
 
 import json
+import os
 import sys
+import time
 
 import pytest
 import support
@@ -288,3 +290,89 @@ def test_the_sdk_rehearsal_is_answered_in_process_and_logs_no_request(caplog):
     assert rehearsal_lines == []
     # the loggers are left as they were: only the rehearsal's own lines were dropped
     assert caplog.records[-1].getMessage() == "after the rehearsal"
+
+
+@pytest.fixture
+def fresh_process_warm_up(monkeypatch):
+    """The process-wide warm-up's bookkeeping, as in a process that has not started it."""
+    for name in ("_started", "_finished", "_held", "_early", "_watched"):
+        monkeypatch.setattr(warmup, name, [])
+
+
+def test_the_early_warm_up_runs_in_its_own_thread_and_the_later_start_follows_it(
+        monkeypatch, fresh_process_warm_up):
+    """Started before the reactor exists (the inspector app's `ready()`), in a plain thread;
+    the typeclasses' later call only follows it, and the store waits for it as before."""
+    import threading
+
+    from twisted.internet import reactor
+
+    from ai_assistant.plumbing import threads
+    from ai_assistant.plumbing.settings import Settings
+
+    gate, ran, lines = threading.Event(), [], []
+    monkeypatch.setattr(warmup, "_import_client_library",
+                        lambda modules: ran.append((threading.current_thread().name, modules)))
+    monkeypatch.setattr(warmup, "_load_models", lambda settings: gate.wait(5) and ran.append(
+        "models"))
+    thread = warmup.start_early(Settings(), ("some.module",), log=lines.append)
+    assert warmup.start_early(Settings(), ()) is None  # once per process
+    # the later start sizes the pools and follows the thread (waited for in the waiting pool)
+    followed = []
+    monkeypatch.setattr(reactor, "running", True)
+    monkeypatch.setattr(threads, "configure", lambda settings: followed.append("configure"))
+    monkeypatch.setattr(threads, "run_blocking",
+                        lambda func, *args: followed.append(func) or defer.Deferred())
+    process = warmup.warm_up_process(Settings(), modules=("ignored",))
+    assert followed[0] == "configure" and followed[1] == warmup._early[0].wait
+    held = warmup.after_process_warm_up(lambda: "store opened")
+    assert not held.called
+    gate.set()
+    thread.join(5)
+    assert ran == [("ai_assistant-warm-up", ("some.module",)), "models"]
+    assert lines and "warm-up done" in lines[0]
+    # the pool's wait returns; on the reactor, what was held goes on
+    process.callback(None)
+    assert support.result_of(held) == "store opened" and warmup._finished
+    assert warmup.warm_up_process(Settings()) is None
+
+
+def test_a_failed_early_warm_up_is_logged_and_holds_nothing(monkeypatch, fresh_process_warm_up):
+    from twisted.internet import reactor
+
+    from ai_assistant.plumbing.settings import Settings
+
+    def broken(modules):
+        raise ImportError("no openai here")
+
+    lines = []
+    monkeypatch.setattr(warmup, "_import_client_library", broken)
+    warmup.start_early(Settings(), (), log=lines.append).join(5)
+    assert "failed" in lines[0] and "no openai here" in lines[0]
+    monkeypatch.setattr(reactor, "running", True)
+    # its thread is over: the store's opening does not wait, even before the reactor noticed
+    assert support.result_of(warmup.after_process_warm_up(lambda: "at once")) == "at once"
+
+
+def test_a_process_that_forks_waits_for_the_early_warm_up_first(monkeypatch,
+                                                                  fresh_process_warm_up):
+    """twistd daemonizes the Server (a fork) right after loading it: the child has none of the
+    parent's threads, so the warm-up must be over by then, or the child would inherit it half
+    done, with its locks held."""
+    import warnings
+
+    from ai_assistant.plumbing.settings import Settings
+
+    monkeypatch.setattr(warmup, "_import_client_library", lambda modules: time.sleep(0.3))
+    monkeypatch.setattr(warmup, "_load_models", lambda settings: None)
+    lines = []
+    thread = warmup.start_early(Settings(), (), log=lines.append)
+    assert thread.is_alive()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "multi-threaded process forks": other tests' pools
+        child = os.fork()
+        if child == 0:  # the child: the warm-up is over and its thread gone
+            os._exit(0 if warmup._early[0].is_set() and not thread.is_alive() else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert any("fork waited" in line for line in lines)
