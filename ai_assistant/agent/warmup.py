@@ -16,6 +16,15 @@ does not wait for it (`RecallQuery.wait_for_store`): it recalls from the journal
 the profiles. Nothing is written: the recall only reads, and its caches are the ones the next
 real recall uses. A mechanical assistant (no model) makes no reply, so it warms nothing.
 
+The process-wide part (`warm_up_process`) also does what only a first request used to: the
+model client's SDK builds its chat resources and their response models at a client's first
+request, so one request is rehearsed through it, answered inside the process
+(`llm.rehearse_completion`: nothing is sent, nothing logged as a request); the modules the
+shell's tick imports on first use are imported, and every tool's argument schema is checked.
+The shell may start it earlier still, in a plain thread before the reactor exists
+(`start_early`, from the inspector app's `ready()`): the typeclasses' call then only follows it,
+and a fork of the process (twistd daemonizing the Server) waits for it to be over.
+
 What a reply does not wait for is not let compete with what it does: the long-term store's
 opening (mostly importing mem0, ~0.7 s of CPU) waits for the process-wide warm-up
 (`after_process_warm_up`), and the libraries the model client peeks at are imported whole in
