@@ -17,9 +17,10 @@ start:
    request reaches the model server is the part spent before the model is asked.
 
 Each reload is timed too (the command to the server saying it is back): a warm-up that made
-the start itself longer would show there, not in the first reply. Then `--warm` more lines (each after the speaker's cooldown; a reload needs no wait, as the
-cooldown lives in the Server process) give the warm reply. Targets
-(issue 34): median first reply <= 1.5 s and <= 2x the warm median.
+the start itself longer would show there, not in the first reply. Then `--warm` more lines
+(each after the speaker's cooldown; a reload needs no wait, as the cooldown lives in the
+Server process) give the warm reply. Targets (issue 34): median first reply <= 1.5 s and
+<= 2x the warm median.
 
 Results go to `bench/results/first_reply.json`.
 """

@@ -376,3 +376,24 @@ def test_a_process_that_forks_waits_for_the_early_warm_up_first(monkeypatch,
     _, status = os.waitpid(child, 0)
     assert os.WEXITSTATUS(status) == 0
     assert any("fork waited" in line for line in lines)
+
+
+def test_the_early_warm_up_installs_no_reactor():
+    """Started before twistd runs the reactor (perhaps before it installs one): the thread's
+    real work - the imports, the SDK's rehearsal, the models - must not import the reactor,
+    which would install the default one behind twistd's back. In a fresh interpreter."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from ai_assistant.agent import warmup\n"
+        "from ai_assistant.plumbing.settings import Settings\n"
+        "lines = []\n"
+        "warmup.start_early(Settings(), ('ai_assistant.agent.awake',), log=lines.append).join()\n"
+        "assert 'started early' in lines[0], lines\n"
+        "assert 'openai' in sys.modules and 'ai_assistant.agent.react' in sys.modules\n"
+        "assert 'twisted.internet.reactor' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
