@@ -157,11 +157,24 @@ class AttributeState:
                 cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
                 for name in sorted(dirty or ()):
                     owner.attributes.add(name, cache[name])
+                    if documents.heavy(name):
+                        _forget_cached_attribute(owner, name)
                 if dirty:
                     written.append(dirty)
         for dirty in written:
             dirty.clear()
         self.durability().flushed()
+
+
+def _forget_cached_attribute(owner, name):
+    """
+    Drop the Attribute `name` from Evennia's cache of `owner`'s Attributes.
+
+    Evennia's handler keeps every Attribute it wrote, and with it the value as written (its
+    `to_pickle` copy): for a heavy document, a second copy held for the life of the process,
+    whether or not the assistant is resident. A later read through Evennia queries it again.
+    """
+    owner.attributes.backend._delete_cache(name, None)
 
 
 # What Evennia's serializer stores in place of a database object or a session inside a value.
