@@ -78,11 +78,23 @@ def rehearse_completion(tools=()):
     }
     if tools:
         request["tools"] = list(tools)
+    _load_default_transport(openai)
     with _unlogged(http_logger_names()):
         try:
             return parse_completion(sdk.chat.completions.create(**request), request)
         finally:
             sdk.close()
+
+
+def _load_default_transport(openai):
+    """
+    Build and close one client with the SDK's default transport: the rehearsal's in-process
+    transport leaves out what a real client imports when it is built (the HTTP library's
+    connection pool, `httpcore2` in later SDKs: ~0.3 s of imports), which each assistant's
+    first client would otherwise import after a start, beside a first reply. Nothing connects:
+    a connection is only opened by a request.
+    """
+    openai.DefaultHttpxClient().close()
 
 
 def _http_library(openai):

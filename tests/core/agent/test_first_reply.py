@@ -290,6 +290,29 @@ def test_the_sdk_rehearsal_is_answered_in_process_and_logs_no_request(caplog):
     assert caplog.records[-1].getMessage() == "after the rehearsal"
 
 
+def test_after_the_rehearsal_a_real_client_imports_nothing_more():
+    """The rehearsal's in-process transport must not leave out the default transport's imports
+    (the HTTP library's connection pool): an assistant's first client, built beside a first
+    reply after a start, would import them then. A fresh interpreter: the imports are real."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        import httpx, openai
+        from ai_assistant.plumbing.llm_rehearsal import rehearse_completion
+        rehearse_completion()
+        before = set(sys.modules)
+        client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0)
+        client.close()
+        print(sorted(set(sys.modules) - before))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
 @pytest.fixture
 def fresh_process_warm_up(monkeypatch):
     """The process-wide warm-up's bookkeeping, as in a process that has not started it."""
