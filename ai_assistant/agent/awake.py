@@ -34,6 +34,7 @@ from ai_assistant.memory.conversation import Conversation
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.perception_queue import PerceptionQueue
+from ai_assistant.plumbing import reply_priority
 from ai_assistant.plumbing.llm_resilience import with_deadline
 from ai_assistant.workspace.loop_state import LoopState
 
@@ -382,11 +383,14 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
     }
     # the "thinking" emote counts from when the line was heard, whatever phase the turn is in
     thinking = _think_visibly(ports, world, addressed or their_events, call_later)
+    # background work not yet started (assistants' warm-ups) waits until the reply is over
+    reply_priority.reply_started()
     try:
         situation["recall"] = yield _relevant_memories(ports, situation)
         result = yield run_cycle(dataclasses.replace(ports, world=world, llm=llm), situation,
                                  cache=cache)
     finally:
+        reply_priority.reply_finished()
         for call in (thinking, overdue):
             if call is not None and call.active():
                 call.cancel()

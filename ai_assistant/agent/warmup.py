@@ -32,7 +32,10 @@ one thread before any other can build a client.
 
 The shell calls it for every assistant when its script starts (`AssistantScript.at_server_start`
 at every start and reload); `warm_up_in_turn` keeps at most one assistant warming at a time, so
-a game of 100 assistants never queues 100 jobs ahead of a player's recall.
+a game of 100 assistants never queues 100 jobs ahead of a player's recall. A player's reply
+goes first (`plumbing.reply_priority`): while one is in flight, no assistant's warm-up starts
+and none goes on to its recall (opening the store, reading its memories), which would compete
+with the reply for the interpreter; they go on when it is over.
 """
 
 import dataclasses
@@ -45,6 +48,7 @@ from twisted.internet import defer
 
 from ai_assistant.agent.blocks.remembered import recall_query
 from ai_assistant.memory.recall.pipeline import recall
+from ai_assistant.plumbing import reply_priority
 
 # What the warm-up recalls for: common words, so that the index and every tier are touched.
 WARM_QUERY = "hello, how are you today?"
@@ -304,7 +308,8 @@ def warm_up(ports, *, cpu_runner=None, io_runner=None):
     for name, deferred in zip(("models", "client"), first, strict=True):
         deferred.addErrback(_failed, name).addCallback(_noted, name)
     done = defer.gatherResults(first, consumeErrors=True)
-    done.addCallback(lambda _: defer.maybeDeferred(_recall, ports))
+    # the recall opens the store and reads its memories: background work, not beside a reply
+    done.addCallback(lambda _: reply_priority.when_no_reply(_recall, ports))
     done.addErrback(_failed, "recall").addCallback(_noted, "recall")
 
     def _warmed(_):
@@ -340,4 +345,5 @@ def _next():
         waiter.callback(result)
         _next()
 
-    warm_up(ports).addCallback(_done)
+    # the next assistant's warm-up starts only while no player's reply is in flight
+    reply_priority.when_no_reply(warm_up, ports).addCallback(_done)

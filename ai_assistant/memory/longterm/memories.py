@@ -54,6 +54,11 @@ class Memories:
         return self._ports.semantic is not None
 
     @property
+    def mirror_loaded(self):
+        """True once the store's memories are read into the recall mirror (`recall_mirror`)."""
+        return recall_mirror.mirror_of(self._ports).loaded
+
+    @property
     def ranks_in_database(self):
         """True when the store finds recall's candidates itself (no mirror is kept)."""
         return bool(getattr(self._ports.semantic, "ranks_in_database", False))

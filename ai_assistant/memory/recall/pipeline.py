@@ -56,6 +56,7 @@ from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.journal_search import search_entries
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import words
+from ai_assistant.plumbing.reply_priority import replying, when_no_reply
 from ai_assistant.plumbing.tokens import count_tokens
 
 # Candidates ranked per item wanted, before the filters and the budget thin them.
@@ -292,6 +293,14 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
                               hidden=hidden)  # fmt: skip
 
 
+def _first_read_beside_a_reply(ports, query):
+    """True when the store's first read would start beside a reply in flight that does not
+    wait for it (`plumbing.reply_priority`: it then waits until the reply is over)."""
+    memories = Memories(ports)
+    return (replying() and not query.wait_for_store and memories.available
+            and not memories.mirror_loaded)
+
+
 @defer.inlineCallbacks
 def recall(ports, query, *, runner=None):
     """
@@ -317,9 +326,15 @@ def recall(ports, query, *, runner=None):
     if Memories(ports).ranks_in_database:  # the store's database finds the candidates
         journal = get_journal(ports)["entries"] if query.journal else ()
         mirror = yield fetch_candidates(ports, query.text, journal)
-    else:
+    elif not _first_read_beside_a_reply(ports, query):
         loading = Memories(ports).recall_mirror(runner)
         mirror = (yield loading) if loading.called or query.wait_for_store else None
+    else:
+        # a reply in flight that does not wait for the store: its first read (opening the
+        # store, mostly) is background work, started once the reply is over
+        when_no_reply(Memories(ports).recall_mirror, runner)
+        mirror = None
+    if not Memories(ports).ranks_in_database:
         # the journal's current version (entries are never changed in place); the corpus,
         # its index and its vectors are made from it and the mirror's snapshot in the worker
         journal = get_journal(ports)["entries"] if query.journal else ()

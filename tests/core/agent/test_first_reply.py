@@ -86,6 +86,106 @@ def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
     assert second.called and not warmup._busy and not warmup._queue
 
 
+@pytest.fixture
+def no_reply_in_flight(monkeypatch):
+    from ai_assistant.plumbing import reply_priority
+
+    monkeypatch.setattr(reply_priority, "_in_flight", [0])
+    monkeypatch.setattr(reply_priority, "_held", [])
+    return reply_priority
+
+
+def test_no_warm_up_starts_while_a_reply_is_in_flight(monkeypatch, no_reply_in_flight):
+    """A player who talks just after a reload: the assistants' warm-ups queued then wait for
+    the reply instead of computing beside it."""
+    started, gates = [], []
+
+    def slow_warm_up(ports):
+        started.append(ports.name)
+        gates.append(defer.Deferred())
+        return gates[-1]
+
+    monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
+    monkeypatch.setattr(warmup, "_queue", [])
+    monkeypatch.setattr(warmup, "_busy", [])
+    no_reply_in_flight.reply_started()
+    warmup.warm_up_in_turn(support.make_ports(name="Ada"))
+    warmup.warm_up_in_turn(support.make_ports(name="Bea"))
+    assert started == []
+    no_reply_in_flight.reply_finished()
+    assert started == ["Ada"]
+    no_reply_in_flight.reply_started()  # Bob talks while Ada warms: Bea waits for his reply
+    gates[0].callback({"recall": True})
+    assert started == ["Ada"]
+    no_reply_in_flight.reply_finished()
+    assert started == ["Ada", "Bea"]
+
+
+def test_a_warm_up_under_way_goes_on_to_its_recall_only_after_the_reply(
+        llm_config, no_reply_in_flight):
+    """The recall opens the store and reads its memories: the warm-up holds it back while a
+    reply is in flight, and does it when the reply is over."""
+    store = ListingStore()
+    llm = LLMClient(llm_config, runner=sync_runner, clock=task.Clock())
+    ports = support.make_ports(llm=llm, semantic=store)
+    no_reply_in_flight.reply_started()
+    warmed = []
+    warmup.warm_up(ports, cpu_runner=sync_runner, io_runner=sync_runner).addCallback(
+        warmed.append)
+    assert llm._sdk is not None and store.listed == 0 and warmed == []
+    no_reply_in_flight.reply_finished()
+    assert store.listed == 1
+    assert warmed == [{"models": True, "client": True, "recall": True}]
+
+
+def test_a_reply_does_not_read_the_store_beside_itself_but_right_after(no_reply_in_flight):
+    """A reply's recall that does not wait for the store does not start its first read (the
+    store's opening) while the reply is in flight; a recall that waits for it reads at once."""
+    import dataclasses
+
+    from ai_assistant.memory.recall.pipeline import RecallQuery, recall
+
+    store = ListingStore()
+    ports = support.make_ports(semantic=store)
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
+                      source_entity="Bob")
+    query = RecallQuery(text="the lighthouse lamp", wait_for_store=False)
+    no_reply_in_flight.reply_started()
+    recalled, _ = support.result_of(recall(ports, query))
+    assert store.listed == 0
+    assert [each.item["content"] for each in recalled] == ["Bob said the lighthouse lamp is out."]
+    no_reply_in_flight.reply_finished()
+    assert store.listed == 1
+    # the next reply finds the memories read
+    no_reply_in_flight.reply_started()
+    recalled, _ = support.result_of(recall(ports, query))
+    assert "Bob keeps the lighthouse." in [each.item["content"] for each in recalled]
+    # a recall that needs the store (a tool's) is never held behind the reply
+    other = support.make_ports(name="Bea", semantic=ListingStore())
+    support.result_of(recall(other, dataclasses.replace(query, wait_for_store=True)))
+    assert other.semantic.listed == 1
+    no_reply_in_flight.reply_finished()
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_an_answer_is_a_reply_in_flight_until_it_is_over(no_reply_in_flight, fails):
+    world = FakeWorld()
+    ports = support.make_ports(world=world)
+    ports.llm = object()
+    seen = []
+
+    def run_cycle(ports_, situation, cache=None):
+        seen.append(no_reply_in_flight.replying())
+        if fails:
+            return defer.fail(RuntimeError("the model fell over"))
+        return defer.succeed({"tools": [], "terminal": True})
+
+    PerceptionQueue(ports).add(heard(ports, "Ada, where is the lamp?"))
+    tick = awake.run_awake_tick(ports, call_later=task.Clock().callLater, run_cycle=run_cycle)
+    tick.addErrback(lambda failure: None)
+    assert seen == [True] and not no_reply_in_flight.replying()
+
+
 @pytest.mark.parametrize("seconds_ago, delay", [(0.0, 2.0), (1.5, 0.5), (5.0, 0.0)])
 def test_the_thinking_emote_counts_from_when_the_line_was_heard(seconds_ago, delay):
     clock = task.Clock()
