@@ -350,6 +350,11 @@ class LazySemanticStore:
         for name in ("relevance_threshold", "link_similarity", "duplicate_similarity"):
             setattr(self, name, getattr(embedder_class, name, None))
 
+    @property
+    def is_open(self):
+        """True once the store is open (its opening - reading its files - is behind it)."""
+        return self._store is not None
+
     def _ready(self):
         from twisted.internet import defer
 

@@ -54,9 +54,10 @@ class Memories:
         return self._ports.semantic is not None
 
     @property
-    def mirror_loaded(self):
-        """True once the store's memories are read into the recall mirror (`recall_mirror`)."""
-        return recall_mirror.mirror_of(self._ports).loaded
+    def opening(self):
+        """True while the store is not open yet (one that opens lazily, the game's, says so
+        with `is_open`; any other counts as open)."""
+        return not getattr(self._ports.semantic, "is_open", True)
 
     @property
     def ranks_in_database(self):

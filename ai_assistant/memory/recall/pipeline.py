@@ -294,11 +294,11 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
 
 
 def _first_read_beside_a_reply(ports, query):
-    """True when the store's first read would start beside a reply in flight that does not
-    wait for it (`plumbing.reply_priority`: it then waits until the reply is over)."""
+    """True when the store's first read would open the store beside a reply in flight that
+    does not wait for it (`plumbing.reply_priority`: it then waits until the reply is over)."""
     memories = Memories(ports)
     return (replying() and not query.wait_for_store and memories.available
-            and not memories.mirror_loaded)
+            and memories.opening)
 
 
 @defer.inlineCallbacks

@@ -24,13 +24,16 @@ pytest_plugins = ["scripted_llm"]
 
 
 class ListingStore:
-    """A long-term store that only lists (what the mirror reads at the first recall)."""
+    """A long-term store that only lists (what the mirror reads at the first recall); like the
+    game's, it is open once first used."""
 
     def __init__(self):
         self.listed = 0
+        self.is_open = False
 
     def list(self, *, limit=100, filters=None):
         self.listed += 1
+        self.is_open = True
         return defer.succeed([{"id": "m1", "memory": "Bob keeps the lighthouse.",
                                "metadata": {}, "created_at": "2025-01-01T10:00:00Z"}])
 
