@@ -27,7 +27,6 @@ test run, nor anything else that sets Django up. Games without the app keep the 
 (`typeclasses` calls `warmup.warm_up_process`, which follows an early thread when there is one).
 """
 
-import functools
 import importlib.util
 import os
 import sys
@@ -42,34 +41,6 @@ def import_tick_modules():
     import ai_assistant.agent.react  # noqa: F401
     import ai_assistant.sleep.compaction  # noqa: F401
     import ai_assistant.sleep.modes  # noqa: F401
-
-
-def import_store_library(settings):
-    """
-    Import the long-term store's library (mem0: ~1 s of imports) with its environment set as
-    the store's opening sets it (`configure_mem0_environment`), when the game keeps long-term
-    memories. Import only: no store is opened here, since the early thread runs before twistd
-    forks and a store's file locks and connections would not survive the fork. Imported here,
-    each assistant's store opening after a start is only reading its files, instead of ~1 s of
-    imports competing with a player's first reply.
-
-    Args:
-        settings (Settings): The game-wide settings.
-    """
-    if not settings.get("memory.enabled"):
-        return
-    from ai_assistant.game_data import data_folder
-    from ai_assistant.memory.longterm.mem0_store import configure_mem0_environment
-
-    configure_mem0_environment(data_folder())
-    import mem0  # noqa: F401  (what the first store opening imports, imported ahead)
-
-
-def prepare_early(settings):
-    """What the early thread imports besides the process warm-up's own (`start_early`'s
-    `prepare`): the tick's modules, then the long-term store's library."""
-    import_tick_modules()
-    import_store_library(settings)
 
 
 def is_server_process(argv=None):
@@ -120,5 +91,5 @@ def start_in_server_process(argv=None):
     from ai_assistant.plumbing.settings import Settings, settings_tree
 
     settings = Settings(settings_tree(getattr(django_settings, "AI_ASSISTANT", {}) or {}))
-    return warmup.start_early(settings, functools.partial(prepare_early, settings),
+    return warmup.start_early(settings, import_tick_modules,
                               log=lambda message: logger.log_info(f"[ai_assistant] {message}"))

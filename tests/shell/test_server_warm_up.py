@@ -68,7 +68,7 @@ def test_in_the_server_process_the_app_starts_the_warm_up_thread(monkeypatch):
 
     apps.get_app_config("ai_assistant_web").ready()
     [(settings, prepare)] = calls
-    assert prepare.func is server_warm_up.prepare_early and prepare.args == (settings,)
+    assert prepare is server_warm_up.import_tick_modules
     assert settings.get("threads.switch_interval") == 0.001  # the game's own AI_ASSISTANT
 
 
@@ -90,42 +90,3 @@ def test_the_tick_modules_are_the_ones_the_awake_tick_imports():
               if line.strip().startswith("import ai_assistant.")}
     assert imported <= warmed
     assert "ai_assistant.sleep.compaction" in imported
-
-
-def test_the_early_thread_imports_the_store_library_without_opening_a_store(tmp_path):
-    """mem0 imported with the store's environment (telemetry off, its folder the game's), and
-    no store opened: no file of a store is made before the fork."""
-    import subprocess
-    import textwrap
-
-    script = textwrap.dedent(f"""
-        import os, sys, threading
-        from django.conf import settings
-        settings.configure(AI_ASSISTANT_DATA_DIR={str(tmp_path / "data")!r})
-        from ai_assistant.plumbing.settings import Settings, settings_tree
-        from ai_assistant import server_warm_up
-        from ai_assistant.memory.longterm import mem0_store
-        assert "mem0" not in sys.modules
-        server_warm_up.import_store_library(Settings(settings_tree({{}})))
-        assert "mem0" in sys.modules
-        assert os.environ["MEM0_TELEMETRY"] == "False"
-        assert os.environ["MEM0_DIR"] == os.path.join({str(tmp_path / "data")!r}, "mem0")
-        assert mem0_store._stores == {{}}
-        assert not os.path.exists(os.path.join({str(tmp_path / "data")!r}, "qdrant"))
-        assert threading.active_count() == 1, threading.enumerate()
-        print("ok")
-    """)
-    env = {k: v for k, v in os.environ.items() if k not in ("MEM0_DIR", "DJANGO_SETTINGS_MODULE")}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert done.stdout.strip() == "ok", done.stderr
-
-
-def test_the_early_thread_leaves_mem0_alone_when_memory_is_off(monkeypatch):
-    from ai_assistant.plumbing.settings import Settings, settings_tree
-
-    imported = []
-    monkeypatch.setattr(server_warm_up, "import_tick_modules", lambda: imported.append("tick"))
-    monkeypatch.setattr(sys, "modules", {**sys.modules, "mem0": None})  # an import would fail
-    server_warm_up.prepare_early(Settings(settings_tree({"memory": {"enabled": False}})))
-    assert imported == ["tick"]
