@@ -713,9 +713,13 @@ def run(args, log=print):
             connection.close()  # the reload process reads what this one wrote
             if args.keep:
                 keep_world(args.keep, database, settings.GAME_DIR)
-            loaded, document["reload_seconds"] = reload_seconds(
-                database, sqlite, settings.GAME_DIR, args.reload_repeat)
-            document["reload_assistants_loaded"] = loaded
+            if args.grow:  # the whole world's reload is measured already
+                document["reload_seconds"] = final["reload_seconds"]
+                document["reload_assistants_loaded"] = final["reload_assistants_loaded"]
+            else:
+                loaded, document["reload_seconds"] = reload_seconds(
+                    database, sqlite, settings.GAME_DIR, args.reload_repeat)
+                document["reload_assistants_loaded"] = loaded
             document["empty_reload_seconds"] = empty_game_reload(
                 folder, args.database, cluster, args.reload_repeat)
             document["rss_mb"] = round(
