@@ -28,9 +28,11 @@ not copied.
 """
 
 import hashlib
+import json
 import random
 import re
 import uuid
+from types import SimpleNamespace
 
 # the replicas' ids are derived from this namespace and their scope, so a rerun makes the same
 NAMESPACE = uuid.UUID("6f1c1e64-3b0e-4c57-9d59-3c0f2a6d1b11")
@@ -65,26 +67,38 @@ class Variation:
                       f"Regular{template_number}x": f"Regular{replica_number}x"}
         self.dbrefs = {f"#{speaker_base + template_number * 10 + i}":
                        f"#{speaker_base + replica_number * 10 + i}" for i in range(10)}
-        self._word = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b")
-        # `Ada3` but not `Ada30`; `Regular3x` is followed by the regular's own digit
-        self._name = re.compile(rf"\b({re.escape(template_key)}(?!\d)|Regular{template_number}x)")
-        self._dbref = re.compile(r"(" + "|".join(map(re.escape, self.dbrefs)) + r")\b")
+        # one pass over the text; `Ada3` but not `Ada30`, `Regular3x` then the regular's digit
+        self._pattern = re.compile("|".join((
+            rf"(?P<dashed>{DASHED_ID.pattern})", rf"(?P<hex>{HEX_ID.pattern})",
+            rf"(?P<name>\b(?:{re.escape(template_key)}(?!\d)|Regular{template_number}x))",
+            r"(?P<dbref>(?:" + "|".join(map(re.escape, self.dbrefs)) + r")\b)",
+            r"(?P<word>\b(?:" + "|".join(map(re.escape, words)) + r")\b)")))
 
     def new_id(self, old, dashed):
         """The replica's id for one of its template's (the same old id gives the same new)."""
         made = uuid.uuid5(NAMESPACE, f"{self.salt}:{old}")
         return str(made) if dashed else made.hex
 
+    def _replace(self, match):
+        found, kind = match.group(0), match.lastgroup
+        if kind in ("dashed", "hex"):
+            return self.new_id(found, kind == "dashed")
+        if kind == "name":
+            return self.names[found]
+        if kind == "dbref":
+            return self.dbrefs[found]
+        return self.words[found]
+
     def text(self, value):
         """One string rewritten: ids, names, speakers' dbrefs, topic words."""
-        value = DASHED_ID.sub(lambda match: self.new_id(match.group(0), True), value)
-        value = HEX_ID.sub(lambda match: self.new_id(match.group(0), False), value)
-        value = self._name.sub(lambda match: self.names[match.group(1)], value)
-        value = self._dbref.sub(lambda match: self.dbrefs[match.group(1)], value)
-        return self._word.sub(lambda match: self.words[match.group(1)], value)
+        return self._pattern.sub(self._replace, value)
 
     def data(self, value):
         """A document rewritten throughout (dict keys included); other values unchanged."""
+        if isinstance(value, Frozen):
+            if value.encoded is not None:
+                return json.loads(self.text(value.encoded))
+            value = value.value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
@@ -96,22 +110,47 @@ class Variation:
         return value
 
 
-def copy_attributes(template, replica, variation):
+class Frozen:
     """
-    Copy every Attribute of `template` (character and script) to `replica`, varied.
+    A template's document read once for all its replicas: as JSON text when it survives the
+    round trip (then each replica's rewrite is one pass over one string; a word right after
+    an escaped character, a newline, keeps its template's spelling), else as it is.
+    """
 
-    Args:
-        template, replica (AssistantCharacter): Both assistants.
-        variation (Variation): The rewrite.
-    """
+    def __init__(self, value):
+        self.value, self.encoded = value, None
+        try:
+            encoded = json.dumps(value)
+        except (TypeError, ValueError):
+            return
+        if json.loads(encoded) == value:
+            self.encoded = encoded
+
+
+def template_attributes(template):
+    """Every Attribute of a template, read once: `[(on the script?, key, category, Frozen)]`."""
     from evennia.utils.dbserialize import deserialize
 
+    return [(owner is not template, attribute.key, attribute.category,
+             Frozen(deserialize(attribute.value)))
+            for owner in (template, template.assistant.script)
+            for attribute in owner.attributes.all()]
+
+
+def copy_attributes(attributes, replica, variation):
+    """
+    Copy a template's Attributes (`template_attributes`) to `replica` (character and
+    script), varied.
+
+    Args:
+        attributes (list): The template's, as `template_attributes` reads them.
+        replica (AssistantCharacter): The new assistant.
+        variation (Variation): The rewrite.
+    """
     replica.assistant.flush()  # nothing of its creation left to write over the copies
-    for source, target in ((template, replica),
-                           (template.assistant.script, replica.assistant.script)):
-        for attribute in source.attributes.all():
-            value = variation.data(deserialize(attribute.value))
-            target.attributes.add(attribute.key, value, category=attribute.category)
+    for on_script, key, category, value in attributes:
+        target = replica.assistant.script if on_script else replica
+        target.attributes.add(key, variation.data(value), category=category)
     replica.assistant.renew()  # the state documents' caches re-read what was written
     replica.assistant.script.unsubscribe()  # the bench drives its ticks
 
@@ -140,7 +179,7 @@ def varied_memories(rows, variation, scope, embedder):
     A template's memories rewritten for a replica and re-embedded in one batch.
 
     Args:
-        rows (list): The template's `(id, payload)` pairs.
+        rows (SimpleNamespace): The template's memories: `ids`, and `payloads` (`Frozen`).
         variation (Variation): The rewrite.
         scope (str): The replica's memory scope (its `user_id`).
         embedder (LocalEmbedder): The store's embedder.
@@ -149,15 +188,14 @@ def varied_memories(rows, variation, scope, embedder):
         list: `(id, vector, payload)` points.
     """
     payloads = []
-    for _, payload in rows:
-        payload = variation.data(payload)
+    for payload in variation.data(rows.payloads):
         payload["user_id"] = scope
         # mem0's hash is of the text: the replica's text is another one
         payload["hash"] = hashlib.md5(payload.get("data", "").encode("utf-8")).hexdigest()
         payloads.append(payload)
     vectors = embedder.embed([payload.get("data", "") for payload in payloads])
     return [(variation.new_id(memory_id, True), vector.tolist(), payload)
-            for (memory_id, _), vector, payload in zip(rows, vectors, payloads, strict=True)]
+            for memory_id, vector, payload in zip(rows.ids, vectors, payloads, strict=True)]
 
 
 def write_rows(url, points):
@@ -220,12 +258,16 @@ class MemoryCopier:
         for batch in self.source.batches():
             for memory_id, _, payload in batch:
                 self.rows.setdefault(payload.get("user_id"), []).append((memory_id, payload))
-        for rows in self.rows.values():
+        for scope, rows in self.rows.items():
             rows.sort(key=lambda row: (str(row[1].get("created_at")), row[0]))
+            self.rows[scope] = SimpleNamespace(ids=[row[0] for row in rows],
+                                               payloads=Frozen([row[1] for row in rows]))
 
     def copy(self, template_scope, replica_scope, variation):
         """Queue (postgres) or write (embedded) one replica's memories; returns how many."""
-        points = varied_memories(self.rows.get(template_scope, []), variation, replica_scope,
+        if template_scope not in self.rows:
+            return 0
+        points = varied_memories(self.rows[template_scope], variation, replica_scope,
                                  self.embedder)
         if self.store == "postgres":
             self.pending.append(points)
@@ -270,6 +312,7 @@ def replicate(world, count, copier, words, speaker_base, log=print):
     from ai_assistant.typeclasses import AssistantCharacter
 
     made, memories = 0, 0
+    templates = {}  # each template's Attributes, read once
     while len(world.npcs) < count:
         number = len(world.npcs)
         template_number = number % world.grown
@@ -279,7 +322,9 @@ def replicate(world, count, copier, words, speaker_base, log=print):
                                        home=world.room)
         replica.assistant.script.unsubscribe()
         variation = Variation(template.key, key, template_number, number, words, speaker_base)
-        copy_attributes(template, replica, variation)
+        if template_number not in templates:
+            templates[template_number] = template_attributes(template)
+        copy_attributes(templates[template_number], replica, variation)
         template_scope, scope = memory_scope(template), memory_scope(replica)
         if scope != variation.text(template_scope):
             raise RuntimeError(f"{key}: its scope was not rewritten ({scope})")
