@@ -35,11 +35,12 @@ class AttributeState:
     and a change is only persisted by `set` (written behind, see `set`). The cache lives in
     `ndb`, so a reload starts from what was flushed.
 
-    The heavy documents (`documents.Document.heavy`: the journal, the people, the memory links
-    and nodes...) stay in that cache only while the assistant is resident
-    (`plumbing.residency`): reading or writing one makes it the most recently used, and when it
-    is released its heavy documents that have no unwritten change are dropped from the cache,
-    to be read again, one query each, when next used.
+    The first read of an object's documents reads its light ones, in one query (all an idle
+    tick reads); the first read of one of its heavy ones (`documents.Document.heavy`: the
+    journal, the people, the memory links and nodes...) reads those, in one more. They stay in
+    the cache only while the assistant is resident (`plumbing.residency`): reading or writing
+    one makes it the most recently used, and when it is released its heavy documents that have
+    no unwritten change are dropped from the cache, to be read again when next used.
 
     Args:
         character (AssistantMixin): The NPC.
@@ -76,10 +77,9 @@ class AttributeState:
             # this NPC shares them, and a reload (which clears ndb) starts from the database
             if owner.ndb.ai_state_cache is None:
                 place = documents.CHARACTER if owner is self.character else documents.SCRIPT
-                owner.ndb.ai_state_cache = _stored_documents(owner,
-                                                             documents.kept_in_state(place))
+                owner.ndb.ai_state_cache = _stored_documents(
+                    owner, documents.kept_in_state(place, heavy=False))
                 owner.ndb.ai_state_dirty = set()
-                self._resident()  # its heavy documents were read with the others
             store = (owner, owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty)
             if owner is not self.character or not on_script:
                 self._stores[on_script] = store
@@ -106,7 +106,14 @@ class AttributeState:
             self._resident()
         owner, cache, _ = self._store(name)
         value = cache.get(name, _UNREAD)
-        if value is _UNREAD:  # not among those loaded: one the shell writes straight is
+        if value is _UNREAD and documents.heavy(name):
+            # the object's heavy documents, together: a search or a sleep step reads several
+            missing = [other for other in documents.kept_in_state(documents.get(name).on,
+                                                                  heavy=True)
+                       if other not in cache]  # fmt: skip
+            cache.update(_stored_documents(owner, missing))
+            value = cache[name]
+        elif value is _UNREAD:  # not among those loaded: one the shell writes straight is
             # read now and never kept, so what Evennia writes to it is seen at the next read
             value = _stored_documents(owner, (name,))[name]
             if name not in documents.REGISTRY or not documents.REGISTRY[name].straight:
@@ -150,11 +157,24 @@ class AttributeState:
                 cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
                 for name in sorted(dirty or ()):
                     owner.attributes.add(name, cache[name])
+                    if documents.heavy(name):
+                        _forget_cached_attribute(owner, name)
                 if dirty:
                     written.append(dirty)
         for dirty in written:
             dirty.clear()
         self.durability().flushed()
+
+
+def _forget_cached_attribute(owner, name):
+    """
+    Drop the Attribute `name` from Evennia's cache of `owner`'s Attributes.
+
+    Evennia's handler keeps every Attribute it wrote, and with it the value as written (its
+    `to_pickle` copy): for a heavy document, a second copy held for the life of the process,
+    whether or not the assistant is resident. A later read through Evennia queries it again.
+    """
+    owner.attributes.backend._delete_cache(name, None)
 
 
 # What Evennia's serializer stores in place of a database object or a session inside a value.

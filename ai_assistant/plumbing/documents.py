@@ -72,10 +72,14 @@ def on_script(name):
     return document is not None and document.on == SCRIPT
 
 
-def kept_in_state(on):
-    """The names of the documents `ports.state` keeps on `on` (`CHARACTER` or `SCRIPT`)."""
+def kept_in_state(on, heavy=None):
+    """
+    The names of the documents `ports.state` keeps on `on` (`CHARACTER` or `SCRIPT`): all of
+    them, or with `heavy` True or False only the heavy or the light ones.
+    """
     return [name for name, document in REGISTRY.items()
-            if document.on == on and not document.straight]
+            if document.on == on and not document.straight
+            and (heavy is None or document.heavy == heavy)]
 
 
 def heavy(name):

@@ -53,7 +53,8 @@ def test_ticks_smoke(tmp_path):
 
     document = ticks.main(["--sizes", "100", "--repeat", "5", "--out", str(tmp_path / "t.json")])
     size = document["sizes"]["100"]
-    for name in ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal"):
+    for name in ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal",
+                 "search_after_release"):
         assert size[name]["cpu_ms"]["median"] >= 0.0
     assert "dreaming" in size["sleep_tick"]["phases"]
     assert (tmp_path / "t.json").exists()
@@ -107,6 +108,10 @@ def test_scale_smoke(tmp_path):
     assert document["reload_assistants_loaded"] == 2
     assert document["reload_repeat"] == 1
     assert 0 < document["empty_reload_seconds"] and 0 < document["reload_seconds"]
+    # the reload process's RSS with both assistants loaded, against the empty game's
+    assert 0 < document["empty_reload_rss_mb"] and 0 < document["reload_rss_mb"]
+    assert document["rss_per_assistant_mb"] == pytest.approx(
+        (document["reload_rss_mb"] - document["empty_reload_rss_mb"]) / 2, abs=0.001)
     assert document["recall_ms"]["count"] == 2  # the admin queries of the last day
     assert list(document["recall_ms_by_day"]) == ["3"]
     assert document["recall_ms_by_day"]["3"]["count"] == 2

@@ -72,6 +72,18 @@ class TestResidentDocuments(WithAda, EvenniaTest):
         assert [entry["content"] for entry in stored["entries"]][-1] == (
             "Orla's bees swarmed over the orchard wall")
 
+    def test_a_flush_leaves_no_copy_of_a_heavy_document_in_evennias_cache(self):
+        ports = self.npc.assistant.ports()
+        Journal(ports).add("The mill wheel is fixed", importance=5)
+        ports.state.set(documents.TICK_COUNT, 7)
+        self.npc.assistant.flush()
+        # Evennia keeps the Attributes it writes, with their values: not the heavy ones
+        cached = "".join(self.npc.attributes.backend._cache)
+        assert f"{documents.JOURNAL}-" not in cached
+        assert f"{documents.TICK_COUNT}-" in "".join(self.script.attributes.backend._cache)
+        stored = self.npc.attributes.get(documents.JOURNAL)  # read through Evennia: current
+        assert stored["entries"][-1]["content"] == "The mill wheel is fixed"
+
     def test_an_idle_tick_leaves_a_released_assistant_released(self):
         journal_search(self.bob, "the lantern")  # Ada released
         self.script.at_assistant_tick()
