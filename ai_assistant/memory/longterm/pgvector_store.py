@@ -48,6 +48,9 @@ import threading
 STORES = ("embedded", "postgres")
 TABLE = "ai_assistant_memories"
 SCOPE_INDEX = f"{TABLE}_user_id_idx"
+# which of the given journal entries of a scope have memories (recall asks at every query):
+# an index lookup, instead of reading the payload of every row of the scope
+ENTRY_INDEX = f"{TABLE}_user_id_entry_id_idx"
 TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
 # The text search configuration of recall's word half (`pgvector_recall`) and of its index.
 TEXT_CONFIG = "english"
@@ -191,6 +194,10 @@ def _create_schema(url, dims):
         connection.execute(sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON {} ((payload->>'user_id'))").format(
                 sql.Identifier(SCOPE_INDEX), sql.Identifier(TABLE)))
+        connection.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} "
+            "((payload->>'user_id'), (payload->>'entry_id'))").format(
+                sql.Identifier(ENTRY_INDEX), sql.Identifier(TABLE)))
         connection.execute(sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON {} "
             "USING gin (to_tsvector('simple', payload->>'text_lemmatized'))").format(
