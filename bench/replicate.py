@@ -151,6 +151,13 @@ def copy_attributes(attributes, replica, variation):
     for on_script, key, category, value in attributes:
         target = replica.assistant.script if on_script else replica
         target.attributes.add(key, variation.data(value), category=category)
+    # as after a server restart: its runtime is made afresh from what was copied (the one of
+    # its creation holds a semantic store opened on the scope it was created with)
+    from ai_assistant.plumbing import residency
+
+    if replica.ndb.ai_runtime is not None:
+        residency.RESIDENCY.forget(replica.ndb.ai_runtime)
+    replica.ndb.ai_runtime = None
     replica.assistant.renew()  # the state documents' caches re-read what was written
     replica.assistant.script.unsubscribe()  # the bench drives its ticks
 
@@ -379,6 +386,14 @@ def check_replica(world, number, copier):
                for scope, found in zip(scopes, ids, strict=True)]
     same_vectors = sum(1 for a in vectors[0].values() for b in vectors[1].values()
                        if max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-6)
+    from ai_assistant.tools.registry import execute_tool
+    from bench.scale import fired
+
+    def recalled(npc):  # the assistant's own recall, through the tool staff use
+        result = fired(execute_tool("search_facts", npc.assistant.ports(),
+                                    {"query": "What did you hear about the harbour?"}))
+        return int(result.get("count") or 0)
+
     links = replica.assistant.script.attributes.get("memory_links") or {}
     linked = {str(key) for key in links} | {
         str(link.get("id")) for record in links.values() for link in record.get("linked_to", [])}
@@ -390,4 +405,5 @@ def check_replica(world, number, copier):
         "same_vectors_in_sample": same_vectors,
         "linked_memories": len(linked),
         "linked_memories_in_own_scope": len(linked & ids[1]),
+        "recalled": [recalled(template), recalled(replica)],
     }

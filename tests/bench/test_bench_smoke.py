@@ -170,6 +170,7 @@ def test_scale_smoke_of_a_replicated_world(tmp_path, store):
     assert check["memories"][0] == check["memories"][1] > 0  # every memory copied
     assert check["shared_memory_ids"] == 0 and check["same_vectors_in_sample"] == 0
     assert 0 < check["linked_memories"] == check["linked_memories_in_own_scope"]
+    assert check["recalled"][0] > 0 and check["recalled"][1] > 0  # recall reads its own scope
     assert world["memories_copied"] == 2 * check["memories"][0]
     assert list(document["measured_at"]) == ["2", "3"]
     for size, measured in document["measured_at"].items():
