@@ -498,6 +498,7 @@ class AssistantHandler:
             return None
         if not PerceptionQueue(ports).waiting():
             return None
+        # (each one imported ahead by the warm-up: server_warm_up.import_tick_modules)
         from ai_assistant.agent.awake import run_awake_tick
         from ai_assistant.sleep.compaction import compact_if_emergency
 

@@ -60,6 +60,29 @@ def test_ticks_smoke(tmp_path):
     assert (tmp_path / "t.json").exists()
 
 
+def test_assistant_memory_smoke(tmp_path):
+    """What each assistant of a kept 3-assistant, 2-day world holds, holder by holder."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    world, out = tmp_path / "world", tmp_path / "memory.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "3", "--days", "2",
+                    "--lines", "4", "--reload-repeat", "1", "--keep", str(world),
+                    "--out", str(tmp_path / "scale.json")],
+                   cwd=root, check=True, capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "bench.assistant_memory", "--world", str(world),
+                    "--out", str(out)], cwd=root, check=True, capture_output=True, timeout=600)
+    document = json.loads(out.read_text())
+    assert document["assistants_measured"] == 2
+    held = document["kb_per_assistant"]
+    assert held["heavy_documents"]["journal"] > 0 and held["light_documents"] > 0
+    assert held["heavy_documents_total"] == pytest.approx(
+        sum(held["heavy_documents"].values()), abs=0.2)
+    assert document["heavy_documents_cached_after_release"] == 0
+    assert document["search_journal_ms"]["after_release"] > 0
+
+
 def test_llm_economy_smoke(tmp_path):
     from bench import llm_economy
 
