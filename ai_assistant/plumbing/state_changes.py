@@ -15,6 +15,7 @@ document itself.
 - `append(path, item)` / `extend(path, items)`: items added at the end of the list at `path`;
 - `remove(path, values, key=None)`: the items of the list at `path` that are in `values` (or,
   with `key`, whose `item[key]` is) are dropped, the others keep their order;
+- `pop(path, index)`: the item at `index` of the list at `path` is dropped;
 - `merge(path, key, match, fields)`: the dict items of the list at `path` whose `item[key]`
   is `match` get `fields` (`dict.update`).
 
@@ -24,7 +25,7 @@ that keeps a change must serialise it before the owner changes those values agai
 pickles it at once).
 """
 
-ASSIGN, APPEND, EXTEND, REMOVE, MERGE = "assign", "append", "extend", "remove", "merge"
+ASSIGN, APPEND, EXTEND, REMOVE, POP, MERGE = "assign", "append", "extend", "remove", "pop", "merge"
 
 
 class ChangeError(ValueError):
@@ -49,6 +50,11 @@ def extend(path, items):
 def remove(path, values, key=None):
     """The items of the list at `path` in `values` (by `item[key]` when `key` is given) go."""
     return (REMOVE, tuple(path), list(values), key)
+
+
+def pop(path, index):
+    """The item at `index` of the list at `path` is dropped."""
+    return (POP, tuple(path), int(index))
 
 
 def merge(path, key, match, fields):
@@ -119,6 +125,11 @@ def apply(document, change):
                 items[:] = [item for item in items if _identity(item, key) not in gone]
             except TypeError:
                 raise ChangeError("remove compares hashable values (ids, names)") from None
+        elif kind == POP:
+            items = _list_at(document, path)
+            if not -len(items) <= operation[2] < len(items):
+                raise ChangeError(f"no item {operation[2]} in the {len(items)} at {path!r}")
+            del items[operation[2]]
         elif kind == MERGE:
             key, match, fields = operation[2], operation[3], operation[4]
             for item in _list_at(document, path):

@@ -36,6 +36,12 @@ def test_remove_drops_by_key_or_by_value_and_keeps_the_order_of_the_rest():
     assert document["consolidated_entry_ids"] == []
 
 
+def test_pop_drops_the_item_at_an_index():
+    assert apply([1, 2, 3], [changes.pop((), 1), changes.pop((), -1)]) == [1]
+    with pytest.raises(ChangeError, match="no item 3"):
+        apply([1, 2, 3], [changes.pop((), 3)])
+
+
 def test_the_whole_document_can_be_assigned_and_a_list_document_appended_to():
     assert apply({"old": True}, [changes.assign((), {"new": True})]) == {"new": True}
     assert apply([1], [changes.append((), 2), changes.extend((), [3])]) == [1, 2, 3]
