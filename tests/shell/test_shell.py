@@ -199,6 +199,19 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         ]
         assert events[0]["sender_id"] == self.char1.dbref and events[0]["urgent"]
 
+    def test_a_line_heard_by_every_assistant_in_the_room_is_stripped_of_markup_once(self):
+        from ai_assistant import handler
+
+        other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
+        handler._plain_text.cache_clear()
+        with patch.object(handler, "strip_ansi", wraps=handler.strip_ansi) as stripped:
+            self.char1.at_say("|rAda|n, where is the |winn|n?")
+        for npc in (self.npc, other):
+            events = npc.assistant.ports().state.get("pending_events")
+            assert events[-1]["text"] == "Ada, where is the inn?"
+        assert stripped.call_count == 1
+        other.assistant.script.unsubscribe()
+
     def test_npc_speech_is_heard_but_not_answered(self):
         other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
         other.at_say("Ada, hello")
