@@ -29,6 +29,7 @@ written for this database, by a process that is gone.
 import os
 from datetime import UTC
 
+from django.db import transaction
 from evennia.utils import logger
 
 from ai_assistant import game_data
@@ -195,8 +196,6 @@ def replay(character, path):
     changes, records, damaged = read_log(path)
     if not changes:
         return 0
-    from django.db import transaction
-
     script = character.assistant.script
     restored = []
     # one commit for them all; the log is emptied only afterwards, and replaying it again
