@@ -36,8 +36,9 @@ with relevance > 0. An empty query ranks every entry by recency and importance (
 important" listing).
 
 The knobs are one `SearchParams`, the filters one `SearchFilters`. An assistant's index and
-embedding matrices live in its `ports.runtime.caches` (`journal_index_cache`,
-`journal_embedding_matrices`).
+embedding matrices live in its `ports.runtime.derived` (`journal_index_cache`,
+`journal_embedding_matrices`), dropped while the assistant is not resident
+(`plumbing.residency`) and built again, to the same results, on the next search.
 """
 
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ from ai_assistant.memory.search.time_references import (
     window_mask,
 )
 
-# Names of this package's caches in `ports.runtime.caches`.
+# Names of this package's caches in `ports.runtime.derived`.
 INDEX_CACHE = "journal_index"
 MATRIX_CACHE = "journal_embedding_matrices"
 _NO_FILTERS = SearchFilters()
@@ -67,12 +68,12 @@ _DEFAULT_PARAMS = SearchParams()
 
 def journal_index_cache(ports):
     """The assistant's `JournalIndexCache` (its journal's BM25 indexes, one per version)."""
-    return ports.runtime.cache(INDEX_CACHE, JournalIndexCache)
+    return ports.runtime.derived_cache(INDEX_CACHE, JournalIndexCache)
 
 
 def journal_embedding_matrices(ports):
     """The assistant's `EmbeddingMatrices` (its journal's vectors, for `dense_similarities`)."""
-    return ports.runtime.cache(MATRIX_CACHE, EmbeddingMatrices)
+    return ports.runtime.derived_cache(MATRIX_CACHE, EmbeddingMatrices)
 
 
 @dataclass(frozen=True)
