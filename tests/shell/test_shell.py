@@ -203,11 +203,11 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         assert events[0]["sender_id"] == self.char1.dbref and events[0]["urgent"]
 
     def test_a_line_heard_by_every_assistant_in_the_room_is_stripped_of_markup_once(self):
-        from ai_assistant import handler
+        from ai_assistant import heard_line
 
         other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
-        handler._plain_text.cache_clear()
-        with patch.object(handler, "strip_ansi", wraps=handler.strip_ansi) as stripped:
+        heard_line.plain_text.cache_clear()
+        with patch.object(heard_line, "strip_ansi", wraps=heard_line.strip_ansi) as stripped:
             self.char1.at_say("|rAda|n, where is the |winn|n?")
         for npc in (self.npc, other):
             events = npc.assistant.ports().state.get("pending_events")
@@ -218,7 +218,7 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
     def test_a_speaker_s_admin_lock_is_checked_once_per_reactor_turn(self):
         from twisted.internet import reactor
 
-        from ai_assistant import handler
+        from ai_assistant import heard_line
 
         other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
         lock_class = type(self.char1.locks)
@@ -229,12 +229,12 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
             self.char1.at_say("Ada and Bob, hello")
             assert checked.call_count == 1  # heard by both, checked once
             ends = [call for call in call_later.call_args_list
-                    if call.args == (0, handler._admins_this_turn.clear)]
+                    if call.args == (0, heard_line.admins_this_turn.clear)]
             assert len(ends) == 1
             ends[0].args[1]()  # the turn ends
             self.char1.at_say("Ada, again")
             assert checked.call_count == 2
-            handler._admins_this_turn.clear()
+            heard_line.admins_this_turn.clear()
         admin = bool(self.char1.locks.check_lockstring(self.char1, "cmd:perm(Admin)"))
         for npc in (self.npc, other):
             events = npc.assistant.ports().state.get("pending_events")
