@@ -13,11 +13,13 @@ The score of an entry is the specification's (Generative Agents') weighted mean 
   the defaults recency only separates the last hour or so.
 - importance = importance / 10.
 - relevance in [0, 1]: by default BM25 over the journal (`index`; tokenised, lower-cased, stop
-  words dropped, lemmatised then lightly stemmed: `terms`), scaled so the best match of the
+  words dropped, lemmatised then Snowball-stemmed: `terms`), scaled so the best match of the
   query is 1.0, with three boosts that help conversational memories: entries whose
   `source_entity` is named in the query (the speaker), entries written at the time the query
   names ("on 9 May", "last week"; see `time_references`), and entries next to a strong match
-  (context: the answer is often the next turn).
+  (context: the answer is often the next turn). The speaker boost is applied last, after the
+  neighbours' share, so it favours what the named person said without lifting the other
+  person's lines around it.
   Dense similarities can be fused in (normalised-score fusion by default, or reciprocal-rank
   fusion): `semantic_scores` (`{entry id: similarity}`, e.g. the local embedder's or the
   semantic tier's, which the `search_journal` tool computes off the reactor) or an
