@@ -10,6 +10,7 @@ from collections import Counter
 
 import numpy
 
+from ai_assistant.memory.search.expansion import expanded_query
 from ai_assistant.memory.search.terms import relevance_keyword_overlap
 from ai_assistant.plumbing.ports import parse_iso
 
@@ -106,11 +107,12 @@ def formula_scores(index, entries, positions, relevance, now_epoch, params):
 # Relevance
 
 
-def relevance_scores(index, terms, named, dense, params, in_window=None):
+def relevance_scores(index, terms, named, dense, params, in_window=None, expansion=None):
     """
     Relevance 0-1 of every entry (array, the best match 1.0), or None when nothing is relevant.
 
-    BM25 of the query terms, widened by pseudo-relevance feedback, fused with the dense
+    BM25 of the query terms and their expansion (the journal's words nearest in meaning, at
+    `expansion_weight`), widened by pseudo-relevance feedback, fused with the dense
     similarities, then the boosts: the time the query names, the context of neighbouring
     entries, and last the speakers it names. The speaker boost comes after the neighbours'
     share: in a conversation a named speaker's line sits between the other person's, and
@@ -124,8 +126,12 @@ def relevance_scores(index, terms, named, dense, params, in_window=None):
         dense (numpy.ndarray or None): Dense similarity of every entry.
         params (SearchParams): The knobs.
         in_window (numpy.ndarray, optional): Mask of the entries from the time the query names.
+        expansion (dict, optional): `expansion.expansion_terms` of the query.
     """
     raw = index.bm25(terms)
+    if expansion and params.expansion_weight > 0:
+        raw = raw + index.bm25_weighted(expanded_query(expansion, terms,
+                                                       params.expansion_weight))  # fmt: skip
     docs, count, weight = params.feedback
     if docs and count and weight and raw.any():
         raw = raw + index.bm25_weighted(_feedback_terms(index, raw, set(terms), docs, count,
