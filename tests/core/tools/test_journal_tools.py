@@ -141,6 +141,21 @@ def test_search_journal_embeds_only_through_the_worker_runner(monkeypatch):
     assert handed_off == [dense.dense_similarities, expansion.expansion_terms] * 2
 
 
+def test_search_journal_answers_when_the_expansion_fails():
+    from ai_assistant.memory.search import expansion
+
+    def runner(func, *args):
+        if func is expansion.expansion_terms:
+            return defer.fail(RuntimeError("vocabulary broke"))
+        return defer.maybeDeferred(func, *args)
+
+    ports = make_ports(run_cpu_bound=runner)
+    _journal_with_entries(ports)
+    result = call(ports, "search_journal", {"query": "wolves"})
+    assert result["success"] and result["mode"] == "dense+hybrid" and result["count"] >= 2
+    assert "query expansion failed (vocabulary broke)" in ports.log.text()
+
+
 def test_search_journal_expands_the_query_with_the_journals_own_words():
     # "music" is in no line; the local embedder puts "guitar" near it, and the journal says it
     guitar = "I practise the guitar most nights, it calms me."
