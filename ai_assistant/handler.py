@@ -496,6 +496,7 @@ class AssistantHandler:
             return None
         if not PerceptionQueue(ports).waiting():
             return None
+        # (each one of server_warm_up.TICK_MODULES: the warm-up imports them ahead)
         from ai_assistant.agent.awake import run_awake_tick
         from ai_assistant.sleep.compaction import compact_if_emergency
 

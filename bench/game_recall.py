@@ -452,10 +452,11 @@ def fast_forward(reactor, scheduled):
             func(*args, **kw)
 
 
-def ask(game, question, capture, evidence):
+def ask(game, question, capture, evidence, kept=None):
     """
     One question asked by the first speaker through the awake tick; the lookup tools run as
-    the model would call them, with the ports the cycle was given.
+    the model would call them, with the ports the cycle was given. With `kept` (a list), the
+    prompt's recall query and the request are appended to it (`--save-states`).
 
     Returns:
         dict: The question's figures.
@@ -473,6 +474,17 @@ def ask(game, question, capture, evidence):
     if not capture.requests or not cycle.calls:
         raise RuntimeError(f"no request was made for {question['question']!r}")
     request = capture.requests[0]
+    if kept is not None:
+        from ai_assistant.agent.blocks.remembered import recall_query
+
+        kept["questions"].append({
+            "question": question["question"], "category": CATEGORIES[question["category"]],
+            "evidence": list(dict.fromkeys(str(dia) for dia in question["evidence"])),
+            "query": recall_query(*cycle.calls[0]), "request": copy.deepcopy(request),
+            # the lines the journal gained since the last sleep (the question's own): the
+            # corpus the prompt's recall ranked held them too
+            "journal_added": [copy.deepcopy(entry) for entry in game.journal_entries()
+                              if entry["id"] not in kept["journal_ids"]]})  # fmt: skip
     text = request_text(request)
     wanted = list(dict.fromkeys(str(dia) for dia in question["evidence"]))
     shown = {dia: evidence.in_text(dia, text) for dia in wanted}
@@ -534,10 +546,16 @@ def run_conversation(sample, number, limits, log):
     # a slice of the sessions asks only the questions about what was said
     asked = [q for q in questions(sample) if set(map(str, q["evidence"])) <= said
              or not limits.sessions][: limits.questions or None]  # fmt: skip
+    kept = None
+    if getattr(limits, "save_states", None):
+        kept = {"journal_ids": {entry["id"] for entry in game.journal_entries()},
+                "questions": []}  # fmt: skip
     for question in asked:
         restore(game.ports, saved)
         figures.append({"conversation": sample.get("sample_id"), "number": number,
-                        **ask(game, question, capture, evidence)})
+                        **ask(game, question, capture, evidence, kept)})
+    if kept is not None:
+        save_recall_state(limits.save_states, game, number, evidence, kept, saved)
     game.ports.llm = None
     timings["question_seconds"] = time.perf_counter() - started
     evidence_turns = {dia for figure in figures for dia in figure["evidence"]}
@@ -561,6 +579,33 @@ def run_conversation(sample, number, limits, log):
         f"(strict {summary.get('evidence_in_prompt_strict')}), "
         f"tools@10 {summary.get('tools_at_10')}")
     return figures, summary
+
+
+def save_recall_state(folder, game, number, evidence, kept, saved):
+    """
+    Save what recall ranked at question time, for `bench.recall_replay`: the corpus as the
+    pipeline builds it from the state after the last sleep (`saved`), the settings, the clock,
+    the evidence's texts and each question's recall query and request.
+    """
+    from ai_assistant.memory.entities import get_profiles
+    from ai_assistant.memory.journal import get_journal
+    from ai_assistant.memory.nodes import load_nodes
+    from ai_assistant.memory.recall.pipeline import _hidden, build_corpus, loaded_mirror
+    from ai_assistant.memory.recall.tiers import tier_items
+    from bench.recall_replay import save_state
+
+    ports = game.ports
+    restore(ports, saved)
+    mirror = settle(loaded_mirror(ports))
+    others = tier_items(load_nodes(ports), get_profiles(ports))
+    corpus = build_corpus(get_journal(ports)["entries"], mirror)
+    save_state(folder, {"number": number, "now": ports.clock.now(),
+                        "settings": ports.settings, "corpus": copy.deepcopy(corpus),
+                        "others": copy.deepcopy(tuple(others)),
+                        "hidden": _hidden(corpus + tuple(others)),
+                        "evidence": {"texts": evidence.texts,
+                                     "memory_texts": evidence.memory_texts},
+                        "questions": kept["questions"]})  # fmt: skip
 
 
 # what the model is asked while listening, not sleeping (one ReAct turn per line heard)
@@ -830,6 +875,9 @@ def main(argv=None):
                              "starts a throwaway PostgreSQL with pgvector for them")
     parser.add_argument("--questions", type=int, default=None,
                         help="only the first N questions of each conversation")
+    parser.add_argument("--save-states", default=None, metavar="DIR",
+                        help="also save what recall ranked at each question, for "
+                             "bench.recall_replay (one file per conversation in DIR)")
     parser.add_argument("--combine", nargs="+", default=None, metavar="RESULTS",
                         help="join results files of the same data and path run over different "
                              "conversations into one (written to --out, or to the latest "

@@ -16,6 +16,15 @@ does not wait for it (`RecallQuery.wait_for_store`): it recalls from the journal
 the profiles. Nothing is written: the recall only reads, and its caches are the ones the next
 real recall uses. A mechanical assistant (no model) makes no reply, so it warms nothing.
 
+The process-wide part (`warm_up_process`) also does what only a first request used to: the
+model client's SDK builds its chat resources and their response models at a client's first
+request, so one request is rehearsed through it, answered inside the process
+(`llm.rehearse_completion`: nothing is sent, nothing logged as a request); the modules the
+shell's tick imports on first use are imported, and every tool's argument schema is checked.
+The shell may start it earlier still, in a plain thread before the reactor exists
+(`start_early`, from the inspector app's `ready()`): the typeclasses' call then only follows it,
+and a fork of the process (twistd daemonizing the Server) waits for it to be over.
+
 What a reply does not wait for is not let compete with what it does: the long-term store's
 opening (mostly importing mem0, ~0.7 s of CPU) waits for the process-wide warm-up
 (`after_process_warm_up`), and the libraries the model client peeks at are imported whole in
@@ -27,13 +36,15 @@ a game of 100 assistants never queues 100 jobs ahead of a player's recall.
 """
 
 import dataclasses
+import functools
+import os
+import threading
 import time
 
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks.remembered import recall_query
 from ai_assistant.memory.recall.pipeline import recall
-from ai_assistant.plumbing import threads
 
 # What the warm-up recalls for: common words, so that the index and every tier are touched.
 WARM_QUERY = "hello, how are you today?"
@@ -42,6 +53,8 @@ _busy = []
 _started = []  # the process-wide warm-up was started
 _finished = []  # ... and is over
 _held = []  # Deferreds of the work `after_process_warm_up` holds until then
+_early = []  # the Event of the process-wide warm-up started before the reactor (`start_early`)
+_watched = []  # the Deferred that fires when that thread is done (`_watch_early`)
 
 
 def _load_models(settings):
@@ -56,12 +69,34 @@ def _load_models(settings):
     return True
 
 
-def _open_client(llm):
-    """Import the turn's code and build the model client (its `sdk`), where the port has one."""
+def _prepare_turn_code(modules=()):
+    """
+    Import the turn's code and what its first tick imports (`modules`: the shell's, named by
+    the shell), and check every tool's argument schema once (`Tool.validator`: a first call
+    of each tool would check it on the reactor).
+    """
+    import importlib
+
     import ai_assistant.agent.awake  # noqa: F401  (imported off the reactor, once)
     import ai_assistant.agent.react  # noqa: F401
+    from ai_assistant.tools.catalogue import load_all_tools
 
-    return getattr(llm, "sdk", None) is not None
+    for name in modules:
+        importlib.import_module(name)
+    for tool in load_all_tools().all():
+        tool.validator()
+
+
+def _open_client(llm):
+    """
+    Build the model client (its `sdk`), where the port has one, and read its chat resources:
+    the SDK imports and builds them at a client's first request (`client.chat`).
+    """
+    sdk = getattr(llm, "sdk", None)
+    if sdk is None:
+        return False
+    sdk.chat.completions  # noqa: B018  (a lazy attribute: read for what it loads)
+    return True
 
 
 def _recall(ports):
@@ -71,31 +106,119 @@ def _recall(ports):
     return recall(ports, query).addCallback(lambda result: True)
 
 
-def warm_up_process(settings):
+def warm_up_process(settings, modules=()):
     """
     Start the process-wide part of the warm-up at once (the code a turn runs, the model client's
-    library, the tokenizer and the embedder), before any assistant is loaded: the shell calls it
-    when its typeclasses are imported, early in a server start. Only the first call does work.
+    library and a rehearsal of its first request, the tools' schemas, the tokenizer and the
+    embedder), before any assistant is loaded: the shell calls it when its typeclasses are
+    imported, early in a server start. Only the first call does work; when `start_early`
+    started it already, this only sizes the pools and follows that thread.
 
     Until it is over, `after_process_warm_up` holds back the work a reply does not need (the
     long-term store's opening), so that it does not compete with it for the interpreter.
 
     Args:
         settings (Settings): The game-wide settings.
+        modules (iterable of str): Modules the shell's tick imports on first use (imported
+            here instead, off the reactor).
 
     Returns:
         Deferred or None: Fires when the models are loaded (None after the first call).
     """
+    from ai_assistant.plumbing import threads
+
+    if _early:
+        threads.configure(settings)
+        return None if _watched else _watch_early()
     if _started:
         return None
     _started.append(True)
     threads.configure(settings)  # the pools start now: at the game's sizes
-    client = threads.run_blocking(_import_client_library).addErrback(lambda failure: None)
+    client = threads.run_blocking(_import_client_library, tuple(modules))
+    client.addErrback(lambda failure: None)
     models = threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
     return defer.gatherResults([client, models]).addCallback(_process_warmed)
 
 
-def _import_client_library():
+def start_early(settings, modules=(), log=None):
+    """
+    Start the process-wide part of the warm-up in a plain daemon thread, before the reactor
+    exists: for the shell's earliest hook in the Server process (the inspector app's
+    `ready()`, while Django and Evennia are still starting, seconds before the typeclasses are
+    imported). The thread imports no reactor and touches no state; `warm_up_process`, called
+    later, follows it instead of starting the work again.
+
+    Args:
+        settings (Settings): The game-wide settings.
+        modules (iterable of str): As for `warm_up_process`.
+        log (callable, optional): `log(message)`, for a failure (the replies then do the
+            work themselves) and the time it took.
+
+    Returns:
+        threading.Thread or None: The thread (None when the warm-up was started already).
+    """
+    if _started:
+        return None
+    _started.append(True)
+    done = threading.Event()
+    _early.append(done)
+    log = log or (lambda message: None)
+
+    def work():
+        started = time.monotonic()
+        try:
+            _import_client_library(tuple(modules))
+            _load_models(settings)
+            log(f"process warm-up done in {time.monotonic() - started:.1f} s (started early)")
+        except Exception as err:  # noqa: BLE001 - a warm-up failure only costs the first reply
+            log(f"process warm-up failed, the first reply will load what it needs: {err!r}")
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=work, name="ai_assistant-warm-up", daemon=True)
+    thread.start()
+    os.register_at_fork(before=functools.partial(_finish_before_fork, thread, log))
+    return thread
+
+
+# How long a fork waits for the early thread (its work is bounded - imports, local files, an
+# in-process request - but a start must not hang on it for ever).
+FORK_WAIT_SECONDS = 120.0
+
+
+def _finish_before_fork(thread, log):
+    """
+    Before this process forks, let the early thread finish: a forked child has none of the
+    parent's threads, so work cut off mid-way would leave the child half an import and the
+    locks that thread held (a module's import lock, the tokenizer's) held for ever. twistd
+    forks this way when it daemonizes the Server, right after loading it: the child then
+    starts with everything warmed, and the wait overlaps nothing but what was left of it.
+    """
+    if not thread.is_alive():
+        return
+    started = time.monotonic()
+    thread.join(FORK_WAIT_SECONDS)
+    if thread.is_alive():
+        log(f"process warm-up still running after {FORK_WAIT_SECONDS:.0f} s when the process "
+            "forks: forking anyway (the forked process may find it half done)")
+    else:
+        log(f"the process fork waited {time.monotonic() - started:.1f} s for the warm-up")
+
+
+def _watch_early():
+    """A Deferred that fires, on the reactor, when the early thread is done (waited for in
+    the waiting pool), and then releases what `after_process_warm_up` holds."""
+    from ai_assistant.plumbing import threads
+
+    if not _watched:
+        watched = threads.run_blocking(_early[0].wait).addCallback(
+            lambda _: _process_warmed([None, True]))
+        _watched.append(watched)
+        return watched
+    return None
+
+
+def _import_client_library(modules=()):
     import importlib.util
 
     # openai looks at `sys.modules["httpx"]` (the legacy HTTP library, when another library
@@ -106,10 +229,14 @@ def _import_client_library():
         import httpx  # noqa: F401
     import openai  # noqa: F401  (what the first request imports, imported ahead)
 
+    from ai_assistant.plumbing.llm import rehearse_completion
     from ai_assistant.plumbing.llm_resilience import http_logger_names
+    from ai_assistant.tools.catalogue import load_all_tools
 
     http_logger_names()  # what the first client quiets (cached)
-    _open_client(None)
+    _prepare_turn_code(modules)
+    # the SDK's first request, answered in this process (the request's shape: the tools too)
+    rehearse_completion([tool.spec() for tool in load_all_tools().all()])
 
 
 def _process_warmed(results):
@@ -133,10 +260,13 @@ def after_process_warm_up(func, *args, **kwargs):
     """
     from twisted.internet import reactor
 
-    if not _started or _finished or not reactor.running:
+    over = _finished or (_early and _early[0].is_set())
+    if not _started or over or not reactor.running:
         return defer.maybeDeferred(func, *args, **kwargs)
     waiter = defer.Deferred()
     _held.append(waiter)
+    if _early:
+        _watch_early()  # the thread started early: something must release the waiter
     return waiter.addCallback(lambda _: func(*args, **kwargs))
 
 
@@ -166,6 +296,8 @@ def warm_up(ports, *, cpu_runner=None, io_runner=None):
 
     def _noted(value, name):
         results[name] = value
+
+    from ai_assistant.plumbing import threads  # (imports the reactor: not at module level)
 
     # what a reply cannot do without comes first; the long-term store (a reply does not wait
     # for it) only then, so that its opening never competes with them for the interpreter

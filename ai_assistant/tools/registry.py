@@ -200,6 +200,10 @@ class ToolRegistry:
         if not tool.name:
             raise ValueError(f"{tool_class.__name__} has no name")
         existing = self._tools.get(tool.name)
+        if type(existing) is tool_class:
+            # the same class again (every cycle loads the catalogue): its instance stays, with
+            # its argument validator, whose schema check costs more than most tools' work
+            return tool_class
         if existing is not None and type(existing).__qualname__ != tool_class.__qualname__:
             raise ValueError(f"tool name {tool.name!r} is already registered")
         self._tools[tool.name] = tool

@@ -187,8 +187,10 @@ def run_on_tiny_conversation(tmp_path, results_name, *options):
 
 def test_game_recall_smoke(tmp_path):
     """Two sessions in the real shell; the question about what was just said finds it."""
+    states = tmp_path / "states"
     document, results_untouched = run_on_tiny_conversation(
-        tmp_path, "game_recall.json", "--conversations", "1-1", "--splits", "1-1")
+        tmp_path, "game_recall.json", "--conversations", "1-1", "--splits", "1-1",
+        "--save-states", str(states))
     measures = {"evidence_in_prompt", "evidence_in_prompt_pooled", "evidence_in_prompt_strict",
                 "evidence_in_prompt_strict_pooled", "tools_at_10"}
     assert set(document["overall"]) >= measures
@@ -224,6 +226,29 @@ def test_game_recall_smoke(tmp_path):
     assert "(tool specs)" in document["tokens_by_section_mean"]
     # a smoke slice leaves the latest full results alone
     assert results_untouched()
+    # the saved states replay to the very requests the run measured (bench.recall_replay)
+    replayed = replay_of(states, tmp_path)
+    assert [(f["question"], f["strict"], f["tokens"]) for f in replayed["per_question"]] == [
+        (f["question"], f["evidence_in_prompt_strict"], f["tokens"])
+        for f in document["per_question"]]  # fmt: skip
+    assert replayed["all"]["strict"] == document["overall"]["evidence_in_prompt_strict"]
+    # a setting replayed: no recalled line at all, never more tokens or evidence
+    none = replay_of(states, tmp_path, "recall.prompt_items=0")
+    assert none["all"]["lines_mean"] == 0 and none["overrides"] == {"recall.prompt_items": 0}
+    assert none["all"]["request_tokens"]["mean"] <= replayed["all"]["request_tokens"]["mean"]
+    assert none["all"]["strict"] <= replayed["all"]["strict"]
+
+
+def replay_of(states, tmp_path, *settings):
+    """`bench.recall_replay` over saved states, in its own process: its results document."""
+    out = tmp_path / "replay.json"
+    command = [sys.executable, "-m", "bench.recall_replay", "--states", str(states),
+               "--out", str(out)]
+    for setting in settings:
+        command += ["--set", setting]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(out.read_text())
 
 
 def test_game_recall_smoke_on_the_llm_path(tmp_path):

@@ -49,6 +49,9 @@ def test_first_reply_smoke(tmp_path, bench_game):
                               strict=True):
         assert asked is not None and 0 < asked <= replied
     assert len(document["warm_reply_s"]) == 1 and document["warm_median_s"] > 0
+    assert len(document["reload_s"]) == 1 and document["reload_s"][0] > 0
+    # the reloaded Server process started its warm-up from the inspector app's ready()
+    assert document["early_warm_ups"] == 1
     # the lender stops the server (and checks that nothing is left: `bench_game`)
     assert document["server_tracebacks"] == 0 and document["processes_left_running"] is None
 

@@ -28,6 +28,35 @@ def said_in_prompt(situation):
     return texts
 
 
+def _noted(ports, situation):
+    """`(profile, recent observations shown)` of each person the block shows notes about."""
+    profiles = People(ports).profiles()
+    limit = int(ports.settings.get("entities.context_max_profiles"))
+    recent = int(ports.settings.get("entities.context_observations"))
+    already = said_in_prompt(situation)
+    # a whispered observation is shown only in a prompt built for the one who whispered it
+    viewer = (situation.get("interlocutor") or {}).get("id")
+    for entity_id in people_in(situation)[:limit]:
+        profile = profiles.get(entity_id)
+        if profile is None:
+            continue
+        observations = [o for o in (profile.get("observations") or [])
+                        if " ".join(str(o.get("text") or "").split()) not in already
+                        and visible_to(o, viewer)]
+        yield profile, (observations[-recent:] if recent else [])
+
+
+def observations_shown(ports, situation):
+    """
+    The texts of the recent observations the block shows (whitespace collapsed): recall
+    leaves the lines they come from to this block (`blocks.remembered.recall_query`), so each
+    fact appears once.
+    """
+    return {" ".join(str(o.get("text") or "").split())
+            for _, observations in _noted(ports, situation or {})
+            for o in observations} - {""}  # fmt: skip
+
+
 def entity_context_block(ports, situation):
     """
     Context provider: the notes about the person the assistant talks with and the others
@@ -37,24 +66,11 @@ def entity_context_block(ports, situation):
     Returns:
         str or None: The block, or None when it has no notes about anybody here.
     """
-    situation = situation or {}
-    profiles = People(ports).profiles()
-    limit = int(ports.settings.get("entities.context_max_profiles"))
-    recent = int(ports.settings.get("entities.context_observations"))
-    already = said_in_prompt(situation)
-    # a whispered observation is shown only in a prompt built for the one who whispered it
-    viewer = (situation.get("interlocutor") or {}).get("id")
     blocks = []
-    for entity_id in people_in(situation)[:limit]:
-        profile = profiles.get(entity_id)
-        if profile is None:
-            continue
+    for profile, observations in _noted(ports, situation or {}):
         notes = [attribute_line(profile, key, value)
                  for key, value in (profile.get("attributes") or {}).items()]
-        observations = [o for o in (profile.get("observations") or [])
-                        if " ".join(str(o.get("text") or "").split()) not in already
-                        and visible_to(o, viewer)]
-        notes += [f"recently: {o.get('text')}" for o in observations[-recent:]] if recent else []
+        notes += [f"recently: {o.get('text')}" for o in observations]
         if notes:
             blocks.append(f"{safe_name(profile.get('name'))}:\n"
                           + quote_untrusted("\n".join(notes), "NOTES ABOUT A CHARACTER"))

@@ -8,7 +8,8 @@ The awake tick runs the pipeline off the reactor before the cycle and puts the l
 `situation["recall"]` (`recall_lines`). A situation built without them (another purpose, a
 game's own caller) gets the same ranking over the journal alone, synchronously and without
 embeddings (cheap: the journal is bounded). Never shown: the entries of the events being
-answered, and lines the conversation history already shows.
+answered, and lines the conversation history or the notes on people (their recent words)
+already show.
 """
 
 import dataclasses
@@ -16,7 +17,9 @@ import dataclasses
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks.conversation import shown_history
+from ai_assistant.agent.blocks.people import observations_shown
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.recall.grouping import layout
 from ai_assistant.memory.recall.pipeline import (
     RecallQuery,
     build_corpus,
@@ -50,7 +53,7 @@ def _repeats(entry, quoted):
 def recall_query(ports, situation):
     """
     What the prompt recalls for: the events' words, for the person being answered, without
-    the events' own entries and the lines the history shows.
+    the events' own entries and the lines the history and the notes on people show.
 
     Returns:
         RecallQuery | None: None when the events say nothing.
@@ -62,6 +65,8 @@ def recall_query(ports, situation):
     exclude = {str(event.get("journal_id")) for event in events
                if event.get("journal_id") is not None}  # fmt: skip
     quoted = _quoted_in_prompt(shown_history(ports, situation))
+    # what "Notes on people here" shows as someone's recent words is in the prompt already
+    quoted |= {f'"{text}"' for text in observations_shown(ports, situation)}
     if quoted:
         exclude |= {str(entry.get("id")) for entry in get_journal(ports)["entries"]
                     if _repeats(entry, quoted)}  # fmt: skip
@@ -116,5 +121,6 @@ def remembered_block(ports, situation):
     lines = situation.get("recall")
     if lines is None:
         lines = _journal_lines(ports, situation)
-    # the lines are whole and the budget bounds them: the block is never cut
-    return quote_untrusted("\n".join(lines), "MEMORIES", limit=None) if lines else None
+    # the lines are whole and the budget bounds them: the block is never cut; each day and
+    # each speaker within it is named once (`recall.grouping`)
+    return quote_untrusted(layout(lines), "MEMORIES", limit=None) if lines else None

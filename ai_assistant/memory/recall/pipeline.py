@@ -21,11 +21,12 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
    repeats one above it moves down, so a question about several things gets lines about each
    (`recall.diversity`).
 6. **Budget.** Best first, whole lines are taken while they fit `recall.budget_tokens`, then
-   shown oldest first, each with its date (`lines.recall_line`). A line is never cut: the budget
-   is kept by choosing fewer lines. One longer than `recall.max_line_tokens` (a pasted page) is
-   left out of the prompt (`too_long`): it would crowd out a dozen facts in every prompt one of
-   its words matches, and cut to fit, half of it would read as the whole. It stays findable by
-   the lookup tools, which show it whole.
+   shown oldest first, each with its date (`lines.recall_line`), the block grouped by day and
+   speaker (`grouping`: the budget counts what a line adds to that layout). A line is never
+   cut: the budget is kept by choosing fewer lines. One longer than `recall.max_line_tokens`
+   (a pasted page) is left out of the prompt (`too_long`): it would crowd out a dozen facts in
+   every prompt one of its words matches, and cut to fit, half of it would read as the whole.
+   It stays findable by the lookup tools, which show it whole.
 
 Everything but reading the journal and the mirror's snapshot runs in the worker pool
 (`rank_items` and `select_lines` are blocking; `recall` hands them to `run_cpu_bound`).
@@ -45,6 +46,7 @@ from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
+from ai_assistant.memory.recall.grouping import GroupedCost
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
@@ -233,12 +235,15 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
     Returns:
         list[str]: Dated lines, oldest first.
     """
-    chosen, used = [], 0
+    chosen, used, block = [], 0, GroupedCost(count)
     for found in recalled:
         line = recall_line(found.item)
-        cost = count(line) + 1
-        if too_long(cost, max_line_tokens) or (budget and used + cost > budget):
+        if too_long(count(line) + 1, max_line_tokens):
+            continue
+        cost = block.cost(line)  # what it adds to the block laid out by day and speaker
+        if budget and used + cost > budget:
             continue  # a shorter line further down may still fit
+        block.take(line)
         chosen.append((found.item, line))
         used += cost
         if len(chosen) >= limit:
@@ -249,19 +254,42 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
     return [line for _, line in chosen]
 
 
-def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
-    corpus = build_corpus(journal_entries, mirror, others)
-    tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
-    hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
+                       hidden=None):
+    """
+    Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
+    `recall`, and what `bench/recall_replay.py` replays).
+
+    Args:
+        corpus (tuple): Journal-shaped items (`build_corpus`).
+        query (RecallQuery): What to recall, for whom, how much.
+        now (datetime): The current time.
+        settings (Settings): The assistant's settings.
+        matrices (EmbeddingMatrices, optional): The corpus's vectors, kept between calls.
+        index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
+        hidden (int, optional): How many items are private to someone, if known.
+
+    Returns:
+        tuple: `(recalled, lines)`.
+    """
     wanted = settings.get("recall.embedding_weight") or settings.get("recall.diversity")
     embed = default_embed(settings) if wanted else None
     recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
-                          matrices=mirror.matrices if mirror else None,
-                          index_cache=mirror.index_cache if mirror else None,
+                          matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
                           hidden=hidden, diversity=settings.get("recall.diversity"))  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
+
+
+def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
+    corpus = build_corpus(journal_entries, mirror, others)
+    tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
+    hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+    return recall_from_corpus(corpus, query, now, settings,
+                              matrices=mirror.matrices if mirror else None,
+                              index_cache=mirror.index_cache if mirror else None,
+                              hidden=hidden)  # fmt: skip
 
 
 @defer.inlineCallbacks

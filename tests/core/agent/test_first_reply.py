@@ -3,6 +3,11 @@ A first reply as fast as a warm one (issue 34): what a reply needs is made ready
 background (`agent.warmup`), and the "thinking" emote counts from when the line was heard.
 """
 
+import json
+import os
+import sys
+import time
+
 import pytest
 import support
 from scripted_llm import FakeWorld, sync_runner
@@ -220,3 +225,175 @@ def test_the_client_library_is_imported_whole_before_openai():
     assert "openai" in sys.modules
     if importlib.util.find_spec("httpx") is not None:
         assert hasattr(sys.modules["httpx"], "URL")
+
+
+def test_the_warm_up_writes_nothing_and_asks_no_model(llm_server, llm_config):
+    """A warm-up reads what a reply reads and runs the SDK's first request in-process: the
+    assistant's state is left as it was, and the model server hears nothing."""
+    store = ListingStore()
+    llm = LLMClient(llm_config, runner=sync_runner, clock=task.Clock())
+    ports = support.make_ports(llm=llm, semantic=store)
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
+                      source_entity="Bob")
+    saves, before = ports.state.saves, json.dumps(ports.state.data, sort_keys=True,
+                                                   default=str)
+    warmup._import_client_library(())
+    done = support.result_of(warmup.warm_up(ports, cpu_runner=sync_runner,
+                                            io_runner=sync_runner))
+    assert done == {"models": True, "client": True, "recall": True}
+    assert llm_server.requests == []
+    assert ports.state.saves == saves
+    assert json.dumps(ports.state.data, sort_keys=True, default=str) == before
+    # the client's chat resources, which its first request would load, are read already
+    assert "chat" in vars(llm.sdk) and "completions" in vars(llm.sdk.chat)
+
+
+def test_the_process_warm_up_imports_the_tick_modules_and_checks_every_tool_schema(
+        tmp_path, monkeypatch):
+    from ai_assistant.tools.catalogue import load_all_tools
+    from ai_assistant.tools.registry import REGISTRY
+
+    (tmp_path / "tick_module_probe.py").write_text("IMPORTED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tick_module_probe", raising=False)
+    for tool in load_all_tools().all():
+        vars(tool).pop("_validator", None)
+    warmup._prepare_turn_code(("tick_module_probe",))
+    assert sys.modules["tick_module_probe"].IMPORTED
+    tools = load_all_tools().all()  # what a cycle loads: the same tools, checked already
+    assert tools and all("_validator" in vars(tool) for tool in tools)
+    assert tools == REGISTRY.all()
+
+
+def test_the_sdk_rehearsal_is_answered_in_process_and_logs_no_request(caplog):
+    """The rehearsal of the SDK's first request: parsed like a real reply, sent nowhere, and
+    never a request line in the log, even with `llm.log_requests` on."""
+    import logging
+
+    from ai_assistant.plumbing.llm import REHEARSAL_URL, rehearse_completion
+    from ai_assistant.plumbing.llm_resilience import http_logger_names, quiet_http_logs
+    from ai_assistant.tools.registry import REGISTRY
+
+    assert ".invalid/" in REHEARSAL_URL  # a reserved name: nothing could answer it
+    quiet_http_logs(verbose=True)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            reply = rehearse_completion([REGISTRY.get("say").spec()])
+            rehearsal_lines = [record for record in caplog.records
+                               if record.name.split(".")[0] in http_logger_names()]
+            logging.getLogger("httpx2").info("after the rehearsal")
+    finally:
+        quiet_http_logs(verbose=False)
+    assert [(call.name, call.arguments) for call in reply.tool_calls] == [
+        ("say", '{"message": "Hello."}')]
+    assert (reply.prompt_tokens, reply.completion_tokens) == (12, 5)
+    assert rehearsal_lines == []
+    # the loggers are left as they were: only the rehearsal's own lines were dropped
+    assert caplog.records[-1].getMessage() == "after the rehearsal"
+
+
+@pytest.fixture
+def fresh_process_warm_up(monkeypatch):
+    """The process-wide warm-up's bookkeeping, as in a process that has not started it."""
+    for name in ("_started", "_finished", "_held", "_early", "_watched"):
+        monkeypatch.setattr(warmup, name, [])
+
+
+def test_the_early_warm_up_runs_in_its_own_thread_and_the_later_start_follows_it(
+        monkeypatch, fresh_process_warm_up):
+    """Started before the reactor exists (the inspector app's `ready()`), in a plain thread;
+    the typeclasses' later call only follows it, and the store waits for it as before."""
+    import threading
+
+    from twisted.internet import reactor
+
+    from ai_assistant.plumbing import threads
+    from ai_assistant.plumbing.settings import Settings
+
+    gate, ran, lines = threading.Event(), [], []
+    monkeypatch.setattr(warmup, "_import_client_library",
+                        lambda modules: ran.append((threading.current_thread().name, modules)))
+    monkeypatch.setattr(warmup, "_load_models", lambda settings: gate.wait(5) and ran.append(
+        "models"))
+    thread = warmup.start_early(Settings(), ("some.module",), log=lines.append)
+    assert warmup.start_early(Settings(), ()) is None  # once per process
+    # the later start sizes the pools and follows the thread (waited for in the waiting pool)
+    followed = []
+    monkeypatch.setattr(reactor, "running", True)
+    monkeypatch.setattr(threads, "configure", lambda settings: followed.append("configure"))
+    monkeypatch.setattr(threads, "run_blocking",
+                        lambda func, *args: followed.append(func) or defer.Deferred())
+    process = warmup.warm_up_process(Settings(), modules=("ignored",))
+    assert followed[0] == "configure" and followed[1] == warmup._early[0].wait
+    held = warmup.after_process_warm_up(lambda: "store opened")
+    assert not held.called
+    gate.set()
+    thread.join(5)
+    assert ran == [("ai_assistant-warm-up", ("some.module",)), "models"]
+    assert lines and "warm-up done" in lines[0]
+    # the pool's wait returns; on the reactor, what was held goes on
+    process.callback(None)
+    assert support.result_of(held) == "store opened" and warmup._finished
+    assert warmup.warm_up_process(Settings()) is None
+
+
+def test_a_failed_early_warm_up_is_logged_and_holds_nothing(monkeypatch, fresh_process_warm_up):
+    from twisted.internet import reactor
+
+    from ai_assistant.plumbing.settings import Settings
+
+    def broken(modules):
+        raise ImportError("no openai here")
+
+    lines = []
+    monkeypatch.setattr(warmup, "_import_client_library", broken)
+    warmup.start_early(Settings(), (), log=lines.append).join(5)
+    assert "failed" in lines[0] and "no openai here" in lines[0]
+    monkeypatch.setattr(reactor, "running", True)
+    # its thread is over: the store's opening does not wait, even before the reactor noticed
+    assert support.result_of(warmup.after_process_warm_up(lambda: "at once")) == "at once"
+
+
+def test_a_process_that_forks_waits_for_the_early_warm_up_first(monkeypatch,
+                                                                  fresh_process_warm_up):
+    """twistd daemonizes the Server (a fork) right after loading it: the child has none of the
+    parent's threads, so the warm-up must be over by then, or the child would inherit it half
+    done, with its locks held."""
+    import warnings
+
+    from ai_assistant.plumbing.settings import Settings
+
+    monkeypatch.setattr(warmup, "_import_client_library", lambda modules: time.sleep(0.3))
+    monkeypatch.setattr(warmup, "_load_models", lambda settings: None)
+    lines = []
+    thread = warmup.start_early(Settings(), (), log=lines.append)
+    assert thread.is_alive()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "multi-threaded process forks": other tests' pools
+        child = os.fork()
+        if child == 0:  # the child: the warm-up is over and its thread gone
+            os._exit(0 if warmup._early[0].is_set() and not thread.is_alive() else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert any("fork waited" in line for line in lines)
+
+
+def test_the_early_warm_up_installs_no_reactor():
+    """Started before twistd runs the reactor (perhaps before it installs one): the thread's
+    real work - the imports, the SDK's rehearsal, the models - must not import the reactor,
+    which would install the default one behind twistd's back. In a fresh interpreter."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from ai_assistant.agent import warmup\n"
+        "from ai_assistant.plumbing.settings import Settings\n"
+        "lines = []\n"
+        "warmup.start_early(Settings(), ('ai_assistant.agent.awake',), log=lines.append).join()\n"
+        "assert 'started early' in lines[0], lines\n"
+        "assert 'openai' in sys.modules and 'ai_assistant.agent.react' in sys.modules\n"
+        "assert 'twisted.internet.reactor' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

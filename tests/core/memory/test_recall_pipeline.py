@@ -19,6 +19,7 @@ from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm import mirror as recall_mirror
 from ai_assistant.memory.longterm.mirror import MemoryMirror, ensure_loaded, mirror_of
 from ai_assistant.memory.recall import pipeline
+from ai_assistant.memory.recall.grouping import layout
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import memory_item, recall_line
 from ai_assistant.memory.recall.long_term import search_long_term
@@ -123,7 +124,7 @@ def test_the_lines_fit_the_token_budget_best_first_then_in_time_order():
     query = RecallQuery(text="harbour lantern red", limit=20, budget=60)
     recalled = rank_items(corpus, query, now=NOW, params=PARAMS)
     lines = pipeline.select_lines(recalled, query.budget, query.limit)
-    assert lines and sum(count_tokens(line) + 1 for line in lines) <= 60
+    assert lines and count_tokens(layout(lines)) <= 60  # the block as the prompt lays it out
     assert len(lines) < 20  # the budget, not a fixed number of slots, decided
     best = pipeline.recall_line(recalled[0].item)
     assert best in lines
@@ -276,6 +277,31 @@ def test_what_sleep_consolidates_is_recalled_after_the_journal_forgot_it():
     assert lines == ["- [8 May 2023] Wenna said to me: \"I adopted a puppy named Brindle.\""]
     block = remembered_block(ports, {**situation, "recall": lines})
     assert block.startswith("<<<BEGIN MEMORIES>>>") and "Brindle" in block
+
+
+def test_what_the_notes_on_people_show_is_not_recalled_again():
+    from ai_assistant.agent.blocks.people import entity_context_block
+    from ai_assistant.memory.entities import People
+
+    ports = make_ports(overrides={"recall.embedding_weight": 0.0,
+                                  "entities.context_observations": 1})  # the latest only
+    ports.clock.current = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    for said in ("I adopted a puppy named Brindle.", "Brindle chews every boot in the house."):
+        Journal(ports).add(f"Wenna said to me: \"{said}\"", source_type="direct",
+                          source_entity="Wenna", tags=["heard"])
+        People(ports).observe("#12", "Wenna", said)
+    ports.clock.current = NOW
+    situation = {"events": [{"text": "What is my puppy Brindle like?", "sender": "Wenna",
+                             "sender_id": "#12"}],
+                 "interlocutor": {"id": "#12", "name": "Wenna"}, "history": []}  # fmt: skip
+    notes = entity_context_block(ports, situation)
+    assert "recently: Brindle chews every boot" in notes
+    # both lines match; the one the notes show as Wenna's recent words is there already
+    lines = result_of(recall_lines(ports, situation))
+    assert lines == ["- [8 May 2023] Wenna said to me: \"I adopted a puppy named Brindle.\""]
+    without_notes = ports.settings.with_overrides({"entities.context_observations": 0})
+    ports.settings = without_notes
+    assert len(result_of(recall_lines(ports, situation))) == 2
 
 
 def test_the_ranking_runs_in_the_worker_pool_not_on_the_reactor(monkeypatch):

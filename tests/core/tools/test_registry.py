@@ -162,6 +162,24 @@ def test_registry_offers_sleep_tools_and_hides_dangerous():
     assert [t.name for t in fresh.available(dangerous_enabled=True)] == ["danger"]
 
 
+def test_registering_a_tool_again_keeps_its_instance_and_its_checked_schema():
+    """Every cycle loads the catalogue: a tool's validator (its schema checked, ~2 ms) must not
+    be thrown away with a fresh instance each time. Another class of the same name still
+    replaces it (a reloaded module's class)."""
+    registry = ToolRegistry()
+    registry.register(Echo)
+    validator = registry.get("echo").validator()
+    registry.register(Echo)
+    assert registry.get("echo").validator() is validator
+
+    class Echo2(Echo):  # the same qualified name, as a reloaded module's class has
+        pass
+
+    Echo2.__qualname__ = Echo.__qualname__
+    registry.register(Echo2)
+    assert type(registry.get("echo")) is Echo2
+
+
 def test_every_tool_validates_reasoning_but_offers_a_compact_schema():
     for tool in load_all_tools().all():
         spec = tool.spec()["function"]

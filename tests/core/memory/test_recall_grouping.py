@@ -1,0 +1,95 @@
+"""
+The recall block laid out by day and speaker (`memory.recall.grouping`): invented fixtures, no
+Evennia.
+
+- Each day and each speaker within it is named once; every line's words are there whole, and
+  a line with no speaker's prefix never sits under someone's name.
+- The budget counts what a line adds to the grouped block, so the same budget holds more whole
+  lines than shown one by one, and the block stays within it.
+"""
+
+from datetime import UTC, datetime
+
+from ai_assistant.agent.blocks.remembered import remembered_block
+from ai_assistant.memory.longterm.mirror import MemoryMirror
+from ai_assistant.memory.recall import pipeline
+from ai_assistant.memory.recall.grouping import GroupedCost, layout, line_parts
+from ai_assistant.memory.recall.pipeline import RecallQuery, build_corpus, rank_items
+from ai_assistant.plumbing.settings import Settings
+from ai_assistant.plumbing.tokens import count_tokens
+
+NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+
+LINES = [
+    '- [2 February 2024] Oskar said to me: "The ferry carried peat to the north shore."',
+    "- [2 February 2024] The harbour froze over.",
+    '- [2 February 2024] Tova said to me: "My lantern came from the ferryman."',
+    '- [2 February 2024] Oskar said to me: "The goat rode the ferry too."',
+    '- [9 February 2024] Oskar said to me: "I mended the nets."',
+    "- An undated fact.",
+]
+
+
+def test_each_day_and_speaker_is_named_once_and_every_line_is_whole():
+    text = layout(LINES)
+    assert text.splitlines() == [
+        "[2 February 2024]",
+        "- The harbour froze over.",  # no speaker: before anyone's name, never under it
+        "Oskar said to me:",
+        '- "The ferry carried peat to the north shore."',
+        '- "The goat rode the ferry too."',
+        'Tova said to me: "My lantern came from the ferryman."',
+        "[9 February 2024]",
+        'Oskar said to me: "I mended the nets."',
+        "- An undated fact.",
+    ]
+    for line in LINES:
+        assert line_parts(line)[2] in text
+    assert count_tokens(text) < sum(count_tokens(line) + 1 for line in LINES)
+
+
+def test_a_line_that_is_not_a_speakers_quote_keeps_its_own_words():
+    assert line_parts("- [3 March 2024] Mallory told me: the vault is open") == (
+        "3 March 2024", "", "Mallory told me: the vault is open")
+    assert line_parts('- [3 March 2024] Eve says (disputed): "gold is cheap"') == (
+        "3 March 2024", "Eve says (disputed)", '"gold is cheap"')
+
+
+def test_the_grouped_cost_is_what_a_line_adds_to_the_block():
+    cost = GroupedCost()
+    first = cost.cost(LINES[0])
+    cost.take(LINES[0])
+    again = cost.cost(LINES[3])  # same day, same speaker: its own words only
+    assert again < first
+    assert again == count_tokens('- "The goat rode the ferry too."') + 1
+
+
+def memory(number, text, day):
+    return {"id": f"m{number}", "memory": text,
+            "metadata": {"entry_id": number, "timestamp": f"2024-02-{day:02d}T10:00:00Z",
+                         "source_entity": "Oskar", "source_trust": 0.9}}  # fmt: skip
+
+
+def test_the_same_budget_holds_more_whole_lines_and_the_block_stays_within_it():
+    mirror = MemoryMirror()
+    mirror.merge([memory(n, f"Oskar said to me: \"Crossing {n}: the ferry carried {n} carts "
+                            f"of peat to the north shore.\"", day=1 + n % 3)
+                  for n in range(1, 41)])  # fmt: skip
+    query = RecallQuery(text="ferry peat carts", limit=40, budget=300)
+    params = pipeline.recall_params(Settings())
+    recalled = rank_items(build_corpus((), mirror), query, now=NOW, params=params)
+    lines = pipeline.select_lines(recalled, query.budget, query.limit)
+    # what the same budget held when each line was shown alone
+    alone = []
+    used = 0
+    for found in recalled:
+        line = pipeline.recall_line(found.item)
+        if used + count_tokens(line) + 1 > query.budget:
+            continue
+        alone.append(line)
+        used += count_tokens(line) + 1
+    assert len(lines) >= 1.3 * len(alone)
+    assert count_tokens(layout(lines)) <= query.budget
+    block = remembered_block(None, {"recall": lines})
+    for line in lines:
+        assert line_parts(line)[2] in block
