@@ -19,7 +19,7 @@ from evennia.utils.dbserialize import deserialize, from_pickle
 
 from ai_assistant import durability
 from ai_assistant.durability import durability_of
-from ai_assistant.plumbing import documents, threads
+from ai_assistant.plumbing import documents, residency, threads
 from ai_assistant.plumbing.environment import setting_source
 from ai_assistant.plumbing.ports import AssistantPorts, SystemClock
 from ai_assistant.plumbing.settings import Settings, settings_tree
@@ -34,6 +34,13 @@ class AttributeState:
     `get` returns a plain (deserialized) copy cached in `ndb`, so repeated reads cost nothing
     and a change is only persisted by `set` (written behind, see `set`). The cache lives in
     `ndb`, so a reload starts from what was flushed.
+
+    The first read of an object's documents reads its light ones, in one query (all an idle
+    tick reads); the first read of one of its heavy ones (`documents.Document.heavy`: the
+    journal, the people, the memory links and nodes...) reads those, in one more. They stay in
+    the cache only while the assistant is resident (`plumbing.residency`): reading or writing
+    one makes it the most recently used, and when it is released its heavy documents that have
+    no unwritten change are dropped from the cache, to be read again when next used.
 
     Args:
         character (AssistantMixin): The NPC.
@@ -70,18 +77,43 @@ class AttributeState:
             # this NPC shares them, and a reload (which clears ndb) starts from the database
             if owner.ndb.ai_state_cache is None:
                 place = documents.CHARACTER if owner is self.character else documents.SCRIPT
-                owner.ndb.ai_state_cache = _stored_documents(owner,
-                                                             documents.kept_in_state(place))
+                owner.ndb.ai_state_cache = _stored_documents(
+                    owner, documents.kept_in_state(place, heavy=False))
                 owner.ndb.ai_state_dirty = set()
             store = (owner, owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty)
             if owner is not self.character or not on_script:
                 self._stores[on_script] = store
         return store
 
+    def _resident(self):
+        """Make the NPC the most recently used resident assistant (a heavy document is used)."""
+        runtime = self.character.assistant.runtime
+        runtime.on_release("attribute_state", self._drop_heavy)
+        runtime.touch()
+
+    def _drop_heavy(self):
+        """Drop the heavy documents with no unwritten change from the cache (released)."""
+        if not self.character.pk:  # deleted meanwhile: its caches went with it
+            return
+        for owner in {self.character, self.character.assistant.script} - {None}:
+            cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty or ()
+            for name in list(cache or ()):
+                if documents.heavy(name) and name not in dirty:
+                    del cache[name]
+
     def get(self, name, default=None):
+        if documents.heavy(name):
+            self._resident()
         owner, cache, _ = self._store(name)
         value = cache.get(name, _UNREAD)
-        if value is _UNREAD:  # not among those loaded: one the shell writes straight is
+        if value is _UNREAD and documents.heavy(name):
+            # the object's heavy documents, together: a search or a sleep step reads several
+            missing = [other for other in documents.kept_in_state(documents.get(name).on,
+                                                                  heavy=True)
+                       if other not in cache]  # fmt: skip
+            cache.update(_stored_documents(owner, missing))
+            value = cache[name]
+        elif value is _UNREAD:  # not among those loaded: one the shell writes straight is
             # read now and never kept, so what Evennia writes to it is seen at the next read
             value = _stored_documents(owner, (name,))[name]
             if name not in documents.REGISTRY or not documents.REGISTRY[name].straight:
@@ -100,6 +132,8 @@ class AttributeState:
         is safe in the NPC's write-ahead log (appended here, before anyone is told), so a
         crash loses nothing; a value the log cannot take is written through at once.
         """
+        if documents.heavy(name):
+            self._resident()
         owner, cache, dirty = self._store(name)
         cache[name] = value
         place = durability.SCRIPT if owner is not self.character else durability.CHARACTER
@@ -123,11 +157,24 @@ class AttributeState:
                 cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
                 for name in sorted(dirty or ()):
                     owner.attributes.add(name, cache[name])
+                    if documents.heavy(name):
+                        _forget_cached_attribute(owner, name)
                 if dirty:
                     written.append(dirty)
         for dirty in written:
             dirty.clear()
         self.durability().flushed()
+
+
+def _forget_cached_attribute(owner, name):
+    """
+    Drop the Attribute `name` from Evennia's cache of `owner`'s Attributes.
+
+    Evennia's handler keeps every Attribute it wrote, and with it the value as written (its
+    `to_pickle` copy): for a heavy document, a second copy held for the life of the process,
+    whether or not the assistant is resident. A later read through Evennia queries it again.
+    """
+    owner.attributes.backend._delete_cache(name, None)
 
 
 # What Evennia's serializer stores in place of a database object or a session inside a value.
@@ -524,6 +571,7 @@ def build_ports(character, *, runtime):
         log_to_server(f"{character.key}: ignored setting {problem['key']} = "
                       f"{problem['value']!r} from {problem['source']}: {problem['error']}")
     threads.configure(settings)
+    residency.configure(settings)
     key = straight[documents.MEMORY_SCOPE] or memory_scope(character)
     return AssistantPorts(
         key=key,

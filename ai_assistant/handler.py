@@ -37,7 +37,7 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
-from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import documents, residency
 from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -117,6 +117,8 @@ def retire(obj, script=None):
     obj.cmdset.remove(AssistantMixin.assistant_tool_cmdset)
     obj.cmdset.remove(TOOL_CMDSET_KEY)
     obj.tags.remove(*ASSISTANT_TAG)
+    if obj.ndb.ai_runtime is not None:  # what it held in memory is no assistant's now
+        residency.RESIDENCY.forget(obj.ndb.ai_runtime)
     for name in _NDB_CACHES:
         obj.nattributes.remove(name)
 
@@ -496,7 +498,7 @@ class AssistantHandler:
             return None
         if not PerceptionQueue(ports).waiting():
             return None
-        # (each one of server_warm_up.TICK_MODULES: the warm-up imports them ahead)
+        # (each one imported ahead by the warm-up: server_warm_up.import_tick_modules)
         from ai_assistant.agent.awake import run_awake_tick
         from ai_assistant.sleep.compaction import compact_if_emergency
 

@@ -31,10 +31,16 @@ import importlib.util
 import os
 import sys
 
-# What an awake tick imports on first use (`AssistantHandler._awake_tick`): the process warm-up
-# imports them ahead, off the reactor.
-TICK_MODULES = ("ai_assistant.sleep.modes", "ai_assistant.agent.awake",
-                "ai_assistant.sleep.compaction", "ai_assistant.agent.react")
+
+def import_tick_modules():
+    """
+    Import what an awake tick imports on first use (`AssistantHandler._awake_tick`), for the
+    process warm-up to call off the reactor (named here by reference, as every module is).
+    """
+    import ai_assistant.agent.awake  # noqa: F401
+    import ai_assistant.agent.react  # noqa: F401
+    import ai_assistant.sleep.compaction  # noqa: F401
+    import ai_assistant.sleep.modes  # noqa: F401
 
 
 def is_server_process(argv=None):
@@ -85,5 +91,5 @@ def start_in_server_process(argv=None):
     from ai_assistant.plumbing.settings import Settings, settings_tree
 
     settings = Settings(settings_tree(getattr(django_settings, "AI_ASSISTANT", {}) or {}))
-    return warmup.start_early(settings, TICK_MODULES,
+    return warmup.start_early(settings, import_tick_modules,
                               log=lambda message: logger.log_info(f"[ai_assistant] {message}"))

@@ -22,13 +22,13 @@ from ai_assistant.agent.warmup import warm_up_process
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never_raises, retire
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import Settings
-from ai_assistant.server_warm_up import TICK_MODULES
+from ai_assistant.server_warm_up import import_tick_modules
 from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
 
 # Evennia imports this module early in a server start, when it loads the assistants' scripts:
 # what every reply needs (libraries, models) starts loading now, in the worker pools - unless
 # the inspector app started it earlier still (`server_warm_up`), which this then follows
-warm_up_process(Settings(game_settings()), modules=TICK_MODULES)
+warm_up_process(Settings(game_settings()), prepare=import_tick_modules)
 
 
 def _no_timer_without_a_reactor(interval):

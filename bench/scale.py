@@ -30,6 +30,9 @@ assistant's, created then, as the control: `idle_tick_ms_fresh`), the reload (a
 fresh Python process that loads every assistant and reads each of its state documents from the
 database, against the same for a game with no history: `empty_reload_seconds`), and the
 process's resident memory. Thread-pool work (embedding, mem0) runs inline: no reactor runs here.
+The reload process reports its RSS once every assistant is loaded and its state read
+(`reload_rss_mb`, the empty game's `empty_reload_rss_mb`, and per assistant loaded the
+difference, `rss_per_assistant_mb`).
 
 `--store postgres` keeps the long-term memories in PostgreSQL with pgvector (`memory.store`):
 a database of their own on the bench's cluster (started for them when the game's database is
@@ -363,8 +366,21 @@ for obj in ObjectDB.objects.all():
         for name in documents.REGISTRY:
             state.get(name)
         count += 1
-print(count, time.perf_counter() - started)
+seconds = time.perf_counter() - started
+# what the process holds with every assistant loaded and its state read (garbage collected,
+# as a running game's collector would): VmRSS, from /proc/self/statm on Linux
+import gc
+gc.collect()
+try:
+    with open("/proc/self/statm") as statm:
+        print("rss_mb", int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20)
+except OSError:
+    pass
+print(count, seconds)
 """
+# `rss_mb` of the latest reload process of each database reloaded (its file, or the name of
+# a PostgreSQL database), the least of the repeats: `reload_figures` reads it
+RELOAD_RSS_MB = {}
 
 
 def reload_seconds(database, sqlite, game_dir, repeat=3):
@@ -383,7 +399,28 @@ def reload_seconds(database, sqlite, game_dir, repeat=3):
                                 text=True, env=os.environ.copy()).stdout.split()
         seconds = float(output[-1])
         best = seconds if best is None else min(best, seconds)
+        if "rss_mb" in output:
+            key = database or os.environ.get("EVENNIA_DB_NAME")
+            rss = float(output[output.index("rss_mb") + 1])
+            RELOAD_RSS_MB[key] = round(min(rss, RELOAD_RSS_MB.get(key, rss)), 1)
     return int(output[-2]), round(best, 3)
+
+
+def reload_memory(grown, empty, loaded):
+    """
+    `reload_rss_mb` (the reload process's RSS with every assistant loaded and its state read),
+    `empty_reload_rss_mb` (the same for the empty game) and `rss_per_assistant_mb` (the
+    difference per assistant loaded), from the reloads already measured of the databases
+    `grown` and `empty` (as `RELOAD_RSS_MB` keys them).
+    """
+    if grown not in RELOAD_RSS_MB or empty not in RELOAD_RSS_MB:
+        return {}
+    figures = {"reload_rss_mb": RELOAD_RSS_MB[grown],
+               "empty_reload_rss_mb": RELOAD_RSS_MB[empty]}
+    if loaded:
+        figures["rss_per_assistant_mb"] = round(
+            (figures["reload_rss_mb"] - figures["empty_reload_rss_mb"]) / loaded, 3)
+    return figures
 
 
 def summary(values):
@@ -500,10 +537,11 @@ def reload_from(keep):
         shutil.copytree(os.path.join(keep, "game"), game, dirs_exist_ok=True)
         loaded, seconds = reload_seconds(database, True, game)
         empty = empty_game_reload(folder, "sqlite", None)
+        memory = reload_memory(database, os.path.join(folder, "empty.db3"), loaded)
     return {"benchmark": "scale (reload of a kept world)",
             "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "reload_seconds": seconds, "reload_assistants_loaded": loaded,
-            "empty_reload_seconds": empty,
+            "empty_reload_seconds": empty, **memory,
             "targets": {"reload<2x_empty": seconds < 2 * empty}}
 
 
@@ -551,6 +589,10 @@ def run(args, log=print):
                 folder, args.database, cluster, args.reload_repeat)
             document["rss_mb"] = round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+            document.update(reload_memory(
+                database or os.environ.get("EVENNIA_DB_NAME"),
+                os.path.join(folder, "empty.db3") if sqlite else "empty",
+                document["reload_assistants_loaded"]))
             if memory_cluster is not None:
                 document["memories_in_postgres"] = memories_stored(url)
         finally:

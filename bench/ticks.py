@@ -14,7 +14,8 @@ with `time.process_time` (CPU) and `time.perf_counter` (wall), over many repetit
 - sleep tick: `run_sleep_tick` in mechanical mode (no LLM, no semantic store), both phases;
 - `add_journal_entry` through `execute_tool` (a full journal: each add also auto-prunes);
 - `search_journal` through `execute_tool` with the tool's default settings (a new question
-  each call, so the tool cache does not answer);
+  each call, so the tool cache does not answer), also right after the assistant was released
+  from residency (`search_after_release`: its index and vector matrix built again);
 - prompt recall with N consolidated memories (the long-term store's mirror) beside a journal
   of 100 entries: `prompt_recall_reactor` is what building the prompt's "What you remember"
   block costs on the reactor (the query, reading the journal, the block's text; the corpus and
@@ -173,6 +174,16 @@ def measure_size(size, repeat):
         run_tool(ports, "search_journal", {"query": QUESTIONS[n % len(QUESTIONS)] + f" {n}"})
 
     result["add_then_search"] = timed(search_after_write, max(5, repeat // 4))
+    # an assistant no longer resident (`plumbing.residency`) searches with its index and its
+    # vector matrix built again (the vectors of its texts still in the process-wide table)
+    ports = make_ports(size)
+    run_tool(ports, "search_journal", {"query": "warm up the vectors"})
+
+    def search_after_release(n):
+        ports.runtime.release()
+        run_tool(ports, "search_journal", {"query": f"{QUESTIONS[n % len(QUESTIONS)]} ({n})"})
+
+    result["search_after_release"] = timed(search_after_release, max(5, repeat // 4))
     result.update(measure_prompt_recall(size, repeat))
     return result
 
@@ -278,8 +289,8 @@ def run(sizes=(100, 1000, 10000), repeat=200, log=print):
 
 def print_table(document, out=sys.stdout):
     names = ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal",
-             "add_then_search", "prompt_recall_reactor", "prompt_recall_worker",
-             "prompt_recall_worker_after_write")  # fmt: skip
+             "add_then_search", "search_after_release", "prompt_recall_reactor",
+             "prompt_recall_worker", "prompt_recall_worker_after_write")  # fmt: skip
     out.write(f"{'operation (CPU ms, median / p95)':<34}" + "".join(
         f"{size:>20}" for size in document["sizes"]) + "\n")  # fmt: skip
     for name in names:

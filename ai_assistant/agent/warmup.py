@@ -19,7 +19,7 @@ real recall uses. A mechanical assistant (no model) makes no reply, so it warms 
 The process-wide part (`warm_up_process`) also does what only a first request used to: the
 model client's SDK builds its chat resources and their response models at a client's first
 request, so one request is rehearsed through it, answered inside the process
-(`llm.rehearse_completion`: nothing is sent, nothing logged as a request); the modules the
+(`llm_rehearsal.rehearse_completion`: nothing is sent, nothing logged as a request); the modules the
 shell's tick imports on first use are imported, and every tool's argument schema is checked.
 The shell may start it earlier still, in a plain thread before the reactor exists
 (`start_early`, from the inspector app's `ready()`): the typeclasses' call then only follows it,
@@ -69,20 +69,18 @@ def _load_models(settings):
     return True
 
 
-def _prepare_turn_code(modules=()):
+def _prepare_turn_code(prepare=None):
     """
-    Import the turn's code and what its first tick imports (`modules`: the shell's, named by
-    the shell), and check every tool's argument schema once (`Tool.validator`: a first call
+    Import the turn's code and what its first tick imports (`prepare()`: the shell's own
+    imports), and check every tool's argument schema once (`Tool.validator`: a first call
     of each tool would check it on the reactor).
     """
-    import importlib
-
     import ai_assistant.agent.awake  # noqa: F401  (imported off the reactor, once)
     import ai_assistant.agent.react  # noqa: F401
     from ai_assistant.tools.catalogue import load_all_tools
 
-    for name in modules:
-        importlib.import_module(name)
+    if prepare is not None:
+        prepare()
     for tool in load_all_tools().all():
         tool.validator()
 
@@ -106,7 +104,7 @@ def _recall(ports):
     return recall(ports, query).addCallback(lambda result: True)
 
 
-def warm_up_process(settings, modules=()):
+def warm_up_process(settings, prepare=None):
     """
     Start the process-wide part of the warm-up at once (the code a turn runs, the model client's
     library and a rehearsal of its first request, the tools' schemas, the tokenizer and the
@@ -119,8 +117,8 @@ def warm_up_process(settings, modules=()):
 
     Args:
         settings (Settings): The game-wide settings.
-        modules (iterable of str): Modules the shell's tick imports on first use (imported
-            here instead, off the reactor).
+        prepare (callable, optional): Imports what the shell's tick imports on first use
+            (called here instead, off the reactor).
 
     Returns:
         Deferred or None: Fires when the models are loaded (None after the first call).
@@ -134,13 +132,13 @@ def warm_up_process(settings, modules=()):
         return None
     _started.append(True)
     threads.configure(settings)  # the pools start now: at the game's sizes
-    client = threads.run_blocking(_import_client_library, tuple(modules))
+    client = threads.run_blocking(_import_client_library, prepare)
     client.addErrback(lambda failure: None)
     models = threads.run_cpu_bound(_load_models, settings).addErrback(lambda failure: None)
     return defer.gatherResults([client, models]).addCallback(_process_warmed)
 
 
-def start_early(settings, modules=(), log=None):
+def start_early(settings, prepare=None, log=None):
     """
     Start the process-wide part of the warm-up in a plain daemon thread, before the reactor
     exists: for the shell's earliest hook in the Server process (the inspector app's
@@ -150,7 +148,7 @@ def start_early(settings, modules=(), log=None):
 
     Args:
         settings (Settings): The game-wide settings.
-        modules (iterable of str): As for `warm_up_process`.
+        prepare (callable, optional): As for `warm_up_process`.
         log (callable, optional): `log(message)`, for a failure (the replies then do the
             work themselves) and the time it took.
 
@@ -167,7 +165,7 @@ def start_early(settings, modules=(), log=None):
     def work():
         started = time.monotonic()
         try:
-            _import_client_library(tuple(modules))
+            _import_client_library(prepare)
             _load_models(settings)
             log(f"process warm-up done in {time.monotonic() - started:.1f} s (started early)")
         except Exception as err:  # noqa: BLE001 - a warm-up failure only costs the first reply
@@ -218,7 +216,7 @@ def _watch_early():
     return None
 
 
-def _import_client_library(modules=()):
+def _import_client_library(prepare=None):
     import importlib.util
 
     # openai looks at `sys.modules["httpx"]` (the legacy HTTP library, when another library
@@ -229,12 +227,12 @@ def _import_client_library(modules=()):
         import httpx  # noqa: F401
     import openai  # noqa: F401  (what the first request imports, imported ahead)
 
-    from ai_assistant.plumbing.llm import rehearse_completion
+    from ai_assistant.plumbing.llm_rehearsal import rehearse_completion
     from ai_assistant.plumbing.llm_resilience import http_logger_names
     from ai_assistant.tools.catalogue import load_all_tools
 
     http_logger_names()  # what the first client quiets (cached)
-    _prepare_turn_code(modules)
+    _prepare_turn_code(prepare)
     # the SDK's first request, answered in this process (the request's shape: the tools too)
     rehearse_completion([tool.spec() for tool in load_all_tools().all()])
 

@@ -5,7 +5,7 @@ The "node_vectors" document (kept by `memory.nodes.Nodes`) holds `{"dims", "revi
 {id: base64 float32}, "clusters": {id: base64 float32}}`: every node's vector and every
 cluster's centroid, kept apart from the nodes themselves so that reading a node never decodes
 vectors. `Nodes.vector_index` keeps them as one `VectorIndex` matrix per assistant (in
-`ports.runtime.caches["node_index"]`, checked against the document's `revision`, which changes
+`ports.runtime.derived["node_index"]`, checked against the document's `revision`, which changes
 on every write), so a search over 10,000 nodes is one matrix product. A node older than
 `nodes.vectors_full_days` days keeps its vector at a quarter of the size, as int8
 (`compact_vector`, by the patrol's bound step).

@@ -515,18 +515,18 @@ class Nodes:
         """
         The cached `VectorIndex` of the node vectors, rebuilt when they change.
 
-        The cache lives on the assistant's runtime (`caches["node_index"]`) and is checked
-        against the document's revision (renewed by every `save_graph` of vectors), so a stale
-        index is never used and assistants never share one.
+        The cache lives on the assistant's runtime (`derived["node_index"]`, dropped while the
+        assistant is not resident: `plumbing.residency`) and is checked against the document's
+        revision (renewed by every `save_graph` of vectors), so a stale index is never used and
+        assistants never share one.
         """
         doc = self.ports.state.get(documents.NODE_VECTORS, None) or {}
         revision = doc.get("revision")
-        caches = self.ports.runtime.caches
-        cached = caches.get(node_vectors.INDEX_CACHE)
-        if cached is not None and revision is not None and cached[0] == revision:
-            return cached[1]
+        held = self.ports.runtime.derived_cache(node_vectors.INDEX_CACHE, dict)
+        if revision is not None and held.get("revision") == revision:
+            return held["index"]
         index = node_vectors.VectorIndex.from_doc(doc)
-        caches[node_vectors.INDEX_CACHE] = (revision, index)
+        held.update(revision=revision, index=index)
         return index
 
     # -- what recall and staff change

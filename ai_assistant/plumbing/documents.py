@@ -34,9 +34,13 @@ class Document(str):
         writers (tuple[str], optional): Other modules that write it.
         straight (bool, optional): The shell writes it straight to its Attribute, never
             through `ports.state` (so no reader may keep a copy of it).
+        heavy (bool, optional): It grows with the assistant's history (hundreds of KB as
+            plain data), and an idle tick never reads it: the game holds it in memory only
+            while the assistant is resident (`plumbing.residency`) and reads it again after.
     """
 
-    def __new__(cls, name, *, on, default, owner, shape, writers=(), straight=False):
+    def __new__(cls, name, *, on, default, owner, shape, writers=(), straight=False,
+                heavy=False):
         if on not in (CHARACTER, SCRIPT):
             raise ValueError(f"a document lives on {CHARACTER!r} or {SCRIPT!r}, not {on!r}")
         if name in REGISTRY:
@@ -48,6 +52,7 @@ class Document(str):
         document.shape = shape
         document.writers = tuple(writers)
         document.straight = straight
+        document.heavy = heavy
         REGISTRY[name] = document
         return document
 
@@ -67,10 +72,20 @@ def on_script(name):
     return document is not None and document.on == SCRIPT
 
 
-def kept_in_state(on):
-    """The names of the documents `ports.state` keeps on `on` (`CHARACTER` or `SCRIPT`)."""
+def kept_in_state(on, heavy=None):
+    """
+    The names of the documents `ports.state` keeps on `on` (`CHARACTER` or `SCRIPT`): all of
+    them, or with `heavy` True or False only the heavy or the light ones.
+    """
     return [name for name, document in REGISTRY.items()
-            if document.on == on and not document.straight]
+            if document.on == on and not document.straight
+            and (heavy is None or document.heavy == heavy)]
+
+
+def heavy(name):
+    """True when the named document is a heavy one (see `Document`)."""
+    document = REGISTRY.get(name)
+    return document is not None and document.heavy
 
 
 def get(name):
@@ -148,7 +163,7 @@ WORKING_MEMORY = Document(
 CONVERSATION_HISTORY = Document(
     "conversation_history", on=SCRIPT, default=[], owner="memory.conversation",
     shape='[{"role", "name", "content", "time"}], summarised or trimmed when it fills up, '
-          'and by every sleep past `compaction.history_days` days')
+          'and by every sleep past `compaction.history_days` days', heavy=True)
 COMPACTION_STATE = Document(
     "compaction_state", on=CHARACTER, default={}, owner="sleep.compaction",
     shape='{"version", "extracted_version", "compactions", "pending", ...}')
@@ -175,7 +190,7 @@ USER_SYSTEM_PROMPT = Document(
 SYSTEM_PROMPT_HISTORY = Document(
     "system_prompt_history", on=CHARACTER, default=[], owner="memory.persona",
     shape='numbered versions of assistant_system_prompt [{"version", "time", "by", "reason", '
-          '"prompt", "previous", "old_len", "new_len"}]')
+          '"prompt", "previous", "old_len", "new_len"}]', heavy=True)
 
 # ----------------------------------------------------------------------------------------------
 # Journal, importance and reflection
@@ -183,10 +198,10 @@ SYSTEM_PROMPT_HISTORY = Document(
 JOURNAL = Document(
     "journal", on=CHARACTER, default=None, owner="memory.journal",
     shape='{"entries": [entry], "entry_count", "max_entries", "last_reflection", '
-          '"consolidated_entry_ids"} (journal.new_journal)')
+          '"consolidated_entry_ids"} (journal.new_journal)', heavy=True)
 IMPORTANCE_SCORING = Document(
     "importance_scoring", on=CHARACTER, default={}, owner="sleep.scoring",
-    shape='{"attempts": {entry id: failed LLM scoring attempts}}')
+    shape='{"attempts": {entry id: failed LLM scoring attempts}}', heavy=True)
 REFLECTION_STATE = Document(
     "reflection_state", on=SCRIPT, default=None, owner="memory.reflection_state",
     shape='{"cumulative_importance", "threshold", "last_reflection_time", "reflection_count", '
@@ -202,12 +217,12 @@ MEMORY_LINKS = Document(
     shape='{memory id: {"linked_to": [{"id", "score"}], "journal_ids", "processed_at"}}: at '
           'most `memory.links_max_records` records, the longest processed dropped first; '
           'records processed over `memory.links_full_days` ago keep `memory.links_old_kept` '
-          'links and the journal ids the journal still holds')
+          'links and the journal ids the journal still holds', heavy=True)
 MEMORY_CONSOLIDATION = Document(
     "memory_consolidation", on=CHARACTER, default={}, owner="memory.longterm.progress",
     shape='consolidation progress: {"in_flight": {entry id: time}, "extraction_attempts": '
           '{entry id: n}, "stored": {entry id: {part index: memory id}}, "stored_total", '
-          '"last_run"}')
+          '"last_run"}', heavy=True)
 
 # ----------------------------------------------------------------------------------------------
 # People
@@ -216,7 +231,7 @@ ENTITY_PROFILES = Document(
     "entity_profiles", on=CHARACTER, default={}, owner="memory.entities",
     shape="{entity id: profile with attributes, observations and relationship}: at most "
           "`entities.max_profiles`, `entities.max_observations` observations each; passers-by "
-          "unseen for `entities.forget_after_days` are forgotten (People.prune)")
+          "unseen for `entities.forget_after_days` are forgotten (People.prune)", heavy=True)
 
 # ----------------------------------------------------------------------------------------------
 # Workspace
@@ -242,23 +257,24 @@ MEMORY_NODES = Document(
     "memory_nodes", on=CHARACTER, default={}, owner="memory.nodes",
     shape="{node id: node (scene, emotion, importance, status, timeline)}: at most "
           "`nodes.max_nodes`, dead then dying then least important dropped first "
-          "(sleep.patrol.archive)")
+          "(sleep.patrol.archive)", heavy=True)
 MEMORY_CLUSTERS = Document(
     "memory_clusters", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{cluster id: {"id", "name", "parent_id", "is_parent", "created_at"}} under the '
-          "Business and Private roots")
+          "Business and Private roots", heavy=True)
 NODE_VECTORS = Document(
     "node_vectors", on=CHARACTER, default={}, owner="memory.nodes",
     shape='{"dims", "revision", "nodes": {id: base64 float32}, "clusters": {id: base64 '
           'centroid}}: one vector per node, so bounded with memory_nodes; a node older than '
-          '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)')
+          '`nodes.vectors_full_days` keeps it as int8 ("q8:" + base64, a quarter the size)',
+    heavy=True)
 PATROL_STATE = Document(
     "patrol_state", on=CHARACTER, default={}, owner="memory.patrol_record",
     shape='{"runs", "last_run_at", "last_report", "last_sleep", "diary_pending"}')
 DIARY = Document(
     "diary", on=CHARACTER, default={}, owner="memory.patrol_record",
     shape='{"YYYY-MM-DD": {"date", "text", "updated_at"}}: one entry a day, by the patrol, '
-          'for the last `nodes.diary_kept` days')
+          'for the last `nodes.diary_kept` days', heavy=True)
 THINK_NOTES = Document(
     "think_notes", on=CHARACTER, default={}, owner="memory.patrol_record",
     shape='{"text", "bullets", "updated_at"}: the notes the patrol distilled for the next day')
@@ -270,8 +286,8 @@ SLEEP_REPORTS = Document(
     "sleep_reports", on=SCRIPT, default={}, owner="sleep.reports",
     shape='{"current": report of the sleep under way or None, "recent": [report]}: the last '
           '`sleep.reports_kept` sleeps, each {"started_at", "ended_at", "reason", "woke", '
-          '"ticks", "counts": {"step.key": n}, "errors"}')
+          '"ticks", "counts": {"step.key": n}, "errors"}', heavy=True)
 CORRECTIONS_AUDIT = Document(
     "corrections_audit", on=CHARACTER, default=[], owner="memory.corrections",
     shape='the last `inspector.audit_kept` corrections staff made, [{"id", "time", "by", '
-          '"action", "target", "detail", "journal_entry_id"}]')
+          '"action", "target", "detail", "journal_entry_id"}]', heavy=True)

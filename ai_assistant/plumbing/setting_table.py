@@ -183,6 +183,8 @@ SETTINGS = (
         doc="The postgres store's database URL (hidden in game); empty: the alias below."),
     Setting("memory.postgres_database", "default",
         doc="The Django DATABASES alias the postgres store uses when no URL is set."),
+    Setting("memory.resident_assistants", 32, range=(1, BIG), game_wide=True,
+        doc="Assistants whose journal, people and search indexes stay in memory; others reload."),
     Setting("memory.min_importance", 3, range=(0, 10),
         doc="Entries at least this important are consolidated into long-term memory."),
     Setting("memory.min_information", 0.5, range=(0.0, 1.0),

@@ -85,10 +85,34 @@ def test_ticks_smoke(tmp_path):
 
     document = ticks.main(["--sizes", "100", "--repeat", "5", "--out", str(tmp_path / "t.json")])
     size = document["sizes"]["100"]
-    for name in ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal"):
+    for name in ("idle_awake_tick", "sleep_tick", "add_journal_entry", "search_journal",
+                 "search_after_release"):
         assert size[name]["cpu_ms"]["median"] >= 0.0
     assert "dreaming" in size["sleep_tick"]["phases"]
     assert (tmp_path / "t.json").exists()
+
+
+def test_assistant_memory_smoke(tmp_path):
+    """What each assistant of a kept 3-assistant, 2-day world holds, holder by holder."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    world, out = tmp_path / "world", tmp_path / "memory.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "3", "--days", "2",
+                    "--lines", "4", "--reload-repeat", "1", "--keep", str(world),
+                    "--out", str(tmp_path / "scale.json")],
+                   cwd=root, check=True, capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "bench.assistant_memory", "--world", str(world),
+                    "--out", str(out)], cwd=root, check=True, capture_output=True, timeout=600)
+    document = json.loads(out.read_text())
+    assert document["assistants_measured"] == 2
+    held = document["kb_per_assistant"]
+    assert held["heavy_documents"]["journal"] > 0 and held["light_documents"] > 0
+    assert held["heavy_documents_total"] == pytest.approx(
+        sum(held["heavy_documents"].values()), abs=0.2)
+    assert document["heavy_documents_cached_after_release"] == 0
+    assert document["search_journal_ms"]["after_release"] > 0
 
 
 def test_llm_economy_smoke(tmp_path):
@@ -139,6 +163,10 @@ def test_scale_smoke(tmp_path):
     assert document["reload_assistants_loaded"] == 2
     assert document["reload_repeat"] == 1
     assert 0 < document["empty_reload_seconds"] and 0 < document["reload_seconds"]
+    # the reload process's RSS with both assistants loaded, against the empty game's
+    assert 0 < document["empty_reload_rss_mb"] and 0 < document["reload_rss_mb"]
+    assert document["rss_per_assistant_mb"] == pytest.approx(
+        (document["reload_rss_mb"] - document["empty_reload_rss_mb"]) / 2, abs=0.001)
     assert document["recall_ms"]["count"] == 2  # the admin queries of the last day
     assert list(document["recall_ms_by_day"]) == ["3"]
     assert document["recall_ms_by_day"]["3"]["count"] == 2

@@ -62,13 +62,13 @@ def test_outside_the_server_process_the_app_starts_nothing(monkeypatch):
 def test_in_the_server_process_the_app_starts_the_warm_up_thread(monkeypatch):
     calls = []
     monkeypatch.setattr(warmup, "start_early",
-                        lambda settings, modules, log=None: calls.append((settings, modules)))
+                        lambda settings, prepare, log=None: calls.append((settings, prepare)))
     monkeypatch.setattr(sys, "argv", ["twistd", f"--python={SERVER_PY}"])
     from django.apps import apps
 
     apps.get_app_config("ai_assistant_web").ready()
-    [(settings, modules)] = calls
-    assert modules == server_warm_up.TICK_MODULES
+    [(settings, prepare)] = calls
+    assert prepare is server_warm_up.import_tick_modules
     assert settings.get("threads.switch_interval") == 0.001  # the game's own AI_ASSISTANT
 
 
@@ -85,5 +85,8 @@ def test_the_tick_modules_are_the_ones_the_awake_tick_imports():
     source = inspect.getsource(AssistantHandler._awake_tick)
     imported = {module_of(line.strip()) for line in source.splitlines()
                 if line.strip().startswith("from ai_assistant.")}
-    assert imported <= set(server_warm_up.TICK_MODULES)
+    warmed = {line.split()[1] for line in
+              inspect.getsource(server_warm_up.import_tick_modules).splitlines()
+              if line.strip().startswith("import ai_assistant.")}
+    assert imported <= warmed
     assert "ai_assistant.sleep.compaction" in imported

@@ -88,7 +88,7 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         stored = self.npc.attributes.get(documents.ENTITY_PROFILES)
         assert stored["#7"]["observations"] == ["Sells fish."]  # Evennia's copy is untouched
 
-    def test_a_fresh_reader_loads_each_objects_documents_in_one_query(self):
+    def test_a_fresh_reader_loads_each_objects_light_then_heavy_documents_in_one_query(self):
         state = self.npc.assistant.ports().state
         state.set(documents.ENTITY_PROFILES, {"#7": {"name": "Bob"}})
         state.set(documents.JOURNAL, [{"id": "j1", "text": "Bob sells fish."}])
@@ -102,7 +102,10 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
             assert fresh.get(documents.CURRENT_GOALS) is None  # never stored
             assert fresh.get(documents.TICK_COUNT) == 41
             assert fresh.get(documents.OPERATING_MODE) == "awake"  # stored at creation
-        assert len(queries) == 2  # one for the character's documents, one for the script's
+        # the character's light documents, then its heavy ones (the journal with the profiles),
+        # and the script's light ones (no heavy one of the script was read)
+        assert len(queries) == 3
+        assert documents.MEMORY_LINKS not in self.script.ndb.ai_state_cache
         # what the shell writes straight to an Attribute is not held in that cache
         assert documents.CONFIG_OVERRIDES not in self.npc.ndb.ai_state_cache
         assert documents.TICKER_INTERVAL not in self.script.ndb.ai_state_cache

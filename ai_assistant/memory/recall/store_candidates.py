@@ -94,4 +94,5 @@ def fetch_candidates(ports, text, journal_entries):
     except Exception as err:  # noqa: BLE001 - recall answers from the other tiers
         ports.log(f"{ports.name}: the memory store's recall search failed: {err}")
         return None
-    return CandidateSet(memories, sources, ports.runtime.cache(TAIL_MATRICES, EmbeddingMatrices))
+    return CandidateSet(memories, sources, ports.runtime.derived_cache(TAIL_MATRICES,
+                                                                     EmbeddingMatrices))

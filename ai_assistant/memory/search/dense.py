@@ -69,7 +69,7 @@ class EmbeddingMatrices:
     scored and their vectors, extended rather than rebuilt as the journal grows, and reused
     row by row when it changed otherwise (an entry dropped, a memory replaced).
 
-    It belongs to one assistant (`ports.runtime.caches`, see
+    It belongs to one assistant (`ports.runtime.derived`, see
     `journal_search.journal_embedding_matrices`)
     and is read and written in the worker pool, hence the lock.
     """

@@ -193,7 +193,7 @@ class JournalIndexCache:
     """
     The indexes of one assistant's latest journal versions, most recently used last.
 
-    It belongs to one assistant (`ports.runtime.caches`, see
+    It belongs to one assistant (`ports.runtime.derived`, see
     `journal_search.journal_index_cache`): a game with many assistants must not evict one
     assistant's index to make room for another's.
 

@@ -43,8 +43,9 @@ BM25 query at `journal.expansion_weight` times their similarity, so "what music 
 also matches "guitar" and "concert" where the journal says them.
 
 The knobs are one `SearchParams`, the filters one `SearchFilters`. An assistant's index,
-embedding matrices and vocabulary live in its `ports.runtime.caches` (`journal_index_cache`,
-`journal_embedding_matrices`, `journal_vocabulary`).
+embedding matrices and vocabulary live in its `ports.runtime.derived` (`journal_index_cache`,
+`journal_embedding_matrices`, `journal_vocabulary`), dropped while the assistant is not
+resident (`plumbing.residency`) and built again, to the same results, on the next search.
 """
 
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ from ai_assistant.memory.search.time_references import (
     window_mask,
 )
 
-# Names of this package's caches in `ports.runtime.caches`.
+# Names of this package's caches in `ports.runtime.derived`.
 INDEX_CACHE = "journal_index"
 MATRIX_CACHE = "journal_embedding_matrices"
 VOCABULARY_CACHE = "journal_vocabulary"
@@ -76,17 +77,17 @@ _DEFAULT_PARAMS = SearchParams()
 
 def journal_index_cache(ports):
     """The assistant's `JournalIndexCache` (its journal's BM25 indexes, one per version)."""
-    return ports.runtime.cache(INDEX_CACHE, JournalIndexCache)
+    return ports.runtime.derived_cache(INDEX_CACHE, JournalIndexCache)
 
 
 def journal_embedding_matrices(ports):
     """The assistant's `EmbeddingMatrices` (its journal's vectors, for `dense_similarities`)."""
-    return ports.runtime.cache(MATRIX_CACHE, EmbeddingMatrices)
+    return ports.runtime.derived_cache(MATRIX_CACHE, EmbeddingMatrices)
 
 
 def journal_vocabulary(ports):
     """The assistant's `JournalVocabulary` (its journal's words, for `expansion_terms`)."""
-    return ports.runtime.cache(VOCABULARY_CACHE, JournalVocabulary)
+    return ports.runtime.derived_cache(VOCABULARY_CACHE, JournalVocabulary)
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,7 @@ def test_the_warm_up_writes_nothing_and_asks_no_model(llm_server, llm_config):
                       source_entity="Bob")
     saves, before = ports.state.saves, json.dumps(ports.state.data, sort_keys=True,
                                                    default=str)
-    warmup._import_client_library(())
+    warmup._import_client_library()
     done = support.result_of(warmup.warm_up(ports, cpu_runner=sync_runner,
                                             io_runner=sync_runner))
     assert done == {"models": True, "client": True, "recall": True}
@@ -253,13 +253,11 @@ def test_the_process_warm_up_imports_the_tick_modules_and_checks_every_tool_sche
     from ai_assistant.tools.catalogue import load_all_tools
     from ai_assistant.tools.registry import REGISTRY
 
-    (tmp_path / "tick_module_probe.py").write_text("IMPORTED = True\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "tick_module_probe", raising=False)
+    prepared = []
     for tool in load_all_tools().all():
         vars(tool).pop("_validator", None)
-    warmup._prepare_turn_code(("tick_module_probe",))
-    assert sys.modules["tick_module_probe"].IMPORTED
+    warmup._prepare_turn_code(lambda: prepared.append("the shell's tick imports"))
+    assert prepared == ["the shell's tick imports"]
     tools = load_all_tools().all()  # what a cycle loads: the same tools, checked already
     assert tools and all("_validator" in vars(tool) for tool in tools)
     assert tools == REGISTRY.all()
@@ -270,7 +268,7 @@ def test_the_sdk_rehearsal_is_answered_in_process_and_logs_no_request(caplog):
     never a request line in the log, even with `llm.log_requests` on."""
     import logging
 
-    from ai_assistant.plumbing.llm import REHEARSAL_URL, rehearse_completion
+    from ai_assistant.plumbing.llm_rehearsal import REHEARSAL_URL, rehearse_completion
     from ai_assistant.plumbing.llm_resilience import http_logger_names, quiet_http_logs
     from ai_assistant.tools.registry import REGISTRY
 
@@ -312,24 +310,24 @@ def test_the_early_warm_up_runs_in_its_own_thread_and_the_later_start_follows_it
 
     gate, ran, lines = threading.Event(), [], []
     monkeypatch.setattr(warmup, "_import_client_library",
-                        lambda modules: ran.append((threading.current_thread().name, modules)))
+                        lambda prepare: ran.append((threading.current_thread().name, prepare)))
     monkeypatch.setattr(warmup, "_load_models", lambda settings: gate.wait(5) and ran.append(
         "models"))
-    thread = warmup.start_early(Settings(), ("some.module",), log=lines.append)
-    assert warmup.start_early(Settings(), ()) is None  # once per process
+    thread = warmup.start_early(Settings(), print, log=lines.append)
+    assert warmup.start_early(Settings()) is None  # once per process
     # the later start sizes the pools and follows the thread (waited for in the waiting pool)
     followed = []
     monkeypatch.setattr(reactor, "running", True)
     monkeypatch.setattr(threads, "configure", lambda settings: followed.append("configure"))
     monkeypatch.setattr(threads, "run_blocking",
                         lambda func, *args: followed.append(func) or defer.Deferred())
-    process = warmup.warm_up_process(Settings(), modules=("ignored",))
+    process = warmup.warm_up_process(Settings(), prepare=print)
     assert followed[0] == "configure" and followed[1] == warmup._early[0].wait
     held = warmup.after_process_warm_up(lambda: "store opened")
     assert not held.called
     gate.set()
     thread.join(5)
-    assert ran == [("ai_assistant-warm-up", ("some.module",)), "models"]
+    assert ran == [("ai_assistant-warm-up", print), "models"]
     assert lines and "warm-up done" in lines[0]
     # the pool's wait returns; on the reactor, what was held goes on
     process.callback(None)
@@ -342,12 +340,12 @@ def test_a_failed_early_warm_up_is_logged_and_holds_nothing(monkeypatch, fresh_p
 
     from ai_assistant.plumbing.settings import Settings
 
-    def broken(modules):
+    def broken(prepare):
         raise ImportError("no openai here")
 
     lines = []
     monkeypatch.setattr(warmup, "_import_client_library", broken)
-    warmup.start_early(Settings(), (), log=lines.append).join(5)
+    warmup.start_early(Settings(), log=lines.append).join(5)
     assert "failed" in lines[0] and "no openai here" in lines[0]
     monkeypatch.setattr(reactor, "running", True)
     # its thread is over: the store's opening does not wait, even before the reactor noticed
@@ -363,10 +361,10 @@ def test_a_process_that_forks_waits_for_the_early_warm_up_first(monkeypatch,
 
     from ai_assistant.plumbing.settings import Settings
 
-    monkeypatch.setattr(warmup, "_import_client_library", lambda modules: time.sleep(0.3))
+    monkeypatch.setattr(warmup, "_import_client_library", lambda prepare: time.sleep(0.3))
     monkeypatch.setattr(warmup, "_load_models", lambda settings: None)
     lines = []
-    thread = warmup.start_early(Settings(), (), log=lines.append)
+    thread = warmup.start_early(Settings(), log=lines.append)
     assert thread.is_alive()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "multi-threaded process forks": other tests' pools
@@ -389,7 +387,8 @@ def test_the_early_warm_up_installs_no_reactor():
         "from ai_assistant.agent import warmup\n"
         "from ai_assistant.plumbing.settings import Settings\n"
         "lines = []\n"
-        "warmup.start_early(Settings(), ('ai_assistant.agent.awake',), log=lines.append).join()\n"
+        "from ai_assistant.server_warm_up import import_tick_modules\n"
+        "warmup.start_early(Settings(), import_tick_modules, log=lines.append).join()\n"
         "assert 'started early' in lines[0], lines\n"
         "assert 'openai' in sys.modules and 'ai_assistant.agent.react' in sys.modules\n"
         "assert 'twisted.internet.reactor' not in sys.modules\n"

@@ -21,6 +21,7 @@ from ai_assistant.memory.longterm.mirror import mirror_of
 from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable, StoreBreaker
 from ai_assistant.memory.recall.long_term import search_long_term
 from ai_assistant.memory.recall.pipeline import RecallQuery, recall
+from ai_assistant.memory.recall.store_candidates import TAIL_MATRICES
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 
@@ -86,6 +87,26 @@ def test_recall_ranks_the_databases_candidates_and_keeps_no_mirror(assistant):
     assert len(mirror_of(ada)) == 0  # the game process holds no copy of the memories
     hits = result_of(search_long_term(ada, "bees behind the mill"))
     assert hits and hits[0]["memory"] == "Orla keeps her bee hives behind the mill."
+
+
+def test_recall_after_a_release_ranks_the_same(assistant):
+    ada = assistant("ada")
+    for number, (said, fact) in enumerate((
+            ("My hives are behind the mill.", "Orla keeps her bee hives behind the mill."),
+            ("The ferry leaves at dawn.", "The ferry to the island leaves at dawn."),
+            ("I sold the lantern.", "Bram sold his copper lantern to a merchant."))):
+        entry = Journal(ada).add(f'Orla said to me: "{said}"', source_type="direct",
+                                 source_entity="Orla")
+        told(ada, fact, entry_id=entry["id"])
+        ada.clock.advance(hours=number + 1)
+    queries = [RecallQuery(text=text, limit=5) for text in
+               ("where are the hives?", "when does the ferry leave", "the lantern")]
+    before = [result_of(recall(ada, query)) for query in queries]
+    matrices = ada.runtime.derived[TAIL_MATRICES]
+    ada.runtime.release()  # as when the assistant stops being resident
+    after = [result_of(recall(ada, query)) for query in queries]
+    assert after == before
+    assert ada.runtime.derived[TAIL_MATRICES] is not matrices  # built again
 
 
 def test_the_breaker_fails_fast_and_logs_one_line_per_outage():
