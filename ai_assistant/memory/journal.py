@@ -43,6 +43,11 @@ writer says otherwise (a reflection's own synthesis does not).
 
 Entries the search index has seen are replaced (`replace`), not changed in place, when their
 text changes: the index caches a journal version by the identity of its entry objects.
+
+Every write tells the state store what changed (`plumbing.state_changes`) where that is small:
+the game's write-ahead log then records a heard line as one entry, not the whole journal again
+(`add`, `update`, `remove`, `mark_consolidated`, `mark_reflected`, pruning); `replace` and
+`restore`, rare staff actions, write the whole document.
 """
 
 from datetime import timedelta
@@ -62,6 +67,7 @@ from ai_assistant.memory.journal_fairness import (
 )
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import state_changes as changes
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 SYNTHESIS_PREFIX = "[SYNTHESIS]"
@@ -246,7 +252,7 @@ def auto_prune(journal):
         journal (dict): A journal document.
 
     Returns:
-        list: The ids removed.
+        list: The ids removed (`removal(ids)` says so as a state change).
     """
     excess = len(journal["entries"]) - max(1, int(journal.get("max_entries") or 1))
     if excess <= 0:
@@ -256,6 +262,14 @@ def auto_prune(journal):
     journal["entries"] = [e for i, e in enumerate(journal["entries"]) if i not in doomed]
     _forget_consolidated(journal, removed)
     return removed
+
+
+def removal(removed_ids):
+    """The state change that removes entries (and their consolidated marks) by id."""
+    if not removed_ids:
+        return []
+    return [changes.remove(("entries",), removed_ids, key="id"),
+            changes.remove(("consolidated_entry_ids",), removed_ids)]
 
 
 def _forget_consolidated(journal, removed_ids):
@@ -340,8 +354,15 @@ class Journal:
 
     # -- writing
 
-    def _save(self, journal):
-        self.ports.state.set(documents.JOURNAL, journal)
+    def _save(self, journal, change=None):
+        """
+        Store the document; `change` says what changed (`plumbing.state_changes`), None for
+        a write that changed too much to say. `get_journal` may have set `max_entries` from
+        the settings: every change sets it too.
+        """
+        if change is not None:
+            change = [changes.assign(("max_entries",), journal["max_entries"]), *change]
+        self.ports.state.set(documents.JOURNAL, journal, change=change)
 
     def add(self, content, *, tags=None, related_projects=None, source_type="observation",
             source_trust=None, source_entity=None, importance=None, evidence=None,
@@ -391,19 +412,20 @@ class Journal:
             entry["audience"] = audience
         journal["entry_count"] = entry["id"]
         journal["entries"].append(entry)
-        auto_prune(journal)
-        self._save(journal)
+        pruned = auto_prune(journal)
+        self._save(journal, [changes.assign(("entry_count",), entry["id"]),
+                             changes.append(("entries",), entry), *removal(pruned)])
         if count_for_reflection:
             ReflectionState(self.ports).count(entry["importance"], entry["id"])
         return entry
 
-    def update(self, changes):
+    def update(self, fields_by_id):
         """
         Set fields of several entries in place (scores, extracted facts, flags), in one write.
 
         Args:
-            changes (dict): `{entry id: {field: value}}`; ids no longer in the journal are
-                skipped.
+            fields_by_id (dict): `{entry id: {field: value}}`; ids no longer in the journal
+                are skipped.
 
         Returns:
             list: The ids changed.
@@ -411,11 +433,13 @@ class Journal:
         journal = get_journal(self.ports)
         changed = []
         for entry in journal["entries"]:
-            if entry.get("id") in changes:
-                entry.update(changes[entry["id"]])
+            if entry.get("id") in fields_by_id:
+                entry.update(fields_by_id[entry["id"]])
                 changed.append(entry["id"])
         if changed:
-            self._save(journal)
+            self._save(journal, [changes.merge(("entries",), "id", entry_id,
+                                               fields_by_id[entry_id])
+                                 for entry_id in changed])
         return changed
 
     def replace(self, entry_id, change):
@@ -457,7 +481,7 @@ class Journal:
             if entry.get("id") == entry_id:
                 removed = journal["entries"].pop(position)
                 _forget_consolidated(journal, [entry_id])
-                self._save(journal)
+                self._save(journal, removal([entry_id]))
                 return removed
         raise JournalError(f"there is no journal entry #{entry_id}")
 
@@ -497,14 +521,14 @@ class Journal:
         new = [i for i in dict.fromkeys(entry_ids) if i in present and i not in marked]
         if new:
             marked.extend(new)
-            self._save(journal)
+            self._save(journal, [changes.extend(("consolidated_entry_ids",), new)])
         return new
 
     def mark_reflected(self):
         """Record that a reflection ran now (`last_reflection`)."""
         journal = get_journal(self.ports)
         journal["last_reflection"] = iso(self.ports.clock.now())
-        self._save(journal)
+        self._save(journal, [changes.assign(("last_reflection",), journal["last_reflection"])])
 
     def set_importance(self, entry_id, importance):
         """
@@ -550,7 +574,7 @@ class Journal:
         doomed = set(candidates[: max(0, int(limit))])
         if doomed:
             journal["entries"] = [e for e in journal["entries"] if e["id"] not in doomed]
-            self._save(journal)
+            self._save(journal, [changes.remove(("entries",), sorted(doomed), key="id")])
         return {
             "pruned": [i for i in candidates if i in doomed],
             "remaining_candidates": len(candidates) - len(doomed),
