@@ -333,10 +333,9 @@ class LazySemanticStore:
     """
     The NPC's semantic store (`SemanticPort`), opened in the worker pool on first use.
 
-    Opening loads the embedder and the local vector store (seconds), so it never runs on the
-    reactor, and it happens only when the NPC first needs its long-term memory - not at server
-    start, where a slow open would hold up a reload. Calls made while it opens wait for it; if
-    opening fails they fail (the callers fall back to the journal) and the next call tries again.
+    Opening loads the embedder and the local vector store (seconds): off the reactor, at first
+    use, never holding up a reload. Calls made while it opens wait for it; if opening fails they
+    fail (the callers fall back to the journal) and the next call tries again.
 
     Args:
         settings (conf.Settings): The NPC's settings.
