@@ -364,9 +364,10 @@ def _take_most_recently_active():
         for _, waiter in skipped:
             waiter.callback({"models": False, "client": False, "recall": False})
         return None
-    chosen = max(range(len(_queue)), key=lambda index: _last_active(_queue[index][0]))
-    _warmed_in_batch.append(True)
-    return _queue.pop(chosen)
+    chosen = _queue.pop(max(range(len(_queue)), key=lambda index: _last_active(_queue[index][0])))
+    if not chosen[0].mechanical:  # a mechanical assistant warms nothing (`warm_up`)
+        _warmed_in_batch.append(True)
+    return chosen
 
 
 def _next():

@@ -96,9 +96,10 @@ def test_a_start_warms_only_the_resident_bound_most_recently_active_first(monkey
         gates.append(defer.Deferred())
         return gates[-1]
 
-    def assistant(name, last_call_at):
+    def assistant(name, last_call_at, thinking=True):
         ports = support.make_ports(name=name, log=log,
                                    settings={"memory": {"resident_assistants": 3}})
+        ports.llm = object() if thinking else None
         stats = LLMStats(ports.state)
         stats.save(dict(stats.read(), last_call_at=last_call_at))
         return ports
@@ -106,11 +107,13 @@ def test_a_start_warms_only_the_resident_bound_most_recently_active_first(monkey
     monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
     asked = [("Ada", 50.0), ("Bea", 10.0), ("Cid", 90.0), ("Dan", None), ("Eve", 70.0)]
     waiters = [warmup.warm_up_in_turn(assistant(name, when)) for name, when in asked]
-    for _ in range(3):
+    # a mechanical assistant warms nothing, so it takes none of the bound's places
+    waiters.append(warmup.warm_up_in_turn(assistant("Max", 95.0, thinking=False)))
+    for _ in range(4):
         gates[-1].callback({"recall": True})
     # the first asked starts at once; then the most recently active, up to the bound
-    assert started == ["Ada", "Cid", "Eve"]
-    assert [waiter.called for waiter in waiters] == [True] * 5
+    assert started == ["Ada", "Max", "Cid", "Eve"]
+    assert [waiter.called for waiter in waiters] == [True] * 6
     assert support.result_of(waiters[1]) == {"models": False, "client": False, "recall": False}
     assert "2 assistants warm on first use" in log.text()
     assert not warmup._queue and not warmup._busy and not warmup._warmed_in_batch
