@@ -32,10 +32,13 @@ one thread before any other can build a client.
 
 The shell calls it for every assistant when its script starts (`AssistantScript.at_server_start`
 at every start and reload); `warm_up_in_turn` keeps at most one assistant warming at a time, so
-a game of 100 assistants never queues 100 jobs ahead of a player's recall. A player's reply
-goes first (`plumbing.reply_priority`): while one is in flight, no assistant's warm-up starts
-and none goes on to its recall (opening the store, reading its memories), which would compete
-with the reply for the interpreter; they go on when it is over.
+a game of 100 assistants never queues 100 jobs ahead of a player's recall. Of the assistants
+waiting together it warms at most `memory.resident_assistants`, the most recently active first
+(the model's last call, a light read): only that many keep their heavy documents in memory, so
+warming more would only push out the ones warmed before; the rest warm on first use. A player's
+reply goes first (`plumbing.reply_priority`): while one is in flight, no assistant's warm-up
+starts and none goes on to its recall (opening the store, reading its memories), which would
+compete with the reply for the interpreter; they go on when it is over.
 """
 
 import dataclasses
@@ -54,6 +57,7 @@ from ai_assistant.plumbing import reply_priority
 WARM_QUERY = "hello, how are you today?"
 _queue = []  # process-wide: (ports, Deferred) of assistants waiting for their turn
 _busy = []
+_warmed_in_batch = []  # one mark per assistant warmed since the queue was last empty
 _started = []  # the process-wide warm-up was started
 _finished = []  # ... and is over
 _held = []  # Deferreds of the work `after_process_warm_up` holds until then
@@ -334,10 +338,48 @@ def warm_up_in_turn(ports):
     return waiter
 
 
-def _next():
+def _last_active(ports):
+    """When the assistant last asked its model (epoch seconds; 0 if never): a light read."""
+    from ai_assistant.plumbing.llm import LLMStats
+
+    return LLMStats(ports.state).read().get("last_call_at") or 0
+
+
+def _take_most_recently_active():
+    """
+    The waiting assistant to warm next: the most recently active one, while fewer than
+    `memory.resident_assistants` have warmed since the queue was last empty (a start's
+    assistants all wait at once). Beyond the bound, a warm-up would only push the ones warmed
+    before it out of residency (`plumbing/residency.py`): the rest are answered at once, and
+    warm on first use.
+
+    Returns:
+        tuple or None: `(ports, waiter)`, or None when none is left to warm.
+    """
     if not _queue:
+        _warmed_in_batch.clear()
+        return None
+    bound = int(_queue[0][0].settings.get("memory.resident_assistants"))
+    if len(_warmed_in_batch) >= bound:
+        skipped = list(_queue)
+        _queue.clear()
+        _warmed_in_batch.clear()
+        skipped[0][0].log(f"{len(skipped)} assistants warm on first use: the "
+                          f"{bound} most recently active are warmed (memory.resident_assistants)")
+        for _, waiter in skipped:
+            waiter.callback({"models": False, "client": False, "recall": False})
+        return None
+    chosen = _queue.pop(max(range(len(_queue)), key=lambda index: _last_active(_queue[index][0])))
+    if not chosen[0].mechanical:  # a mechanical assistant warms nothing (`warm_up`)
+        _warmed_in_batch.append(True)
+    return chosen
+
+
+def _next():
+    taken = _take_most_recently_active()
+    if taken is None:
         return
-    ports, waiter = _queue.pop(0)
+    ports, waiter = taken
     _busy.append(ports)
 
     def _done(result):

@@ -176,7 +176,8 @@ SESSION_METRICS = Document(
     shape='{"tools_this_cycle", "tool_count_this_cycle", "last_context_tokens", ...}')
 LLM_STATS = Document(
     "llm_stats", on=CHARACTER, default={}, owner="plumbing.llm",
-    shape="calls, tokens and errors per purpose, consecutive errors, emergency stop")
+    shape="calls, tokens and errors per purpose, consecutive errors, emergency stop, "
+          '"last_call_at" (epoch seconds: the warm-up at a start takes the most recent first)')
 
 # ----------------------------------------------------------------------------------------------
 # Persona

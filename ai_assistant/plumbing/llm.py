@@ -85,6 +85,7 @@ def empty_stats():
         "consecutive_errors": 0,
         "emergency_stop": False,
         "last_error": None,
+        "last_call_at": None,  # epoch seconds of the last call: how recently it was active
         "by_purpose": {},
     }
 
@@ -292,6 +293,7 @@ class LLMClient:
         stats["prompt_tokens"] += reply.prompt_tokens
         stats["completion_tokens"] += reply.completion_tokens
         stats["consecutive_errors"] = 0
+        stats["last_call_at"] = time.time()
         bucket = stats["by_purpose"].setdefault(
             purpose, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
         )
@@ -306,6 +308,7 @@ class LLMClient:
         stats["failures"] += 1
         stats["consecutive_errors"] += 1
         stats["last_error"] = f"{type(error).__name__}: {error}"[:300]
+        stats["last_call_at"] = time.time()
         bucket = stats["by_purpose"].setdefault(
             purpose, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
         )

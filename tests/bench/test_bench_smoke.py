@@ -163,6 +163,12 @@ def test_scale_smoke(tmp_path):
     assert document["reload_assistants_loaded"] == 2
     assert document["reload_repeat"] == 1
     assert 0 < document["empty_reload_seconds"] and 0 < document["reload_seconds"]
+    # the reload reads the light documents; reading every document too only takes longer
+    assert document["reload_seconds"] < document["reload_all_documents_seconds"]
+    assert (document["empty_reload_seconds"]
+            <= document["empty_reload_all_documents_seconds"])  # fmt: skip
+    assert document["reload_x_empty"] == pytest.approx(
+        document["reload_seconds"] / document["empty_reload_seconds"], abs=0.01)
     # the reload process's RSS with both assistants loaded, against the empty game's
     assert 0 < document["empty_reload_rss_mb"] and 0 < document["reload_rss_mb"]
     assert document["rss_per_assistant_mb"] == pytest.approx(
@@ -232,6 +238,7 @@ def test_scale_smoke_of_a_replicated_world(tmp_path, store):
         assert measured["reload_assistants_loaded"] == int(size)
         assert measured["recall_ms"]["count"] == int(size)  # every assistant's recall, once
         assert 0 < measured["reload_rss_mb"] <= measured["reload_peak_rss_mb"]
+        assert 0 < measured["reload_seconds"] < measured["reload_all_documents_seconds"]
     assert document["reload_assistants_loaded"] == 3
     assert document["recall_ms"] == document["measured_at"]["3"]["recall_ms"]
     assert document["rss_growth_mb_per_assistant"]["between"] == [2, 3]

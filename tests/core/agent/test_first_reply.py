@@ -17,7 +17,7 @@ from ai_assistant.agent import awake, perception, warmup
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.plumbing import tokens
-from ai_assistant.plumbing.llm import LLMClient
+from ai_assistant.plumbing.llm import LLMClient, LLMStats
 from ai_assistant.plumbing.ports import iso
 
 pytest_plugins = ["scripted_llm"]
@@ -87,6 +87,43 @@ def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
     assert started == ["Ada", "Bea"] and first.called and not second.called
     gates[1].callback({"recall": True})
     assert second.called and not warmup._busy and not warmup._queue
+
+
+def test_a_start_warms_only_the_resident_bound_most_recently_active_first(monkeypatch):
+    """Beyond `memory.resident_assistants`, a warm-up would only push the ones warmed before
+    out of memory: the rest are answered at once, and warm on first use."""
+    started, gates, log = [], [], support.Log()
+
+    def slow_warm_up(ports):
+        started.append(ports.name)
+        gates.append(defer.Deferred())
+        return gates[-1]
+
+    def assistant(name, last_call_at, thinking=True):
+        ports = support.make_ports(name=name, log=log,
+                                   settings={"memory": {"resident_assistants": 3}})
+        ports.llm = object() if thinking else None
+        stats = LLMStats(ports.state)
+        stats.save(dict(stats.read(), last_call_at=last_call_at))
+        return ports
+
+    monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
+    asked = [("Ada", 50.0), ("Bea", 10.0), ("Cid", 90.0), ("Dan", None), ("Eve", 70.0)]
+    waiters = [warmup.warm_up_in_turn(assistant(name, when)) for name, when in asked]
+    # a mechanical assistant warms nothing, so it takes none of the bound's places
+    waiters.append(warmup.warm_up_in_turn(assistant("Max", 95.0, thinking=False)))
+    for _ in range(4):
+        gates[-1].callback({"recall": True})
+    # the first asked starts at once; then the most recently active, up to the bound
+    assert started == ["Ada", "Max", "Cid", "Eve"]
+    assert [waiter.called for waiter in waiters] == [True] * 6
+    assert support.result_of(waiters[1]) == {"models": False, "client": False, "recall": False}
+    assert "2 assistants warm on first use" in log.text()
+    assert not warmup._queue and not warmup._busy and not warmup._warmed_in_batch
+    # a later start counts afresh
+    warmup.warm_up_in_turn(assistant("Fay", None))
+    assert started[-1] == "Fay"
+    gates[-1].callback({"recall": True})
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ its own), and backoff waits run on a `task.Clock` that `drive` advances, so no r
 """
 
 import logging
+import time
 import uuid
 
 import pytest
@@ -126,6 +127,8 @@ def test_retries_429_then_500_then_success_honouring_retry_after(llm_server, mak
     assert len(llm_server.requests) == 3
     stats = client.stats()
     assert stats["calls"] == 1 and stats["failures"] == 0 and stats["consecutive_errors"] == 0
+    # when it was last active (the warm-up at a start warms the most recent first)
+    assert time.time() - 60 < stats["last_call_at"] <= time.time()
 
 
 def test_other_4xx_are_not_retried(llm_server, make_client, clock):
