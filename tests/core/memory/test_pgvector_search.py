@@ -38,9 +38,9 @@ def both_stores(postgres_memory_url, tmp_path):
     empty_memory_table(postgres_memory_url)
     embedded = make_semantic_store(Settings(DEFAULTS, {"memory.store": "embedded"}),
                                    str(tmp_path / "embedded"), "corwen", runner=sync_runner)
-    postgres = make_semantic_store(
-        Settings(DEFAULTS, {"memory.store": "postgres", "memory.postgres_url": postgres_memory_url}),
-        str(tmp_path / "postgres"), "corwen", runner=sync_runner)
+    on_postgres = {"memory.store": "postgres", "memory.postgres_url": postgres_memory_url}
+    postgres = make_semantic_store(Settings(DEFAULTS, on_postgres), str(tmp_path / "postgres"),
+                                   "corwen", runner=sync_runner)
     yield embedded, postgres
     embedded.close()
     postgres.close()
