@@ -1,11 +1,12 @@
 """
 The postgres store remembers and recalls as the embedded one does (issue 33).
 
-mem0's own search ranks the same on both. That search is what a new claim is judged against (kept as a duplicate, stored superseding,
-stored beside: `policy.judge_claim`) and what the `search_facts` tool returns, so a store
-that ranked differently would change what an assistant remembers and finds. mem0 adds a BM25
-half on pgvector that the embedded store's local qdrant lacks, and keeps hits with no
-similarity at all (a negative cosine clamped to 0) that the local qdrant drops.
+mem0's own search ranks the same on both. That search is what a new claim is judged
+against (kept as a duplicate, stored superseding, stored beside: `policy.judge_claim`) and what
+the `search_facts` tool returns, so a store that ranked differently would change what an
+assistant remembers and finds. mem0 adds a BM25 half on pgvector that the embedded store's
+local qdrant lacks, and keeps hits with no similarity at all (a negative cosine clamped to 0)
+that the local qdrant drops.
 
 Recall ranks the same on both: the database's candidates are ranked in time order, as the
 embedded store's mirror holds its memories (an item shares its neighbours' relevance, so the
