@@ -120,7 +120,7 @@ class AttributeState:
                 cache[name] = value
         return copy.deepcopy(default) if value is None else value
 
-    def set(self, name, value):
+    def set(self, name, value, change=None):
         """
         Change a document now; it reaches the database at the next `flush`.
 
@@ -131,16 +131,25 @@ class AttributeState:
         reload or shutdown and when the reactor stops (SIGTERM). Between flushes the change
         is safe in the NPC's write-ahead log (appended here, before anyone is told), so a
         crash loses nothing; a value the log cannot take is written through at once.
+
+        The log takes a document whole at its first change after a flush, and after that the
+        `change` its owner describes, when it gives one (`plumbing.state_changes`): a heard
+        line logs one journal entry, not the whole journal again.
         """
         if documents.heavy(name):
             self._resident()
         owner, cache, dirty = self._store(name)
         cache[name] = value
-        place = durability.SCRIPT if owner is not self.character else durability.CHARACTER
-        if self.durability().record(place, name, value) or not self._durability.enabled:
+        log = self.durability()
+        if not log.enabled:
             dirty.add(name)
-        else:
-            owner.attributes.add(name, value)  # the log refused it: write it through
+            return
+        place = durability.SCRIPT if owner is not self.character else durability.CHARACTER
+        if log.record(place, name, value, change):
+            dirty.add(name)
+            return
+        owner.attributes.add(name, value)  # the log refused it: write it through
+        log.written_through(place, name)
 
     def flush(self):
         """

@@ -6,7 +6,9 @@ reach the Attributes at the next flush. Three things make that safe:
 
 - **A write-ahead log per assistant** (`plumbing.state_log.StateLog`, one file per NPC under
   `state_log/` in the database's data folder, `game_data.data_folder`): every `set` is
-  appended to it before the change is acknowledged to anyone, so a kill -9 loses nothing. It
+  appended to it before the change is acknowledged to anyone, so a kill -9 loses nothing - a
+  document's first change after a flush as its whole value, the next ones as the change its
+  owner describes (`plumbing.state_changes`: a journal entry, not the whole journal). It
   is replayed into the Attributes the first time the NPC's state is touched in a server
   process (at the latest when its script starts, `AssistantScript.at_server_start`), and
   emptied by every flush. An fsync follows within `durability.fsync_interval` seconds, in a
@@ -27,6 +29,7 @@ written for this database, by a process that is gone.
 import os
 from datetime import UTC
 
+from django.db import transaction
 from evennia.utils import logger
 
 from ai_assistant import game_data
@@ -77,6 +80,9 @@ class Durability:
         self.replayed = 0
         self._sync_scheduled = False
         self._flush_scheduled = False
+        # the documents the log holds a whole value of (a change to one of them is logged as
+        # the change); emptied with the log
+        self._whole = set()
         if settings.get("durability.write_ahead"):
             path = log_path(character)
             self.replayed = replay(character, path)
@@ -89,16 +95,32 @@ class Durability:
         """True when changes are logged (`durability.write_ahead`)."""
         return self.log is not None
 
-    def record(self, place, name, value):
+    def record(self, place, name, value, change=None):
         """
         Append a change to the log (before it is acknowledged).
+
+        Args:
+            place (str): `CHARACTER` or `SCRIPT`.
+            name (str): The document.
+            value (any): Its new value.
+            change (list, optional): What changed since the document's last `record`
+                (`plumbing.state_changes`), recorded instead of the whole value when the log
+                holds a whole value of the document to change (it is emptied by every flush,
+                so a document's first change after one is recorded whole).
 
         Returns:
             bool: False when it was not recorded (no log, or a value that does not pickle):
             the caller writes it through.
         """
-        if self.log is None or not self.log.append(place, name, value):
+        if self.log is None:
             return False
+        document = (place, name)
+        logged = (change is not None and document in self._whole
+                  and self.log.append_change(place, name, change))
+        if not logged:  # whole: the first since the log was emptied, or a change that failed
+            if not self.log.append(place, name, value):
+                return False
+            self._whole.add(document)
         self._schedule_sync()
         if self.log.size > self.max_bytes and not self._flush_scheduled:
             # a long stretch without a flush (a very busy room): flush now, and the log is empty
@@ -108,10 +130,17 @@ class Durability:
             reactor.callLater(0, self._flush_now)
         return True
 
+    def written_through(self, place, name):
+        """A document went straight to the database: what the log held of it is stale."""
+        self._whole.discard((place, name))
+        if self.log is not None and self.log.append_written(place, name):
+            self._schedule_sync()
+
     def flushed(self):
         """Everything is in the database: empty the log."""
         if self.log is not None:
             self.log.truncate()
+            self._whole.clear()
             self._schedule_sync()
 
     def _flush_now(self):
@@ -168,17 +197,22 @@ def replay(character, path):
     if not changes:
         return 0
     script = character.assistant.script
-    restored = 0
-    for (place, name), value in changes.items():
-        owner = script if place == SCRIPT else character
-        if owner is None:
-            continue
-        owner.attributes.add(name, value)
-        restored += 1
+    restored = []
+    # one commit for them all; the log is emptied only afterwards, and replaying it again
+    # (a crash before it was emptied) writes the same values: it never reads the database's
+    with transaction.atomic():
+        for (place, name), value in changes.items():
+            owner = script if place == SCRIPT else character
+            if owner is None:
+                continue
+            owner.attributes.add(name, value)
+            restored.append((owner, name, value))
+    for owner, name, value in restored:
         # a cache made before the replay (none should be) must not hide the restored value
         cache = owner.ndb.ai_state_cache
         if cache is not None:
             cache[name] = value
+    restored = len(restored)
     logger.log_info(f"[ai_assistant] {character.key}: restored {restored} documents from "
                     f"{records} logged changes after an unclean stop"
                     + (" (the last record was cut short)" if damaged else ""))

@@ -23,10 +23,10 @@ import functools
 import json
 
 from evennia.utils import logger
-from evennia.utils.ansi import strip_ansi
 from evennia.utils.utils import delay, lazy_property, make_iter
 from twisted.internet import reactor
 
+from ai_assistant import heard_line
 from ai_assistant.adapters import build_ports
 from ai_assistant.agent import perception
 from ai_assistant.memory.conversation import Conversation
@@ -412,7 +412,7 @@ class AssistantHandler:
         )
         # an admin's words may order what a player's may not (`tools.agency`): the same
         # lock as the @assistant command decides who is an admin
-        event["admin"] = bool(sender.locks.check_lockstring(sender, "cmd:perm(Admin)"))
+        event["admin"] = heard_line.is_admin(sender)
         # when it was heard, to the fraction of a second: the "thinking" emote counts from it
         event["heard_at"] = ports.clock.now().timestamp()
         PerceptionQueue(ports).add(event)
@@ -447,7 +447,7 @@ class AssistantHandler:
         sender = senders[0]
         message, meta = (text[0], text[1] if len(text) > 1 else {}) if isinstance(
             text, tuple | list) else (text, {})
-        message = strip_ansi(str(message or ""))
+        message = heard_line.plain_text(str(message or ""))
         msg_type = (meta or {}).get("type") or kwargs.get("type")
         if msg_type in ("say", "whisper"):
             self.hear(sender, perception.extract_speech(message), msg_type)

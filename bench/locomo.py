@@ -1,8 +1,11 @@
 """
 Memory quality on LoCoMo: recall@k of the evidence turns through the assistant's own search.
 
-    .venv/bin/python -m bench.locomo [--data PATH] [--conversations N] [--questions N]
+    .venv/bin/python -m bench.locomo [--data PATH] [--conversations N|A-B] [--questions N]
                                      [--mem0-turns N] [--no-mem0] [--out PATH]
+
+`--conversations` takes the first N conversations or a 1-based range `A-B` (as
+`bench.game_recall` does): tune on `1-3`, report `4-5` held out.
 
 Every turn of a conversation is written to a fresh journal as the assistant would experience
 it: `Journal(ports).add(content=<what was said>, source_type="direct",
@@ -280,7 +283,8 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
 
     Args:
         data_path (str): LoCoMo json.
-        conversations (int, optional): Use only the first N conversations.
+        conversations (int or tuple, optional): Use only the first N conversations, or
+            `(first, last)`: conversations first to last (1-based).
         question_limit (int, optional): At most N questions per conversation.
         mem0_turns (int, optional): Consolidate only the first N turns of each conversation into
             mem0 (then only questions whose evidence lies in them are asked of mem0).
@@ -292,9 +296,12 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
     """
     from ai_assistant.memory.embedder import get_embedder
     from ai_assistant.tools.catalogue import load_all_tools
+    from bench.game_recall import selected_conversations
 
     load_all_tools()
-    data = json.loads(Path(data_path).read_text())[: conversations or None]
+    if isinstance(conversations, int):
+        conversations = (1, conversations)
+    data = [sample for _, sample in selected_conversations(data_path, conversations)[0]]
     embedder = get_embedder()
     journal_methods = [TOOL, NO_GATE_TOOL, "keyword_overlap (seed)", "bm25 (plain)",
                        "embedding (plain, wordllama)", RELEVANCE_TOOL, NO_TIME_TOOL]  # fmt: skip
@@ -384,6 +391,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
         "data": os.path.basename(str(data_path)),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "conversations": len(data),
+        "sample_ids": [sample.get("sample_id") for sample in data],
         **totals,
         "search_defaults": {key: DEFAULTS["journal"].get(key) for key in (
             "alpha_recency", "alpha_importance", "alpha_relevance", "recency_decay",
@@ -411,14 +419,21 @@ def print_table(document, out=sys.stdout):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--conversations", type=int, default=None)
+    parser.add_argument("--conversations", default=None,
+                        help="the first N conversations, or a 1-based range A-B")
     parser.add_argument("--questions", type=int, default=None, help="per conversation")
     parser.add_argument("--mem0-turns", type=int, default=None,
                         help="consolidate only the first N turns of each conversation")
     parser.add_argument("--no-mem0", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "locomo.json"))
     args = parser.parse_args(argv)
-    document = run(args.data, args.conversations, args.questions, args.mem0_turns,
+    from bench.game_recall import conversation_range
+
+    try:
+        conversations = conversation_range(args.conversations) if args.conversations else None
+    except ValueError as error:
+        parser.error(f"--conversations: {error}")
+    document = run(args.data, conversations, args.questions, args.mem0_turns,
                    not args.no_mem0)  # fmt: skip
     print_table(document)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

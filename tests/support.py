@@ -1,5 +1,6 @@
 """Helpers shared by the tests: the ports of a test assistant, running Deferreds synchronously."""
 
+import copy
 import json
 import os
 import uuid
@@ -7,6 +8,7 @@ import uuid
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from ai_assistant.plumbing import state_changes
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, LLMReply, MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
 
@@ -47,6 +49,29 @@ def make_ports(settings=None, *, overrides=None, key=None, name="Ada", state=Non
         log=log if log is not None else Log(),
         run_cpu_bound=run_cpu_bound or sync_runner,
     )
+
+
+class ChangeCheckingState(MemoryState):
+    """
+    An in-memory state store that holds every owner to its word: each `change` an owner
+    describes (`plumbing.state_changes`) is applied to a copy of the document as the store
+    last had it, as a replay of the game's write-ahead log would, and must give the value
+    written. `described` counts the writes that came with a change.
+    """
+
+    def __init__(self, initial=None):
+        super().__init__(initial)
+        self.replayed = copy.deepcopy(self.data)
+        self.described = 0
+
+    def set(self, name, value, change=None):
+        super().set(name, value, change)
+        if change is None or name not in self.replayed:
+            self.replayed[name] = copy.deepcopy(value)
+            return
+        self.described += 1
+        self.replayed[name] = state_changes.apply(self.replayed[name], copy.deepcopy(change))
+        assert self.replayed[name] == value, f"{name}: the change does not give the value"
 
 
 class FakeLLM:

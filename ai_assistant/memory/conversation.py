@@ -34,7 +34,7 @@ summarised for everyone: it is kept in the whisperer's own working memory (and i
 with its audience) only.
 """
 
-from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import documents, state_changes
 from ai_assistant.plumbing.ports import iso, parse_iso
 from ai_assistant.plumbing.tokens import TOKENS_REPLY_PRIMER, count_message_tokens
 
@@ -150,25 +150,38 @@ class Conversation:
                 message[key] = source[key]
         history = self.history()
         history.append(message)
-        self.ports.state.set(documents.CONVERSATION_HISTORY, history)
+        # what changed, for a store that logs changes: the line, not the whole history again
+        self.ports.state.set(documents.CONVERSATION_HISTORY, history,
+                             change=[state_changes.append((), message)])
         return message
 
     def _remember(self, interlocutor, role, content, now):
         memory = dict(self.ports.state.get(documents.WORKING_MEMORY, {}) or {})
         who, name = interlocutor["id"], interlocutor.get("name")
         conversation = memory.get(who)
-        if conversation is None:
+        started = conversation is None
+        if started:
             conversation = memory[who] = {"name": name, "topic": None, "started_at": now,
                                           "last_active": now, "messages": [],
                                           "pending_actions": []}
         conversation["name"] = name or conversation.get("name")
         conversation["last_active"] = now
         speaker = name if role == "user" else self.ports.name
-        conversation["messages"].append(
-            {"role": role, "name": speaker, "content": content, "time": now})
+        line = {"role": role, "name": speaker, "content": content, "time": now}
+        messages = conversation["messages"]
+        messages.append(line)
         limit = max(2, int(self.ports.settings.get("working_memory.max_messages")))
-        del conversation["messages"][:-limit]
-        self.ports.state.set(documents.WORKING_MEMORY, memory)
+        excess = max(0, len(messages) - limit)
+        del messages[:excess]
+        # what changed, for a store that logs changes: this line, not every conversation
+        if started:
+            change = [state_changes.assign((who,), conversation)]
+        else:
+            change = [state_changes.assign((who, "name"), conversation["name"]),
+                      state_changes.assign((who, "last_active"), now),
+                      state_changes.append((who, "messages"), line),
+                      *[state_changes.pop((who, "messages"), 0)] * excess]
+        self.ports.state.set(documents.WORKING_MEMORY, memory, change=change)
 
     def replace_span(self, span, replacement):
         """

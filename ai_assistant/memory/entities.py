@@ -67,7 +67,7 @@ from ai_assistant.memory.attribute_sources import (
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.entity_pruning import profiles_to_drop
 from ai_assistant.memory.relationship_pace import interaction_weight
-from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import documents, state_changes
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 ENTITY_TYPES = ("player", "npc", "assistant", "object")
@@ -404,8 +404,9 @@ class People:
 
     # -- writing
 
-    def _save(self, profiles):
-        self.ports.state.set(documents.ENTITY_PROFILES, profiles)
+    def _save(self, profiles, change=None):
+        """Store the profiles; `change` says what changed (`plumbing.state_changes`), if known."""
+        self.ports.state.set(documents.ENTITY_PROFILES, profiles, change=change)
 
     def observe(self, entity_id, name, text, *, source="direct_message", interaction=True,
                 entity_type=None, audience=None, provenance=None):
@@ -444,15 +445,16 @@ class People:
             apply_interaction(profile["relationship"], text, now, settings)
             profile["last_interaction"] = iso(now)
             _note_relationship(profile)
-        self._save(profiles)
+        # one speaker's profile, not every profile again (a store that logs changes)
+        self._save(profiles, [state_changes.assign((entity_id,), profile)])
         return profile
 
     def seen(self, entity_id):
         """Move `last_seen` of a known character to now (a stranger gets no profile)."""
         profiles = self.profiles()
         if entity_id in profiles:
-            profiles[entity_id]["last_seen"] = iso(self.ports.clock.now())
-            self._save(profiles)
+            profiles[entity_id]["last_seen"] = moment = iso(self.ports.clock.now())
+            self._save(profiles, [state_changes.assign((entity_id, "last_seen"), moment)])
 
     def observe_events(self, events):
         """

@@ -43,41 +43,39 @@ writer says otherwise (a reflection's own synthesis does not).
 
 Entries the search index has seen are replaced (`replace`), not changed in place, when their
 text changes: the index caches a journal version by the identity of its entry objects.
+
+Every write tells the state store what changed (`plumbing.state_changes`) where that is small:
+the game's write-ahead log then records a heard line as one entry, not the whole journal again
+(`add`, `update`, `remove`, `mark_consolidated`, `mark_reflected`, pruning); `replace` and
+`restore`, rare staff actions, write the whole document.
 """
 
 from datetime import timedelta
 
 from ai_assistant.memory import provenance as provenance_model
 from ai_assistant.memory.audience import PUBLIC
-from ai_assistant.memory.importance import (
-    MAX_IMPORTANCE,
-    MIN_IMPORTANCE,
-    score_importance_heuristic,
-)
+from ai_assistant.memory.importance import score_importance_heuristic
 from ai_assistant.memory.journal_fairness import (
     decayed_score,
     eviction_order,
     repeat_penalty,
     speaker_key,
 )
+from ai_assistant.memory.journal_fields import (  # noqa: F401  (the journal's own names)
+    DEFAULT_SOURCE_TRUST,
+    MAX_ENTITY_CHARS,
+    SOURCE_TYPES,
+    JournalError,
+    validate_entry_fields,
+    validate_importance,
+)
 from ai_assistant.memory.reflection_state import ReflectionState
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import state_changes as changes
 from ai_assistant.plumbing.ports import iso, parse_iso
 
 SYNTHESIS_PREFIX = "[SYNTHESIS]"
 SYNTHESIS_TAGS = ("synthesis", "meta_learning")
-
-# The specification's default trust per source type.
-DEFAULT_SOURCE_TRUST = provenance_model.SOURCE_TYPE_TRUST
-SOURCE_TYPES = tuple(DEFAULT_SOURCE_TRUST)
-MAX_TAGS = 20
-MAX_TAG_CHARS = 64
-MAX_ENTITY_CHARS = 200
-
-
-class JournalError(ValueError):
-    """A journal entry was refused; the message says why and can be shown as-is."""
-
 
 def new_journal(max_entries=100):
     """A fresh, empty journal document."""
@@ -113,93 +111,6 @@ def get_journal(ports):
 def is_synthesis(entry):
     """True for an entry produced by reflection or `review_journal`."""
     return str(entry.get("content", "")).startswith(SYNTHESIS_PREFIX)
-
-
-# ----------------------------------------------------------------------------------------------
-# Validation
-
-
-def _clean_string_list(value, label):
-    if value is None:
-        return []
-    if not isinstance(value, list | tuple):
-        raise JournalError(f"{label} must be a list of strings, not {type(value).__name__}")
-    cleaned = []
-    for item in value:
-        if not isinstance(item, str):
-            raise JournalError(f"{label} must be a list of strings; got {item!r}")
-        item = item.strip()
-        if len(item) > MAX_TAG_CHARS:
-            raise JournalError(f"each of {label} must be at most {MAX_TAG_CHARS} characters")
-        if item and item not in cleaned:
-            cleaned.append(item)
-    if len(cleaned) > MAX_TAGS:
-        raise JournalError(f"{label} can hold at most {MAX_TAGS} items")
-    return cleaned
-
-
-def validate_importance(importance):
-    """
-    Returns:
-        int: `importance` as an int 1-10.
-
-    Raises:
-        JournalError: If it is not a whole number from 1 to 10.
-    """
-    if isinstance(importance, bool) or not isinstance(importance, int | float):
-        raise JournalError(f"importance must be a whole number from 1 to 10, not {importance!r}")
-    if isinstance(importance, float) and not importance.is_integer():
-        raise JournalError(f"importance must be a whole number from 1 to 10, not {importance}")
-    if not MIN_IMPORTANCE <= importance <= MAX_IMPORTANCE:
-        raise JournalError(f"importance must be from 1 to 10, not {importance:g}")
-    return int(importance)
-
-
-def validate_entry_fields(
-    settings, content, tags, related_projects, source_type, source_trust, source_entity, importance
-):
-    """
-    Check and normalise the fields of a new entry.
-
-    Returns:
-        dict: The cleaned fields (`importance` None when it should be scored).
-
-    Raises:
-        JournalError: With a message naming the bad field.
-    """
-    if not isinstance(content, str) or not content.strip():
-        raise JournalError("content is required: a non-empty text")
-    content = content.strip()
-    max_chars = settings.get("journal.max_content_chars")
-    if len(content) > max_chars:
-        raise JournalError(
-            f"content is too long ({len(content)} characters; the limit is {max_chars})"
-        )
-    if not isinstance(source_type, str) or source_type not in DEFAULT_SOURCE_TRUST:
-        raise JournalError(
-            f"unknown source_type {source_type!r}; use one of: {', '.join(SOURCE_TYPES)}"
-        )
-    if source_trust is None:
-        source_trust = DEFAULT_SOURCE_TRUST[source_type]
-    elif isinstance(source_trust, bool) or not isinstance(source_trust, int | float):
-        raise JournalError(f"source_trust must be a number from 0.0 to 1.0, not {source_trust!r}")
-    elif not 0.0 <= source_trust <= 1.0:
-        raise JournalError(f"source_trust must be from 0.0 to 1.0, not {source_trust:g}")
-    if source_entity is not None:
-        if not isinstance(source_entity, str):
-            raise JournalError(f"source_entity must be a name, not {source_entity!r}")
-        source_entity = source_entity.strip()[:MAX_ENTITY_CHARS] or None
-    if importance is not None:
-        importance = validate_importance(importance)
-    return {
-        "content": content,
-        "tags": _clean_string_list(tags, "tags"),
-        "related_projects": _clean_string_list(related_projects, "related_projects"),
-        "source_type": source_type,
-        "source_trust": float(source_trust),
-        "source_entity": source_entity,
-        "importance": importance,
-    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,7 +157,7 @@ def auto_prune(journal):
         journal (dict): A journal document.
 
     Returns:
-        list: The ids removed.
+        list: The ids removed (`removal(ids)` says so as a state change).
     """
     excess = len(journal["entries"]) - max(1, int(journal.get("max_entries") or 1))
     if excess <= 0:
@@ -256,6 +167,14 @@ def auto_prune(journal):
     journal["entries"] = [e for i, e in enumerate(journal["entries"]) if i not in doomed]
     _forget_consolidated(journal, removed)
     return removed
+
+
+def removal(removed_ids):
+    """The state change that removes entries (and their consolidated marks) by id."""
+    if not removed_ids:
+        return []
+    return [changes.remove(("entries",), removed_ids, key="id"),
+            changes.remove(("consolidated_entry_ids",), removed_ids)]
 
 
 def _forget_consolidated(journal, removed_ids):
@@ -340,8 +259,15 @@ class Journal:
 
     # -- writing
 
-    def _save(self, journal):
-        self.ports.state.set(documents.JOURNAL, journal)
+    def _save(self, journal, change=None):
+        """
+        Store the document; `change` says what changed (`plumbing.state_changes`), None for
+        a write that changed too much to say. `get_journal` may have set `max_entries` from
+        the settings: every change sets it too.
+        """
+        if change is not None:
+            change = [changes.assign(("max_entries",), journal["max_entries"]), *change]
+        self.ports.state.set(documents.JOURNAL, journal, change=change)
 
     def add(self, content, *, tags=None, related_projects=None, source_type="observation",
             source_trust=None, source_entity=None, importance=None, evidence=None,
@@ -391,19 +317,20 @@ class Journal:
             entry["audience"] = audience
         journal["entry_count"] = entry["id"]
         journal["entries"].append(entry)
-        auto_prune(journal)
-        self._save(journal)
+        pruned = auto_prune(journal)
+        self._save(journal, [changes.assign(("entry_count",), entry["id"]),
+                             changes.append(("entries",), entry), *removal(pruned)])
         if count_for_reflection:
             ReflectionState(self.ports).count(entry["importance"], entry["id"])
         return entry
 
-    def update(self, changes):
+    def update(self, fields_by_id):
         """
         Set fields of several entries in place (scores, extracted facts, flags), in one write.
 
         Args:
-            changes (dict): `{entry id: {field: value}}`; ids no longer in the journal are
-                skipped.
+            fields_by_id (dict): `{entry id: {field: value}}`; ids no longer in the journal
+                are skipped.
 
         Returns:
             list: The ids changed.
@@ -411,11 +338,13 @@ class Journal:
         journal = get_journal(self.ports)
         changed = []
         for entry in journal["entries"]:
-            if entry.get("id") in changes:
-                entry.update(changes[entry["id"]])
+            if entry.get("id") in fields_by_id:
+                entry.update(fields_by_id[entry["id"]])
                 changed.append(entry["id"])
         if changed:
-            self._save(journal)
+            self._save(journal, [changes.merge(("entries",), "id", entry_id,
+                                               fields_by_id[entry_id])
+                                 for entry_id in changed])
         return changed
 
     def replace(self, entry_id, change):
@@ -457,7 +386,7 @@ class Journal:
             if entry.get("id") == entry_id:
                 removed = journal["entries"].pop(position)
                 _forget_consolidated(journal, [entry_id])
-                self._save(journal)
+                self._save(journal, removal([entry_id]))
                 return removed
         raise JournalError(f"there is no journal entry #{entry_id}")
 
@@ -497,14 +426,14 @@ class Journal:
         new = [i for i in dict.fromkeys(entry_ids) if i in present and i not in marked]
         if new:
             marked.extend(new)
-            self._save(journal)
+            self._save(journal, [changes.extend(("consolidated_entry_ids",), new)])
         return new
 
     def mark_reflected(self):
         """Record that a reflection ran now (`last_reflection`)."""
         journal = get_journal(self.ports)
         journal["last_reflection"] = iso(self.ports.clock.now())
-        self._save(journal)
+        self._save(journal, [changes.assign(("last_reflection",), journal["last_reflection"])])
 
     def set_importance(self, entry_id, importance):
         """
@@ -550,7 +479,7 @@ class Journal:
         doomed = set(candidates[: max(0, int(limit))])
         if doomed:
             journal["entries"] = [e for e in journal["entries"] if e["id"] not in doomed]
-            self._save(journal)
+            self._save(journal, [changes.remove(("entries",), sorted(doomed), key="id")])
         return {
             "pruned": [i for i in candidates if i in doomed],
             "remaining_candidates": len(candidates) - len(doomed),

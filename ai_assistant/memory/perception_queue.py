@@ -14,7 +14,7 @@ It owns two documents:
 - `documents.PERCEPTION_STATS`, its counters: `{"dropped": n}`.
 """
 
-from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import documents, state_changes
 
 
 class PerceptionQueue:
@@ -44,15 +44,18 @@ class PerceptionQueue:
         queue = self.waiting()
         queue.append(event)
         dropped = None
+        # what changed, for a store that logs changes: one event, not the whole queue again
+        change = [state_changes.append((), event)]
         limit = max(1, int(self.ports.settings.get("perception.queue_size")))
         if len(queue) > limit:
             # the lowest priority loses; among equals, the oldest
             victim = min(range(len(queue)), key=lambda i: (queue[i]["priority"], i))
             dropped = queue.pop(victim)
+            change.append(state_changes.pop((), victim))
             stats = dict(self.ports.state.get(documents.PERCEPTION_STATS, {}) or {})
             stats["dropped"] = stats.get("dropped", 0) + 1
             self.ports.state.set(documents.PERCEPTION_STATS, stats)
-        self.ports.state.set(documents.PENDING_EVENTS, queue)
+        self.ports.state.set(documents.PENDING_EVENTS, queue, change=change)
         return dropped
 
     def take_all(self):

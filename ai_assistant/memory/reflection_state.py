@@ -16,7 +16,7 @@ so changing the setting takes effect at once. The LLM scoring step keeps
 (`rescore`).
 """
 
-from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import documents, state_changes
 from ai_assistant.plumbing.ports import iso
 
 
@@ -59,8 +59,11 @@ class ReflectionState:
         state["threshold"] = threshold
         return state
 
-    def _save(self, state):
-        self.ports.state.set(documents.REFLECTION_STATE, state)
+    def _save(self, state, change=None):
+        """Store the state; `change` says what changed (`plumbing.state_changes`), if known."""
+        if change is not None:  # `current` sets the threshold from the settings
+            change = [state_changes.assign(("threshold",), state["threshold"]), *change]
+        self.ports.state.set(documents.REFLECTION_STATE, state, change=change)
 
     def count(self, importance, entry_id):
         """
@@ -75,9 +78,12 @@ class ReflectionState:
         """
         state = self.current()
         state["cumulative_importance"] = float(state["cumulative_importance"]) + importance
+        # what changed, for a store that logs changes: not every id since the last reflection
+        change = [state_changes.assign(("cumulative_importance",), state["cumulative_importance"])]
         if entry_id not in state["entries_since_reflection"]:
             state["entries_since_reflection"].append(entry_id)
-        self._save(state)
+            change.append(state_changes.append(("entries_since_reflection",), entry_id))
+        self._save(state, change)
         return state
 
     def rescore(self, changes):

@@ -104,8 +104,14 @@ class StateStore(Protocol):
     def get(self, name: str, default: Any = None) -> Any:
         """The named document (plain data). Callers `set` it back after changing it."""
 
-    def set(self, name: str, value: Any) -> None:
-        """Change the named document; it is persisted at the latest at the next `flush`."""
+    def set(self, name: str, value: Any, change: list | None = None) -> None:
+        """
+        Change the named document; it is persisted at the latest at the next `flush`.
+
+        `change`, when the owner gives one, says what it did to the value it read
+        (`plumbing.state_changes`): a store that logs every write may log that instead of the
+        whole value. Applied to the document as it was, it must give `value`.
+        """
 
     def flush(self) -> None:
         """Persist every change not yet persisted."""
@@ -129,7 +135,7 @@ class MemoryState:
             return copy.deepcopy(default)
         return self.data[name]
 
-    def set(self, name, value):
+    def set(self, name, value, change=None):
         documents.get(name)
         self.data[name] = value
         self.saves += 1

@@ -157,6 +157,8 @@ SETTINGS = (
         doc="Relevance boost of entries from the time a query names (\"yesterday\")."),
     Setting("journal.embedding_weight", 0.15, range=(0.0, 1.0),
         doc="Share of the local embedder's cosine in the search (0: no embeddings)."),
+    Setting("journal.expansion_weight", 0.3, range=(0.0, 10.0),
+        doc="Weight of the journal's words nearest in meaning to a query's (search_journal)."),
     Setting("journal.feedback_docs", 3, range=(0, 100),
         doc="Top entries whose terms re-query the journal (pseudo-relevance feedback)."),
     Setting("journal.feedback_terms", 5, range=(0, 100), doc="Terms taken from those entries."),

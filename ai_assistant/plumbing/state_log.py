@@ -5,16 +5,29 @@ The shell keeps state documents in a cache and writes them to the database in ba
 database write per change would cost the reactor far more than the thinking). Between two
 batches a crash would lose every change, including ones a player or an admin was told about.
 So each change is also appended here, at once, before anyone is told: one record per
-`StateStore.set`, `(place, document name, value)`. A `write` of a few hundred bytes to a file
-the process keeps open survives kill -9 (the kernel has it); an fsync every
-`durability.fsync_interval` seconds, off the reactor, makes it survive a power cut too.
+`StateStore.set`. A `write` of a few hundred bytes to a file the process keeps open survives
+kill -9 (the kernel has it); an fsync every `durability.fsync_interval` seconds, off the
+reactor, makes it survive a power cut too.
 
-At the next start the records are read back (`read_log`: the last value of each document wins)
-and written to the database; every flush empties the log (`StateLog.truncate`), so it only ever
-holds what the database does not have yet.
+A record is one of:
+
+- a **whole value** `(place, document name, value)` (`append`);
+- a **change** `(place, document name, "change", operations)` (`append_change`): what the
+  owner did (`plumbing.state_changes`), a few hundred bytes where the whole journal is tens of
+  kilobytes. The shell logs a document whole at its first write after each flush and as
+  changes after that, so a change always follows a whole value of its document in the log;
+- a **written-through** mark `(place, document name, "written", None)` (`append_written`):
+  the database has this document now; what the log held of it is dropped.
+
+At the next start the records are read back (`read_log`: each document's last whole value with
+the changes after it applied) and written to the database; every flush empties the log
+(`StateLog.truncate`), so it only ever holds what the database does not have yet. The log
+names its documents' values by itself, never relying on the database's copy, so replaying it
+twice, or after a flush that committed but did not empty it, gives the same documents.
 
 Each record is `length (4 bytes) | crc32 (4 bytes) | pickle`. A record cut short by a crash in
-the middle of a write, or damaged, ends the replay there: everything before it is kept.
+the middle of a write, or damaged, ends the replay there: everything before it is kept. So does
+a change that does not fit the value before it (never written by this module's users).
 
 A log may start with a header record naming its writer (`read_writer`): the shell records which
 process and which database wrote it, so that a log is only ever removed by someone who can
@@ -26,9 +39,13 @@ import pickle
 import struct
 import zlib
 
+from ai_assistant.plumbing.state_changes import ChangeError, apply
+
 _HEADER = struct.Struct("<II")
 _PROTOCOL = 5
 WRITER = "writer"  # the place of the header record: who writes the log, not a document
+CHANGE = "change"  # a record of what changed in a document (its fourth field the operations)
+WRITTEN = "written"  # a record that a document went straight to the database
 
 
 class StateLog:
@@ -69,18 +86,44 @@ class StateLog:
             bool: False when `value` cannot be recorded (it does not pickle); the caller then
             has to write it through itself.
         """
+        return self._append((place, str(name), value))
+
+    def append_change(self, place, name, change):
+        """
+        Record what changed in document `name` since its last record (`plumbing.state_changes`).
+
+        The log must hold a whole value of the document before it (`append`), since this
+        process last emptied it: the caller keeps track.
+
+        Returns:
+            bool: False when the change cannot be recorded (it does not pickle); the caller
+            then records the whole value instead.
+        """
+        return self._append((place, str(name), CHANGE, list(change)))
+
+    def append_written(self, place, name):
+        """
+        Record that document `name` was written straight to the database: a replay drops what
+        the log held of it before (the database's value is newer).
+
+        Returns:
+            bool: True when recorded.
+        """
+        return self._append((place, str(name), WRITTEN, None))
+
+    def _append(self, record):
         if self._fd is None:
             return False
         try:
-            payload = pickle.dumps((place, str(name), value), protocol=_PROTOCOL)
+            payload = pickle.dumps(record, protocol=_PROTOCOL)
         except Exception:  # noqa: BLE001 - any object that refuses pickling
             return False
-        record = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
-        view = memoryview(record)
+        framed = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+        view = memoryview(framed)
         while view:  # a regular file takes it in one write; loop in case it does not
             written = os.write(self._fd, view)
             view = view[written:]
-        self.size += len(record)
+        self.size += len(framed)
         self.unsynced = True
         return True
 
@@ -109,8 +152,20 @@ class StateLog:
             os.close(fd)
 
 
+def _well_formed(record):
+    """A whole value (three fields) or a change / written-through mark (four)."""
+    if not isinstance(record, tuple):
+        return False
+    if len(record) == 3:
+        return True
+    return len(record) == 4 and record[2] in (CHANGE, WRITTEN)
+
+
 def _records(data):
-    """`(place, name, value)` of each whole record, then True if the data ends damaged."""
+    """
+    `(offset, record)` of each whole record (a tuple, see the module doc), then True if the
+    data ends damaged (False if not).
+    """
     offset = 0
     while offset < len(data):
         if offset + _HEADER.size > len(data):
@@ -126,10 +181,10 @@ def _records(data):
         except Exception:  # noqa: BLE001 - an unreadable record ends the replay
             yield True
             return
-        if not (isinstance(record, tuple) and len(record) == 3):
+        if not _well_formed(record):
             yield True
             return
-        yield record
+        yield offset, record
         offset += _HEADER.size + length
     yield False
 
@@ -144,14 +199,14 @@ def read_writer(path):
     with open(path, "rb") as handle:
         data = handle.read(64 * 1024)  # the header is the first record, a few hundred bytes
     first = next(_records(data))
-    if isinstance(first, tuple) and first[0] == WRITER:
-        return first[2]
+    if isinstance(first, tuple) and first[1][0] == WRITER:
+        return first[1][2]
     return None
 
 
 def read_log(path):
     """
-    The changes a log holds, the last value of each document.
+    The documents a log holds: each one's last whole value, with the changes after it applied.
 
     Args:
         path (str): The log file; a missing file holds nothing.
@@ -159,21 +214,43 @@ def read_log(path):
     Returns:
         tuple: `(changes, records, damaged)`: `changes` is `{(place, name): value}` in the order
         each document was last changed, `records` how many records were read, `damaged` True
-        when the file ended in a cut-short or damaged record (ignored, with what follows it).
+        when the file ended in a cut-short or damaged record, or in a change that does not fit
+        the value before it (ignored, with what follows it).
     """
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except FileNotFoundError:
         return {}, 0, False
+    return _replay(data)
+
+
+def _replay(data):
+    """`read_log` of the bytes of a log."""
     changes, records = {}, 0
-    for record in _records(data):
-        if record is True or record is False:
-            return changes, records, record
-        place, name, value = record
+    for found in _records(data):
+        if found is True or found is False:
+            return changes, records, found
+        offset, record = found
+        place, name = record[0], record[1]
         if place == WRITER:
             continue
-        changes.pop((place, name), None)  # keep the order of the last change
-        changes[(place, name)] = value
+        document = (place, name)
+        if len(record) == 3:
+            value = record[2]
+        elif record[2] == WRITTEN:
+            changes.pop(document, None)  # the database has it, newer than what came before
+            records += 1
+            continue
+        elif document not in changes:
+            return changes, records, True  # a change with nothing to change
+        else:
+            try:
+                value = apply(changes[document], record[3])
+            except ChangeError:
+                # applied in place, perhaps in part: what came before is read again
+                return _replay(data[:offset])[0], records, True
+        changes.pop(document, None)  # keep the order of the last change
+        changes[document] = value
         records += 1
     return changes, records, False

@@ -21,10 +21,12 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.recall.lines import MEMORY_TIER
 from ai_assistant.memory.recall.pipeline import RecallQuery, loaded_mirror, recall
 from ai_assistant.memory.search.dense import default_embed, dense_similarities
+from ai_assistant.memory.search.expansion import expansion_terms
 from ai_assistant.memory.search.filters import SearchFilters, entry_matches_filters
 from ai_assistant.memory.search.journal_search import (
     journal_embedding_matrices,
     journal_index_cache,
+    journal_vocabulary,
     search_entries,
 )
 from ai_assistant.memory.search.params import SearchParams
@@ -197,7 +199,7 @@ class SearchJournalTool(Tool):
                                                                           filters))  # fmt: skip
 
     @staticmethod
-    def _journal_search(ports, query, limit, filters, semantic_scores=None):
+    def _journal_search(ports, query, limit, filters, semantic_scores=None, expansion=None):
         entries = Journal(ports).entries()
         # what was told in private is found for its teller only (`memory.audience`): ranked
         # over the whole journal (its index is shared), the others' private entries dropped
@@ -206,7 +208,7 @@ class SearchJournalTool(Tool):
         ranked = search_entries(entries, query, now=ports.clock.now(),
                                 params=SearchParams.from_settings(ports.settings),
                                 filters=filters, limit=limit + hidden,
-                                semantic_scores=semantic_scores,
+                                semantic_scores=semantic_scores, expansion=expansion,
                                 index_cache=journal_index_cache(ports))  # fmt: skip
         return [(score, entry) for score, entry in ranked if visible_to(entry, viewer)][:limit]
 
@@ -242,14 +244,31 @@ class SearchJournalTool(Tool):
         return self._result(ports, query, "recall",
                             [(found.score, found.item) for found in recalled])
 
+    @staticmethod
+    @defer.inlineCallbacks
+    def _expansion(ports, embed, query, texts):
+        """The journal's words nearest to the query's (worker pool); None: unwanted or failed."""
+        if not ports.settings.get("journal.expansion_weight"):
+            return None
+        try:
+            expansion = yield ports.run_cpu_bound(expansion_terms, embed, query, texts,
+                                                  journal_vocabulary(ports))
+        except Exception as err:  # noqa: BLE001 - the query's own words still answer
+            ports.log(f"{ports.name}: journal query expansion failed ({err})")
+            return None
+        return expansion
+
     @defer.inlineCallbacks
     def _fused_search(self, ports, query, limit, filters, use_semantic, embed):
         """
         BM25 fused with dense similarities computed off the reactor: the local embedder's
         cosine for every journal entry (vectors cached per text, so each entry is embedded
-        once) and the semantic tier's hits mapped back to their entries.
+        once) and the semantic tier's hits mapped back to their entries. The BM25 query is
+        widened with the journal's words nearest in meaning to the query's (`expansion`, also
+        computed off the reactor) when `journal.expansion_weight` is set.
         """
         similarities, memories, notes, modes = {}, [], [], []
+        expansion = None
         if embed is not None:
             entries = Journal(ports).entries()
             ids = [entry["id"] for entry in entries]
@@ -263,6 +282,7 @@ class SearchJournalTool(Tool):
             else:
                 similarities.update(zip(ids, cosines, strict=True))
                 modes.append("dense")
+                expansion = yield self._expansion(ports, embed, query, texts)
         if use_semantic:
             try:
                 # over-fetch: the fusion needs similarities beyond the final top `limit`
@@ -289,7 +309,8 @@ class SearchJournalTool(Tool):
         # The similarities join BM25 in one relevance (score or rank fusion, share
         # `journal.embedding_weight`), so every way of finding an entry counts in one ranking.
         ranked = self._journal_search(ports, query, limit, filters,
-                                      semantic_scores=similarities or None)
+                                      semantic_scores=similarities or None,
+                                      expansion=expansion)
         mode = "+".join(modes + ["hybrid"])
         note = "; ".join(notes) or None
         if notes and not modes:

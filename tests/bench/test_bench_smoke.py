@@ -31,6 +31,38 @@ def test_locomo_smoke(tmp_path):
     assert document["mem0_turns"] == 60
 
 
+def _tiny_conversation(sample_id, speakers, lines):
+    turns = [{"speaker": speakers[i % 2], "dia_id": f"D1:{i + 1}", "text": text}
+             for i, text in enumerate(lines)]  # fmt: skip
+    return {"sample_id": sample_id, "conversation": {
+        "speaker_a": speakers[0], "speaker_b": speakers[1],
+        "session_1_date_time": "10:00 am on 3 March, 2024", "session_1": turns},
+        "qa": [{"question": f"What did {speakers[1]} mend?", "answer": "a lantern",
+                "evidence": ["D1:2"], "category": 4}]}  # fmt: skip
+
+
+def test_locomo_runs_a_range_of_conversations(tmp_path):
+    from bench import locomo
+
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps([
+        _tiny_conversation("tiny-1", ["Orla", "Bram"], ["Morning!", "I mended the lantern."]),
+        _tiny_conversation("tiny-2", ["Ilse", "Wren"], ["Hello.", "I mended a copper lantern."]),
+        _tiny_conversation("tiny-3", ["Tam", "Noor"], ["Hi.", "I mended the gate."]),
+    ]))
+    out = tmp_path / "locomo.json"
+    document = locomo.main(["--data", str(data), "--conversations", "2-3", "--no-mem0",
+                            "--out", str(out)])
+    assert document["sample_ids"] == ["tiny-2", "tiny-3"]
+    assert document["questions"] == 2
+    tool = document["methods"]["search_journal (journal only, tool defaults)"]["overall"]
+    assert tool["recall@1"] == 1.0  # the line that says what was mended, by the one asked of
+    assert locomo.main(["--data", str(data), "--conversations", "2", "--no-mem0",
+                        "--out", str(out)])["sample_ids"] == ["tiny-1", "tiny-2"]
+    with pytest.raises(SystemExit):
+        locomo.main(["--data", str(data), "--conversations", "3-1", "--out", str(out)])
+
+
 def test_locomo_maps_turns_and_dates():
     from bench import locomo
 

@@ -7,6 +7,7 @@ A "crash" (kill -9) is simulated by dropping everything the process held in memo
 next touch of its state is what the restarted server does.
 """
 
+import copy
 import os
 import shutil
 import tempfile
@@ -130,6 +131,90 @@ class TestWriteAheadLog(WithAda, EvenniaTest):
         flushes[0].args[1]()
         assert read_log(durability.log_path(self.npc)) == ({}, 0, False)
         assert self.npc.attributes.get(documents.SCENE_NOTES) == ["x" * 20_000]
+
+    # -- a grown journal: its changes are logged, not the whole journal per heard line
+
+    def grown_journal(self, entries=150):
+        """A journal of `entries` lines, flushed (the log empty), then 5 more heard lines."""
+        journal = self.npc.assistant.journal
+        for number in range(entries):
+            journal.add(f"Orla told me that Bram mended lantern {number} near the mill.",
+                        source_type="direct", source_entity="Orla")
+        self.npc.assistant.flush()
+        for number in range(5):
+            self.npc.assistant.hear(self.char1, f"Ada, word {number} is heard.", "talk")
+            journal.add(f"Heard word {number}.", source_type="direct", source_entity="Char")
+        return copy.deepcopy(journal.document())  # the cache's own copy changes on
+
+    def journal_after_crash(self):
+        crash(self.npc)
+        return self.npc.assistant.journal.document()
+
+    def test_a_grown_journal_logs_each_new_entry_not_the_whole_journal_and_survives_kill_9(self):
+        import pickle
+
+        before = self.grown_journal()
+        path = durability.log_path(self.npc)
+        whole = len(pickle.dumps(before))
+        # the journal once whole (its first change since the flush), then four small changes
+        # (logged whole each time, the five copies were more than five times this)
+        assert os.path.getsize(path) < 2 * whole
+        assert read_log(path)[0][("character", documents.JOURNAL)] == before
+        after = self.journal_after_crash()
+        assert after == before
+        assert self.npc.attributes.get(documents.JOURNAL)["entries"] == before["entries"]
+        pending = self.state().get(documents.PENDING_EVENTS)
+        assert [event["text"] for event in pending][-1] == "Ada, word 4 is heard."
+
+    def test_replaying_the_log_twice_gives_the_same_documents(self):
+        # killed again after the replay wrote the Attributes but before it emptied the log
+        before = self.grown_journal()
+        path = durability.log_path(self.npc)
+        kept = path + ".copy"
+        shutil.copyfile(path, kept)
+        assert self.journal_after_crash() == before
+        os.replace(kept, path)
+        after = self.journal_after_crash()
+        assert after == before
+        assert len({entry["id"] for entry in after["entries"]}) == len(after["entries"])
+
+    def test_a_log_left_full_by_a_flush_that_committed_is_replayed_without_harm(self):
+        # the flush's transaction committed, then the process died before emptying the log
+        before = self.grown_journal()
+        with patch.object(durability.Durability, "flushed"):
+            self.npc.assistant.flush()
+        assert read_log(durability.log_path(self.npc))[1] > 0
+        assert self.journal_after_crash() == before
+
+    def test_changes_logged_after_a_flush_start_again_from_a_whole_value(self):
+        self.grown_journal()
+        self.npc.assistant.flush()
+        assert read_log(durability.log_path(self.npc)) == ({}, 0, False)
+        self.npc.assistant.journal.add("After the flush.", source_type="direct")
+        self.npc.assistant.journal.add("And one more.", source_type="direct")
+        before = copy.deepcopy(self.npc.assistant.journal.document())
+        after = self.journal_after_crash()
+        assert [e["content"] for e in after["entries"]][-2:] == ["After the flush.",
+                                                                 "And one more."]
+        assert after == before
+
+    def test_a_torn_last_record_keeps_every_change_before_it(self):
+        before = self.grown_journal()
+        self.npc.assistant.journal.add("Cut short.", count_for_reflection=False)  # the last
+        path = durability.log_path(self.npc)
+        with open(path, "rb+") as handle:  # killed in the middle of the last write
+            handle.truncate(os.path.getsize(path) - 7)
+        after = self.journal_after_crash()
+        assert after["entries"] == before["entries"]
+        assert read_log(path) == ({}, 0, False)  # replayed, then emptied
+
+    def test_a_document_written_through_is_not_rolled_back_by_what_the_log_held(self):
+        self.state().set(documents.SCENE_NOTES, ["logged"])
+        log = self.npc.ndb.ai_runtime.caches["state_log"].log
+        with patch.object(log, "append", return_value=False):
+            self.state().set(documents.SCENE_NOTES, ["written through"])
+        crash(self.npc)
+        assert self.state().get(documents.SCENE_NOTES) == ["written through"]
 
     def test_a_value_the_log_refuses_is_written_through(self):
         log = self.npc.ndb.ai_runtime.caches["state_log"]

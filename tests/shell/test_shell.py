@@ -202,6 +202,45 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         ]
         assert events[0]["sender_id"] == self.char1.dbref and events[0]["urgent"]
 
+    def test_a_line_heard_by_every_assistant_in_the_room_is_stripped_of_markup_once(self):
+        from ai_assistant import heard_line
+
+        other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
+        heard_line.plain_text.cache_clear()
+        with patch.object(heard_line, "strip_ansi", wraps=heard_line.strip_ansi) as stripped:
+            self.char1.at_say("|rAda|n, where is the |winn|n?")
+        for npc in (self.npc, other):
+            events = npc.assistant.ports().state.get("pending_events")
+            assert events[-1]["text"] == "Ada, where is the inn?"
+        assert stripped.call_count == 1
+        other.assistant.script.unsubscribe()
+
+    def test_a_speaker_s_admin_lock_is_checked_once_per_reactor_turn(self):
+        from twisted.internet import reactor
+
+        from ai_assistant import heard_line
+
+        other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
+        lock_class = type(self.char1.locks)
+        with patch.object(reactor, "running", True), \
+                patch.object(reactor, "callLater") as call_later, \
+                patch.object(lock_class, "check_lockstring", autospec=True,
+                             side_effect=lock_class.check_lockstring) as checked:
+            self.char1.at_say("Ada and Bob, hello")
+            assert checked.call_count == 1  # heard by both, checked once
+            ends = [call for call in call_later.call_args_list
+                    if call.args == (0, heard_line.admins_this_turn.clear)]
+            assert len(ends) == 1
+            ends[0].args[1]()  # the turn ends
+            self.char1.at_say("Ada, again")
+            assert checked.call_count == 2
+            heard_line.admins_this_turn.clear()
+        admin = bool(self.char1.locks.check_lockstring(self.char1, "cmd:perm(Admin)"))
+        for npc in (self.npc, other):
+            events = npc.assistant.ports().state.get("pending_events")
+            assert [event["admin"] for event in events] == [admin, admin]
+        other.assistant.script.unsubscribe()
+
     def test_npc_speech_is_heard_but_not_answered(self):
         other = create.create_object(AssistantCharacter, key="Bob", location=self.room1)
         other.at_say("Ada, hello")

@@ -13,11 +13,13 @@ The score of an entry is the specification's (Generative Agents') weighted mean 
   the defaults recency only separates the last hour or so.
 - importance = importance / 10.
 - relevance in [0, 1]: by default BM25 over the journal (`index`; tokenised, lower-cased, stop
-  words dropped, lemmatised then lightly stemmed: `terms`), scaled so the best match of the
+  words dropped, lemmatised then Snowball-stemmed: `terms`), scaled so the best match of the
   query is 1.0, with three boosts that help conversational memories: entries whose
   `source_entity` is named in the query (the speaker), entries written at the time the query
   names ("on 9 May", "last week"; see `time_references`), and entries next to a strong match
-  (context: the answer is often the next turn).
+  (context: the answer is often the next turn). The speaker boost is applied last, after the
+  neighbours' share, so it favours what the named person said without lifting the other
+  person's lines around it.
   Dense similarities can be fused in (normalised-score fusion by default, or reciprocal-rank
   fusion): `semantic_scores` (`{entry id: similarity}`, e.g. the local embedder's or the
   semantic tier's, which the `search_journal` tool computes off the reactor) or an
@@ -35,10 +37,15 @@ those). With `relevance_gate=0` and no pool the specification's formula applies 
 with relevance > 0. An empty query ranks every entry by recency and importance (a "recent and
 important" listing).
 
-The knobs are one `SearchParams`, the filters one `SearchFilters`. An assistant's index and
-embedding matrices live in its `ports.runtime.derived` (`journal_index_cache`,
-`journal_embedding_matrices`), dropped while the assistant is not resident
-(`plumbing.residency`) and built again, to the same results, on the next search.
+**Expansion.** A caller that embeds off the reactor (the `search_journal` tool) may pass the
+journal's words nearest in meaning to the query's (`expansion.expansion_terms`): they join the
+BM25 query at `journal.expansion_weight` times their similarity, so "what music does she like?"
+also matches "guitar" and "concert" where the journal says them.
+
+The knobs are one `SearchParams`, the filters one `SearchFilters`. An assistant's index,
+embedding matrices and vocabulary live in its `ports.runtime.derived` (`journal_index_cache`,
+`journal_embedding_matrices`, `journal_vocabulary`), dropped while the assistant is not
+resident (`plumbing.residency`) and built again, to the same results, on the next search.
 """
 
 from dataclasses import dataclass
@@ -48,6 +55,7 @@ import numpy
 from ai_assistant.memory.corrections import not_recalled
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.search.dense import EmbeddingMatrices, dense_scores
+from ai_assistant.memory.search.expansion import JournalVocabulary
 from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.index import JournalIndexCache, get_index
 from ai_assistant.memory.search.params import SearchParams
@@ -62,6 +70,7 @@ from ai_assistant.memory.search.time_references import (
 # Names of this package's caches in `ports.runtime.derived`.
 INDEX_CACHE = "journal_index"
 MATRIX_CACHE = "journal_embedding_matrices"
+VOCABULARY_CACHE = "journal_vocabulary"
 _NO_FILTERS = SearchFilters()
 _DEFAULT_PARAMS = SearchParams()
 
@@ -74,6 +83,11 @@ def journal_index_cache(ports):
 def journal_embedding_matrices(ports):
     """The assistant's `EmbeddingMatrices` (its journal's vectors, for `dense_similarities`)."""
     return ports.runtime.derived_cache(MATRIX_CACHE, EmbeddingMatrices)
+
+
+def journal_vocabulary(ports):
+    """The assistant's `JournalVocabulary` (its journal's words, for `expansion_terms`)."""
+    return ports.runtime.derived_cache(VOCABULARY_CACHE, JournalVocabulary)
 
 
 @dataclass(frozen=True)
@@ -107,13 +121,13 @@ def _read_query(index, query, now, params):
     return _Query(query, terms, named, in_window)
 
 
-def _candidates(index, entries, query, params, embed, semantic_scores):
+def _candidates(index, entries, query, params, embed, semantic_scores, expansion):
     """`(positions, relevance)` of the entries the query may return, or None for none."""
     if query.text and params.alpha_relevance > 0 and (query.terms or query.in_window is None):
         dense = dense_scores(index, entries, query.text, embed, semantic_scores,
                              params.embedding_weight)  # fmt: skip
         relevance = relevance_scores(index, query.terms, query.named, dense, params,
-                                     query.in_window)  # fmt: skip
+                                     query.in_window, expansion)  # fmt: skip
         if relevance is None:
             return None
         return numpy.flatnonzero(relevance > 0), relevance
@@ -166,7 +180,7 @@ def _wrong_positions(index, entries):
 
 
 def search_entries(entries, query, *, now, params=None, filters=None, limit=10, embed=None,
-                   semantic_scores=None, index_cache=None):  # fmt: skip
+                   semantic_scores=None, index_cache=None, expansion=None):  # fmt: skip
     """
     Rank journal entries for a query (see the module doc for the score).
 
@@ -186,6 +200,9 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
             `embed`).
         index_cache (JournalIndexCache, optional): The assistant's index cache; without one
             the index is built for this search alone.
+        expansion (dict, optional): The journal's words nearest in meaning to the query's
+            (`expansion.expansion_terms`, computed off the reactor), added to the BM25 query at
+            `params.expansion_weight`.
 
     Returns:
         list: `(score, entry)` pairs, best first.
@@ -196,7 +213,7 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
     filters = filters or _NO_FILTERS
     index = get_index(entries, index_cache)
     query = _read_query(index, query, now, params)
-    found = _candidates(index, entries, query, params, embed, semantic_scores)
+    found = _candidates(index, entries, query, params, embed, semantic_scores, expansion)
     if found is None:
         return []
     positions, relevance = found

@@ -32,6 +32,9 @@ class SearchParams:
         time_boost (float): Relevance bonus (x(1+boost)) for entries written in the days,
             months or years the query names ("on 9 May", "last week", "yesterday"; see
             `time_references`); those words then leave the text match. 0 turns it off.
+        expansion_weight (float): Weight, times their similarity, of the journal's words
+            nearest in meaning to the query's (`expansion`); used only with an `expansion`
+            computed off the reactor. 0 leaves it out.
     """
 
     alpha_recency: float = 1.0
@@ -48,6 +51,7 @@ class SearchParams:
     relevance_gate: float = 0.0
     rerank_pool: int | None = None
     time_boost: float = 0.0
+    expansion_weight: float = 0.0
 
     @classmethod
     def from_settings(cls, settings):

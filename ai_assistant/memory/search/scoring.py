@@ -10,6 +10,7 @@ from collections import Counter
 
 import numpy
 
+from ai_assistant.memory.search.expansion import expanded_query
 from ai_assistant.memory.search.terms import relevance_keyword_overlap
 from ai_assistant.plumbing.ports import parse_iso
 
@@ -106,13 +107,17 @@ def formula_scores(index, entries, positions, relevance, now_epoch, params):
 # Relevance
 
 
-def relevance_scores(index, terms, named, dense, params, in_window=None):
+def relevance_scores(index, terms, named, dense, params, in_window=None, expansion=None):
     """
     Relevance 0-1 of every entry (array, the best match 1.0), or None when nothing is relevant.
 
-    BM25 of the query terms, widened by pseudo-relevance feedback, fused with the dense
-    similarities, then the boosts: the time the query names, the speakers it names, and the
-    context of neighbouring entries.
+    BM25 of the query terms and their expansion (the journal's words nearest in meaning, at
+    `expansion_weight`), widened by pseudo-relevance feedback, fused with the dense
+    similarities, then the boosts: the time the query names, the context of neighbouring
+    entries, and last the speakers it names. The speaker boost comes after the neighbours'
+    share: in a conversation a named speaker's line sits between the other person's, and
+    boosted first, its weight would spill onto their lines (on LoCoMo's dev split, recall@10
+    0.758 -> 0.774 at the same settings).
 
     Args:
         index (JournalIndex): The journal's index.
@@ -121,8 +126,12 @@ def relevance_scores(index, terms, named, dense, params, in_window=None):
         dense (numpy.ndarray or None): Dense similarity of every entry.
         params (SearchParams): The knobs.
         in_window (numpy.ndarray, optional): Mask of the entries from the time the query names.
+        expansion (dict, optional): `expansion.expansion_terms` of the query.
     """
     raw = index.bm25(terms)
+    if expansion and params.expansion_weight > 0:
+        raw = raw + index.bm25_weighted(expanded_query(expansion, terms,
+                                                       params.expansion_weight))  # fmt: skip
     docs, count, weight = params.feedback
     if docs and count and weight and raw.any():
         raw = raw + index.bm25_weighted(_feedback_terms(index, raw, set(terms), docs, count,
@@ -133,13 +142,10 @@ def relevance_scores(index, terms, named, dense, params, in_window=None):
         _favour_the_time(raw, in_window, params.time_boost)
     if not raw.any():
         return None
-    if named and params.speaker_boost:
-        for name in named:
-            where = index.speaker_positions.get(name)
-            if where is not None:
-                raw[where] *= 1.0 + params.speaker_boost
     if params.context_weight:
         _share_with_neighbours(raw, params.context_weight)
+    if named and params.speaker_boost:
+        _favour_the_speakers(raw, index, named, params.speaker_boost)
     best = raw.max()
     if best <= 0:
         return None
@@ -155,6 +161,15 @@ def _favour_the_time(raw, in_window, time_boost):
     floor = TIME_FLOOR * best if raw[in_window].any() else best
     raw[:] = numpy.where(in_window, numpy.maximum(raw, floor), raw)
     raw[in_window] *= 1.0 + time_boost
+
+
+def _favour_the_speakers(raw, index, named, speaker_boost):
+    # What the named people said, including what their lines borrowed from the neighbours
+    # (the answer after a question); the lines around theirs keep only their own share.
+    for name in named:
+        where = index.speaker_positions.get(name)
+        if where is not None:
+            raw[where] *= 1.0 + speaker_boost
 
 
 def _share_with_neighbours(raw, context_weight):

@@ -1,13 +1,15 @@
 """
-Terms of a text: its words, their stems (lemma, then a light suffix stripper), stop words.
+Terms of a text: its words, their stems (lemma, then the Snowball English stemmer), stop words.
 
 Both the journal's index and the queries run through `tokenize`, so "painting", "painted" and
-"paints" meet, and so do "went" and "go". `relevance_keyword_overlap` keeps the specification's
-plain word-overlap measure for comparison.
+"paints" meet, and so do "went" and "go", and "promote" and "promotions".
+`relevance_keyword_overlap` keeps the specification's plain word-overlap measure for comparison.
 """
 
 import re
+import threading
 
+import snowballstemmer
 from lemminflect import getAllLemmas
 
 STOPWORDS = frozenset(
@@ -32,6 +34,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STEM_CACHE = {}
 _STEM_CACHE_MAX = 200_000
 _LEMMA_ORDER = ("VERB", "NOUN", "ADJ", "ADV")
+# A Snowball stemmer keeps its working state in the object: one per thread (the reactor's and
+# the worker pool's searches stem at the same time).
+_STEMMERS = threading.local()
 # LemmInflect reads its tables on first use (~0.2 s): do it at import (server start), not in
 # the first search on the reactor.
 getAllLemmas("went")
@@ -55,11 +60,12 @@ def lemma(word):
 
 def stem(word):
     """
-    The word's lemma (irregular forms included), then a light suffix stripper (plurals, -ing,
-    -ed, -ly, final e) for the words the lemma tables do not know.
+    The word's lemma (irregular forms included), then its Snowball (Porter2) English stem, so
+    inflections and derivations meet: "painting", "painted" and "paints" all become "paint";
+    "making", "made" and "make" all become "make"; "promotions" and "promote" become "promot".
 
-    It is deliberately consistent rather than linguistically exact: "painting", "painted" and
-    "paints" all become "paint"; "making", "made" and "make" all become "mak".
+    The lemma comes first because the stemmer knows no irregular forms ("went", "bought").
+    Numbers are kept as they are.
 
     Args:
         word (str): A lower-case word.
@@ -72,42 +78,19 @@ def stem(word):
         return cached
     original = word
     word = lemma(word).lower()
-    if len(word) > 3 and not word.isdigit():
-        word = _strip_suffixes(word)
+    if not word.isdigit():
+        word = _stemmer().stemWord(word)
     if len(_STEM_CACHE) > _STEM_CACHE_MAX:
         _STEM_CACHE.clear()
     _STEM_CACHE[original] = word
     return word
 
 
-def _strip_suffixes(word):
-    """Plural, then -ing/-ied/-ed/-ly, then a final e."""
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith(("xes", "ches", "shes", "zes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith("ing") and len(word) > 5:
-        word = _undouble(word[:-3])
-    elif word.endswith("ied") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("ed") and len(word) > 4:
-        word = _undouble(word[:-2])
-    elif word.endswith("ly") and len(word) > 5:
-        word = word[:-2]
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
-
-
-def _undouble(word):
-    # "running" -> "runn" -> "run"; keep ll/ss/zz ("falling" -> "fall").
-    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeioulsz":
-        return word[:-1]
-    return word
+def _stemmer():
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 def words(text):

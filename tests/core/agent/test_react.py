@@ -130,6 +130,22 @@ def test_conversation_turn_says_the_reply(llm_server, make_ports, clock):
     assert "The Tavern" in user["content"] and "Bob (player)" in user["content"]
 
 
+def test_the_prompt_is_counted_in_the_worker_pool_not_on_the_reactor(llm_server, make_ports,
+                                                                      clock):
+    ports = make_ports()
+    ran = []
+
+    def pool(func, *args, **kwargs):
+        ran.append(func.__name__)
+        return sync_runner(func, *args, **kwargs)
+
+    ports.run_cpu_bound = pool
+    llm_server.script(Reply.tool("say", {"message": "Hello, Bob!"}))
+    cycle(ports, clock)
+    assert "count_message_tokens" in ran
+    assert ports.state.get("loop_state")["last_context_tokens"] > 50
+
+
 def test_two_safe_chain_calls_then_terminal(llm_server, make_ports, clock):
     ports = make_ports()
     llm_server.script(

@@ -5,7 +5,7 @@ a full history to the emergency compaction it was given.
 """
 
 from scripted_llm import FakeWorld
-from support import make_ports, result_of
+from support import ChangeCheckingState, make_ports, result_of
 from twisted.internet import defer
 
 from ai_assistant.agent import awake, perception
@@ -25,7 +25,8 @@ CY = {"id": "#3", "name": "Cy"}
 
 
 def test_a_line_goes_in_the_shared_history_and_the_interlocutors_working_memory():
-    ports = make_ports()
+    # each line says what it changed (the line), and the change gives the document written
+    ports = make_ports(state=ChangeCheckingState())
     conversation = Conversation(ports)
     line = conversation.append("user", "Bob", "Where is the inn?", interlocutor=BOB)
     ports.clock.advance(minutes=1)
@@ -38,6 +39,7 @@ def test_a_line_goes_in_the_shared_history_and_the_interlocutors_working_memory(
         ("Bob", "Where is the inn?", "2025-01-01T12:00:00Z"),
         ("Ada", "North of the square.", "2025-01-01T12:01:00Z")]
     assert conversation.interlocutors() == ["#2"] and conversation.for_speaker("#9") == []
+    assert ports.state.described == 2  # the history and the working memory, second line
 
 
 def test_a_whispered_line_stays_out_of_the_shared_history():
@@ -56,7 +58,7 @@ def test_a_line_with_nobody_in_particular_is_in_the_history_only():
 
 
 def test_working_memory_is_bounded_and_hands_out_copies():
-    ports = make_ports(overrides={"working_memory.max_messages": 3})
+    ports = make_ports(state=ChangeCheckingState(), overrides={"working_memory.max_messages": 3})
     conversation = Conversation(ports)
     for number in range(5):
         conversation.append("user", "Bob", f"line {number}", interlocutor=BOB)
@@ -65,6 +67,7 @@ def test_working_memory_is_bounded_and_hands_out_copies():
     kept[0]["content"] = "changed by a reader"
     assert conversation.for_speaker("#2")[0]["content"] == "line 2"
     assert len(conversation.history()) == 5  # the shared history is bounded by compaction
+    assert ports.state.described == 8  # the dropped lines too
 
 
 def test_stale_conversations_are_forgotten():

@@ -1,7 +1,9 @@
 """The journal's owner: `Journal(ports)` and `ReflectionState(ports)` are the only writers."""
 
+import pickle
+
 import pytest
-from support import make_ports
+from support import ChangeCheckingState, make_ports
 
 from ai_assistant.memory.journal import Journal, JournalError
 from ai_assistant.memory.reflection_state import ReflectionState
@@ -127,3 +129,45 @@ def test_reflection_state_due_and_reset():
     assert state["cumulative_importance"] == 3
     assert state["reflection_count"] == 1
     assert ports.state.get(documents.REFLECTION_STATE)["reflection_count"] == 1
+
+
+def test_every_write_says_what_changed_and_the_change_gives_the_document():
+    # the game's write-ahead log records these changes instead of the whole journal: replayed
+    # onto the document as it was, each must give the document written (the store checks)
+    state = ChangeCheckingState()
+    ports = make_ports(state=state, overrides={"journal.max_entries": 6})
+    journal = Journal(ports)
+    for number in range(9):  # past max_entries: auto-prune removes entries as it adds
+        journal.add(f"Line {number} about the harbour.", source_type="direct",
+                    source_entity=f"Speaker{number % 3}", importance=2 + number % 5)
+    journal.mark_consolidated([entry["id"] for entry in journal.entries()[:2]])
+    journal.update({journal.entries()[-1]["id"]: {"importance": 9, "facts": ["a fact"]}})
+    journal.set_importance(journal.entries()[2]["id"], 4)
+    journal.remove(journal.entries()[0]["id"])
+    journal.mark_reflected()
+    ports.clock.advance(days=40)
+    journal.add("A trivial line, later.", importance=1)
+    assert journal.prune_low_importance(max_importance=3)["pruned"]
+    removed = journal.remove(journal.entries()[0]["id"])
+    journal.restore(removed)  # a whole write
+    journal.replace(removed["id"], lambda entry: entry.update(content="Changed."))  # whole
+    assert state.described >= 15
+    assert state.replayed[documents.JOURNAL] == journal.document()
+
+
+def test_a_heard_line_is_described_by_its_entry_not_by_the_whole_journal():
+    described = []
+
+    class Recording(ChangeCheckingState):
+        def set(self, name, value, change=None):
+            if name == documents.JOURNAL:
+                described.append((len(pickle.dumps(value)), len(pickle.dumps(change))))
+            super().set(name, value, change)
+
+    ports = make_ports(state=Recording(), overrides={"journal.max_entries": 1000})
+    journal = Journal(ports)
+    for number in range(300):
+        journal.add(f"Orla told me that Bram mended lantern number {number} near the mill.",
+                    source_type="direct", source_entity="Orla")
+    whole, change = described[-1]
+    assert whole > 50_000 and change < 1_000

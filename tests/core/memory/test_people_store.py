@@ -1,7 +1,7 @@
 """The people's owner: `People(ports)` is the only writer of the entity profiles."""
 
 import pytest
-from support import make_ports
+from support import ChangeCheckingState, make_ports
 
 from ai_assistant.memory.entities import People
 from ai_assistant.memory.entity_pruning import profiles_to_drop
@@ -14,7 +14,8 @@ def talk(text, sender="Alice", sender_id="#12", kind="talk", classification="dir
 
 
 def test_observe_creates_a_profile_and_a_direct_line_moves_the_relationship():
-    ports = make_ports()
+    # each observation says what it changed (one profile), and the change gives the profiles
+    ports = make_ports(state=ChangeCheckingState())
     people = People(ports)
     stored = people.observe("#12", "Alice", "thank you, kind friend")
     assert stored["observations"][0]["text"] == "thank you, kind friend"
@@ -23,10 +24,11 @@ def test_observe_creates_a_profile_and_a_direct_line_moves_the_relationship():
     overheard = people.observe("#13", "Bob", "nice weather", interaction=False)
     assert overheard["relationship"]["interaction_count"] == 0
     assert set(ports.state.get(documents.ENTITY_PROFILES)) == {"#12", "#13"}
+    assert ports.state.described == 1
 
 
 def test_observe_events_skips_itself_and_only_moves_last_seen_of_known_arrivals():
-    ports = make_ports(key="ada")
+    ports = make_ports(key="ada", state=ChangeCheckingState())
     people = People(ports)
     people.observe_events([talk("hello"), talk("me", sender="Ada", sender_id="ada")])
     ports.clock.advance(hours=1)
@@ -34,6 +36,7 @@ def test_observe_events_skips_itself_and_only_moves_last_seen_of_known_arrivals(
                            {"kind": "arrive", "sender": "Zed", "sender_id": "#99"}])
     assert set(people.profiles()) == {"#12"}
     assert people.profile("#12")["last_seen"] == "2025-01-01T13:00:00Z"
+    assert ports.state.described == 1  # the arrival's last_seen
 
 
 def test_a_whisper_is_an_observation_only_its_speaker_may_see():

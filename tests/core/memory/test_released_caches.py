@@ -13,7 +13,7 @@ from test_nodes import FakeEmbedder, axis_vector, mix
 from ai_assistant.memory import node_vectors
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.nodes import Nodes
-from ai_assistant.memory.search.journal_search import INDEX_CACHE, MATRIX_CACHE
+from ai_assistant.memory.search.journal_search import INDEX_CACHE, MATRIX_CACHE, VOCABULARY_CACHE
 from ai_assistant.plumbing.ports import FixedClock
 from ai_assistant.tools.catalogue import load_all_tools
 from ai_assistant.tools.registry import ToolCache, execute_tool
@@ -47,6 +47,7 @@ def test_a_journal_search_after_a_release_gives_the_same_results():
     assert before[0]["mode"] == "dense+hybrid"  # the embedding matrix took part
     index = ports.runtime.derived[INDEX_CACHE]
     matrices = ports.runtime.derived[MATRIX_CACHE]
+    vocabulary = ports.runtime.derived[VOCABULARY_CACHE]  # the query expansion's
     ports.runtime.release()
     assert ports.runtime.derived == {}
     after = [search(ports, query) for query in QUERIES]
@@ -54,6 +55,7 @@ def test_a_journal_search_after_a_release_gives_the_same_results():
     # built again, not kept somewhere else
     assert ports.runtime.derived[INDEX_CACHE] is not index
     assert ports.runtime.derived[MATRIX_CACHE] is not matrices
+    assert ports.runtime.derived[VOCABULARY_CACHE] is not vocabulary
 
 
 def test_the_nodes_matrix_is_built_again_after_a_release():

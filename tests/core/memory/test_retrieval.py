@@ -41,7 +41,7 @@ RELEVANCE_ONLY = {"alpha_recency": 0.0, "alpha_importance": 0.0}
 def test_tokenize_normalises_case_punctuation_stopwords_and_word_forms():
     assert tokenize("The Painting, painted; PAINTS!") == ["paint", "paint", "paint"]
     assert tokenize("Orla's kids are running") == ["orla", "kid", "run"]
-    assert tokenize("making a cake to make") == ["mak", "cak", "mak"]
+    assert tokenize("making a cake to make") == ["make", "cake", "make"]
     assert tokenize("the of and") == []
 
 
@@ -49,6 +49,23 @@ def test_irregular_word_forms_meet_their_lemma():
     assert tokenize("went bought children made saw") == tokenize("go buy child make see")
     # words the lemma tables do not know still lose their suffixes
     assert tokenize("Xeonoblades") == ["xeonoblad"]
+
+
+def test_derived_word_forms_meet_their_stem():
+    # the lemma tables only know inflections; the stemmer joins derivations too
+    assert tokenize("promotions") == tokenize("promote")
+    assert tokenize("musical activities") == tokenize("music activity")
+    assert tokenize("in 2023") == ["2023"]
+
+
+def test_a_question_finds_a_derived_form():
+    entries = [
+        entry(1, "I put the winter coats on promotion at the stall.", source_entity="Ilse"),
+        entry(2, "The coats are warm but heavy.", source_entity="Ilse"),
+    ]
+    results = search_entries(entries, "How did Ilse promote her stall?", now=NOW,
+                             params=SearchParams(context_weight=0, **RELEVANCE_ONLY))
+    assert [r[1]["id"] for r in results] == [1]
 
 
 def test_a_question_finds_the_irregular_form_it_asks_about():
@@ -149,6 +166,29 @@ def test_speaker_named_in_the_query_is_favoured():
                              params=SearchParams(context_weight=0, **RELEVANCE_ONLY))
     assert results[0][1]["id"] == 2
     assert results[0][0] > results[1][0]
+
+
+def test_the_speaker_boost_does_not_spill_onto_the_other_persons_lines():
+    # Wren is asked about; Hale only replied next to Wren's best line. Wren's weaker line must
+    # still rank above Hale's reply: the boost of Wren's lines is applied after the neighbours'
+    # share, so the reply borrows Wren's line unboosted.
+    filler = ["The tide came in early.", "Gulls on the harbour wall.", "Rain over the hills."]
+    entries = [
+        entry(1, "I rebuilt the forge bellows with new leather.", source_entity="Wren"),
+        entry(2, "Nice, that sounds like a lot of patience.", source_entity="Hale"),
+        *[entry(3 + i, text, source_entity="Hale") for i, text in enumerate(filler)],
+        entry(6, "The forge stays cold until spring.", source_entity="Wren"),
+        *[entry(7 + i, text, source_entity="Hale") for i, text in enumerate(filler)],
+    ]
+    results = search_entries(entries, "What about Wren's forge bellows?", now=NOW,
+                             params=SearchParams(**RELEVANCE_ONLY))
+    ranked = [r[1]["id"] for r in results]
+    assert ranked[:2] == [1, 6]
+    assert ranked.index(6) < ranked.index(2)
+    # without a speaker boost the neighbour's share is all there is to it, as before
+    plain = search_entries(entries, "What about Wren's forge bellows?", now=NOW,
+                           params=SearchParams(speaker_boost=0, **RELEVANCE_ONLY))
+    assert [r[1]["id"] for r in plain][0] == 1
 
 
 def test_neighbouring_entries_inherit_context():

@@ -20,6 +20,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.plumbing import documents
+from ai_assistant.plumbing import state_changes as changes
 from ai_assistant.plumbing.ports import MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 from ai_assistant.plumbing.state_log import StateLog, read_log
@@ -91,22 +92,110 @@ def test_a_value_that_does_not_pickle_is_refused_not_half_written(tmp_path):
     log.close()
 
 
+def logged_journal(path, count=3):
+    """A log holding a journal whole, then `count` added entries as changes."""
+    log = StateLog(path)
+    journal = {"entries": [{"id": 1, "content": "One."}], "entry_count": 1,
+               "consolidated_entry_ids": []}
+    assert log.append("character", "journal", journal)
+    for number in range(2, 2 + count):
+        entry = {"id": number, "content": f"Line {number}."}
+        assert log.append_change("character", "journal", [
+            changes.assign(("entry_count",), number), changes.append(("entries",), entry)])
+    log.close()
+    return path
+
+
+def test_changes_are_replayed_onto_the_last_whole_value_in_order(tmp_path):
+    path = logged_journal(str(tmp_path / "state.log"))
+    log = StateLog(path)
+    assert log.append_change("character", "journal", [changes.extend(
+        ("consolidated_entry_ids",), [1, 2])])
+    assert log.append("script", "tick_count", 3)
+    log.close()
+    found, records, damaged = read_log(path)
+    assert records == 6 and damaged is False
+    assert list(found) == [("character", "journal"), ("script", "tick_count")]
+    journal = found[("character", "journal")]
+    assert [entry["id"] for entry in journal["entries"]] == [1, 2, 3, 4]
+    assert journal["entry_count"] == 4 and journal["consolidated_entry_ids"] == [1, 2]
+    # a log is read, never consumed: reading it again gives the same documents
+    assert read_log(path) == (found, records, damaged)
+
+
+def test_a_change_cut_short_by_a_crash_keeps_the_document_as_the_changes_before_left_it(
+        tmp_path):
+    path = logged_journal(str(tmp_path / "state.log"))
+    with open(path, "rb+") as handle:  # killed in the middle of the last change's write
+        handle.truncate(os.path.getsize(path) - 3)
+    found, records, damaged = read_log(path)
+    assert damaged is True and records == 3
+    assert [entry["id"] for entry in found[("character", "journal")]["entries"]] == [1, 2, 3]
+
+
+def test_a_change_that_does_not_fit_ends_the_replay_with_the_document_unharmed(tmp_path):
+    path = logged_journal(str(tmp_path / "state.log"), count=1)
+    log = StateLog(path)
+    # its first operation fits, its second does not: the first must not stay applied
+    assert log.append_change("character", "journal", [
+        changes.append(("entries",), {"id": 9}), changes.append(("missing",), 1)])
+    assert log.append("script", "tick_count", 3)  # after the damage: not replayed
+    log.close()
+    found, records, damaged = read_log(path)
+    assert damaged is True and records == 2
+    assert found == {("character", "journal"): {
+        "entries": [{"id": 1, "content": "One."}, {"id": 2, "content": "Line 2."}],
+        "entry_count": 2, "consolidated_entry_ids": []}}
+
+
+def test_a_change_with_no_whole_value_before_it_is_not_guessed_at(tmp_path):
+    path = str(tmp_path / "state.log")
+    log = StateLog(path)
+    assert log.append("script", "tick_count", 1)
+    assert log.append_change("character", "journal", [changes.assign(("entry_count",), 5)])
+    log.close()
+    assert read_log(path) == ({("script", "tick_count"): 1}, 1, True)
+
+
+def test_a_written_through_mark_drops_what_the_log_held_of_that_document(tmp_path):
+    path = logged_journal(str(tmp_path / "state.log"), count=1)
+    log = StateLog(path)
+    assert log.append("script", "tick_count", 1)
+    assert log.append_written("character", "journal")  # the database has a newer journal
+    log.close()
+    assert read_log(path) == ({("script", "tick_count"): 1}, 4, False)
+    log = StateLog(path)  # written whole again afterwards: that value counts
+    assert log.append("character", "journal", {"entries": []})
+    log.close()
+    assert read_log(path)[0][("character", "journal")] == {"entries": []}
+
+
 # ----------------------------------------------------------------------------------------------
 # Consolidation under kill -9
 
 
 class LoggedState(MemoryState):
-    """A state store whose every `set` is logged, as the game's `AttributeState` does."""
+    """
+    A state store whose every `set` is logged, as the game's `AttributeState` does: a
+    document's first write whole, the next ones as the change its owner describes.
+    """
 
     def __init__(self, initial, path):
         super().__init__(initial)
         self.flushed = copy.deepcopy(self.data)
         self.path = path
         self.log = StateLog(path)
+        self.whole = set()
+        self.changes_logged = 0
 
-    def set(self, name, value):
-        super().set(name, value)
-        assert self.log.append("character", name, value)
+    def set(self, name, value, change=None):
+        super().set(name, value, change)
+        if change is not None and name in self.whole:
+            assert self.log.append_change("character", name, change)
+            self.changes_logged += 1
+        else:
+            assert self.log.append("character", name, value)
+            self.whole.add(name)
 
     def crash(self):
         """What the next start sees: the last flush plus the replayed log."""
@@ -198,6 +287,9 @@ def test_kill_9_anywhere_in_compacting_leaves_no_duplicate_and_no_lost_memory(
     ports = sleeper(state, kill_on=kill_on, written=written)
     run_sleep_consolidation(ports)  # killed at the kill_on-th store write
     ports.semantic.store.close()
+    # by the last write the journal's second consolidation mark is a logged change, not the
+    # whole journal again: the replay below rebuilds it
+    assert state.changes_logged == (1 if kill_on == 5 else 0)
 
     # the next start: the log replayed; and the entry's facts, had the log lost them, would be
     # extracted again in other words - the record by position still holds

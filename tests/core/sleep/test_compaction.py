@@ -34,11 +34,11 @@ class FlakyState(MemoryState):
         super().__init__()
         self.fail_on = fail_on
 
-    def set(self, name, value):
+    def set(self, name, value, change=None):
         if name == self.fail_on:
             self.fail_on = None
             raise RuntimeError(f"database error writing {name}")
-        super().set(name, value)
+        super().set(name, value, change)
 
 
 def make_ports(llm=None, settings=None, state=None):

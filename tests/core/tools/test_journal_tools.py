@@ -119,20 +119,66 @@ def test_search_journal_embeds_only_through_the_worker_runner(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("embedding computed on the calling (reactor) thread")
 
+    from ai_assistant.memory.search import expansion
+
     handed_off = []
 
     def runner(func, *args):
         handed_off.append(func)
+        if func is expansion.expansion_terms:
+            return defer.succeed({})  # the worker's answer: no neighbours
         return defer.succeed([0.0] * len(args[2]))  # the worker's answer: no similarity
 
     monkeypatch.setattr(dense, "cosine_scores", forbidden)
     monkeypatch.setattr(dense, "embeddings", forbidden)
+    monkeypatch.setattr(expansion, "embeddings", forbidden)
     ports = make_ports(overrides={"journal.embedding_weight": 0.5}, run_cpu_bound=runner)
     _journal_with_entries(ports)
     # "livestock losses" shares no word with any entry, and the (stub) embedding finds nothing
     assert call(ports, "search_journal", {"query": "livestock losses"})["count"] == 0
     assert call(ports, "search_journal", {"query": "wolves"})["count"] >= 2
-    assert handed_off == [dense.dense_similarities] * 2
+    # the similarities, then the query's expansion: both in the worker pool
+    assert handed_off == [dense.dense_similarities, expansion.expansion_terms] * 2
+
+
+def test_search_journal_answers_when_the_expansion_fails():
+    from ai_assistant.memory.search import expansion
+
+    def runner(func, *args):
+        if func is expansion.expansion_terms:
+            return defer.fail(RuntimeError("vocabulary broke"))
+        return defer.maybeDeferred(func, *args)
+
+    ports = make_ports(run_cpu_bound=runner)
+    _journal_with_entries(ports)
+    result = call(ports, "search_journal", {"query": "wolves"})
+    assert result["success"] and result["mode"] == "dense+hybrid" and result["count"] >= 2
+    assert "query expansion failed (vocabulary broke)" in ports.log.text()
+
+
+def test_search_journal_expands_the_query_with_the_journals_own_words():
+    # "music" is in no line; the local embedder puts "guitar" near it, and the journal says it
+    guitar = "I practise the guitar most nights, it calms me."
+    lines = [("Wren", guitar),
+             ("Orla", "The harbour was calm this morning, Wren."),
+             ("Wren", "I would like fresh bread for the trip."),
+             ("Orla", "Did you see the gulls over the pier, Wren?"),
+             ("Wren", "I mended the nets by the old boat."),
+             ("Orla", "Looks like rain over the hills.")]  # fmt: skip
+    relevance_only = {"journal.alpha_recency": 0, "journal.alpha_importance": 0,
+                      "journal.context_weight": 0}  # fmt: skip
+    scores = {}
+    for weight in (0.3, 0.0):
+        ports = make_ports(overrides={**relevance_only, "journal.expansion_weight": weight})
+        for speaker, text in lines:
+            Journal(ports).add(text, source_type="direct", source_entity=speaker)
+        result = call(ports, "search_journal", {"query": "What music does Wren like?"})
+        ranked = {r["content"]: r["score"] for r in result["results"]}
+        scores[weight] = ranked[guitar]
+        # the lines that say "like" still match the question's own word best
+        assert list(ranked)[0] == "I would like fresh bread for the trip."
+    # with the expansion the guitar line counts as a partial match, not just a near meaning
+    assert scores[0.3] > 1.5 * scores[0.0]
 
 
 def test_search_journal_finds_a_paraphrase_through_the_local_embedder():

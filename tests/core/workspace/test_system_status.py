@@ -38,9 +38,9 @@ class RecordingState(MemoryState):
         super().__init__(initial)
         self.written = []
 
-    def set(self, name, value):
+    def set(self, name, value, change=None):
         self.written.append(name)
-        super().set(name, value)
+        super().set(name, value, change)
 
 
 def make_ports(initial=None, overrides=None):
