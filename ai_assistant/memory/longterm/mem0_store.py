@@ -172,6 +172,7 @@ def _open_shared(config, uses_local_embedder, embedder, path):
     in_database = pgvector_store.is_ours(config.get("vector_store"))
     if in_database:
         pgvector_store.limit_waits(memory.vector_store)
+        pgvector_store.semantic_search_only(memory.vector_store)  # ranks as the embedded store
     return _SharedStore(memory, embedder if uses_local_embedder else None, path, in_database)
 
 
@@ -249,7 +250,8 @@ class Mem0Store:
         Deferred[list[dict]]: `{"id", "memory", "score", "rank_score", "metadata"}`, best first.
 
         `score` is the cosine similarity (the scale the calibrated thresholds use);
-        `rank_score` is mem0's hybrid (semantic + BM25) score that orders the results.
+        `rank_score` is mem0's score that orders the results (meaning and its entity boosts,
+        the same on both memory stores: `pgvector_store.semantic_search_only`).
         `filters` are extra metadata conditions (mem0 syntax), e.g. `{"entry_id": "abc"}`.
         """
         return self._run(self._search_current_first, str(query), int(limit), dict(filters or {}))
@@ -455,10 +457,16 @@ class Mem0Store:
         hits = []
         for item in (result or {}).get("results", []):
             details = item.get("score_details") or {}
+            cosine = float(details.get("semantic_score", item.get("score") or 0.0))
+            if cosine <= 0.0:
+                # nothing alike: the local qdrant drops a negative cosine (below threshold 0)
+                # while mem0's pgvector clamps it to 0 and keeps it, so the postgres store
+                # would list unrelated memories, in no order, where the embedded one has none
+                continue
             hits.append({
                 "id": str(item.get("id")),
                 "memory": item.get("memory", ""),
-                "score": float(details.get("semantic_score", item.get("score") or 0.0)),
+                "score": cosine,
                 "rank_score": float(item.get("score") or 0.0),
                 "metadata": dict(item.get("metadata") or {}),
                 "created_at": item.get("created_at"),

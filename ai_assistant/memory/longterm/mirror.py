@@ -31,7 +31,8 @@ MIRROR_CACHE = "memory_mirror"
 INDEX_VERSIONS = 2
 
 
-def _epoch(item):
+def item_epoch(item):
+    """A recall item's time in seconds (its `timestamp`; 0 without one): the corpus's order."""
     moment = parse_iso(item.get("timestamp")) if item.get("timestamp") else None
     return moment.timestamp() if moment else 0.0
 
@@ -68,7 +69,7 @@ class MemoryMirror:
             for memory in memories or ():
                 if memory.get("id") is not None and str(memory.get("memory") or "").strip():
                     item = memory_item(memory)
-                    self._items[str(memory["id"])] = (_epoch(item), item)
+                    self._items[str(memory["id"])] = (item_epoch(item), item)
             self._snapshot = None
 
     def mark(self, memory_id, metadata):

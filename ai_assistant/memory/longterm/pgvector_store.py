@@ -21,8 +21,13 @@ Layout, and why:
   table would hide an assistant's own true hits. One assistant's few thousand rows are ranked
   in a millisecond or two; a game that wants an approximate index over very large scopes can
   give mem0 its own `memory.mem0` vector store config.
-- The full-text half of mem0's hybrid search runs in the database too (`keyword_search`: a GIN
-  index over `to_tsvector('simple', payload->>'text_lemmatized')`).
+- mem0's own search (`Mem0Store.search`: the claims a new claim is judged against, the
+  `search_facts` tool) ranks as on the embedded store: by meaning (and mem0's entity boosts)
+  only. mem0 would add its BM25 half on pgvector (`keyword_search`), which the embedded store's
+  local qdrant lacks (its `bm25` slot needs an encoder that downloads), and so reorder its
+  top hits: a new claim was judged against other memories (kept, superseded or stored beside
+  differently) and the tools returned others, so the store changed what was remembered and
+  found (`semantic_search_only`). Recall's own word search is separate (`pgvector_recall`).
 - Recall's candidates are one query too (`pgvector_recall`: the nearest vectors and the best
   English full-text matches of the scope, fused in SQL), so the game process keeps no
   per-assistant copy of the memories for this store. Each row's English words are a stored
@@ -242,6 +247,23 @@ def limit_waits(vector_store):
         pool.reconnect_timeout = RECONNECT_TIMEOUT
     if isinstance(getattr(pool, "kwargs", None), dict):
         pool.kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT)
+
+
+def _no_keyword_search(query, top_k=5, filters=None):
+    """mem0's "this store has no keyword search" answer (as the embedded store gives it)."""
+    return None
+
+
+def semantic_search_only(vector_store):
+    """
+    Make mem0's search on the pgvector store rank as on the embedded store: by meaning (and
+    mem0's entity boosts), without its BM25 half (see the module's notes). The table's text
+    index stays (mem0 writes `text_lemmatized` either way).
+
+    Args:
+        vector_store: mem0's pgvector store.
+    """
+    vector_store.keyword_search = _no_keyword_search
 
 
 def prepared_databases():

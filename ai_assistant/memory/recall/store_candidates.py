@@ -21,6 +21,7 @@ from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.longterm.memories import Memories
+from ai_assistant.memory.longterm.mirror import item_epoch
 from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable
 from ai_assistant.memory.recall.lines import memory_item
 from ai_assistant.memory.search.dense import EmbeddingMatrices
@@ -32,7 +33,8 @@ TAIL_MATRICES = "recall_tail_matrices"
 
 class CandidateSet:
     """
-    One query's candidates from the store, read like the mirror by the pipeline.
+    One query's candidates from the store, read like the mirror by the pipeline: in time
+    order, as the mirror holds its memories.
 
     Args:
         memories (list[dict]): As the store lists them, each with its `cosine` to the query.
@@ -59,7 +61,14 @@ class CandidateSet:
         """The candidates as recall items (converted once, in the worker that ranks them)."""
         with self._lock:
             if self._items is None:
-                self._items = tuple(memory_item(memory) for memory in self._memories)
+                # in time order, as the mirror holds them, never in the database's order: the
+                # ranking lets an item share its neighbours' relevance (`search.scoring`), so
+                # candidates in score order would lift each other where the mirror's do not;
+                # memories of one moment keep the order they were made in, as in the mirror
+                made = sorted(self._memories, key=lambda memory: str(memory.get("created_at")
+                                                                     or ""))
+                self._items = tuple(sorted((memory_item(memory) for memory in made),
+                                           key=item_epoch))
             return self._items
 
     def source_entries(self):

@@ -1,0 +1,136 @@
+"""
+The postgres store remembers and recalls as the embedded one does (issue 33).
+
+mem0's own search ranks the same on both. That search is what a new claim is judged
+against (kept as a duplicate, stored superseding, stored beside: `policy.judge_claim`) and what
+the `search_facts` tool returns, so a store that ranked differently would change what an
+assistant remembers and finds. mem0 adds a BM25 half on pgvector that the embedded store's
+local qdrant lacks, and keeps hits with no similarity at all (a negative cosine clamped to 0)
+that the local qdrant drops.
+
+Recall ranks the same on both: the database's candidates are ranked in time order, as the
+embedded store's mirror holds its memories (an item shares its neighbours' relevance, so the
+corpus's order is part of the ranking).
+
+Real mem0, the real local embedder, the embedded qdrant files and a real PostgreSQL with
+pgvector (tests/memory_store.py).
+"""
+
+import pytest
+from memory_store import empty_memory_table
+from support import make_ports, result_of, sync_runner
+
+from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+from ai_assistant.memory.recall.pipeline import RecallQuery, recall
+from ai_assistant.plumbing.settings import DEFAULTS, Settings
+
+# An invented village: memories that share the query's words without answering it, and ones
+# that answer it in other words, so a word score would reorder what meaning ranks.
+MEMORIES = [
+    "Corwen the smith forges horseshoes for the mill ponies every spring.",
+    "Corwen asked where the forge bellows came from; nobody knew.",
+    "The forge by the river was Corwen's grandfather's before it was his.",
+    "Corwen dislikes the forge smoke and sneezes at dusk.",
+    "The smith hammers plough blades and gate hinges for the farms.",
+    "Iron nails and hooks come from the smithy near the bridge.",
+    "Tamsin bakes rye bread for the whole lane on market day.",
+    "Tamsin keeps bees behind the chapel.",
+]
+QUERIES = ["What does Corwen forge?", "Who makes the iron tools?", "Corwen forge smoke"]
+
+
+@pytest.fixture
+def both_stores(postgres_memory_url, tmp_path):
+    """The same assistant's store, embedded and on PostgreSQL, told the same memories."""
+    empty_memory_table(postgres_memory_url)
+    embedded = make_semantic_store(Settings(DEFAULTS, {"memory.store": "embedded"}),
+                                   str(tmp_path / "embedded"), "corwen", runner=sync_runner)
+    on_postgres = {"memory.store": "postgres", "memory.postgres_url": postgres_memory_url}
+    postgres = make_semantic_store(Settings(DEFAULTS, on_postgres), str(tmp_path / "postgres"),
+                                   "corwen", runner=sync_runner)
+    yield embedded, postgres
+    embedded.close()
+    postgres.close()
+    empty_memory_table(postgres_memory_url)
+
+
+def ranked(store, query, limit):
+    """`(text, cosine, rank score)` per hit, best first."""
+    return [(hit["memory"], round(hit["score"], 4), round(hit["rank_score"], 4))
+            for hit in result_of(store.search(query, limit=limit))]
+
+
+def test_search_ranks_the_same_on_both_stores(both_stores):
+    embedded, postgres = both_stores
+    for text in MEMORIES:
+        for store in both_stores:
+            result_of(store.add(text, metadata={"source_entity": "Tamsin",
+                                                "source_trust": 0.9}))
+    for query in QUERIES:
+        for limit in (3, 10):
+            on_embedded = ranked(embedded, query, limit)
+            assert on_embedded, query
+            on_postgres = ranked(postgres, query, limit)
+            assert on_postgres == on_embedded, (query, limit)
+    # hits come best first by meaning on both: no word score reorders them
+    scores = [score for _, score, _ in ranked(postgres, QUERIES[0], 10)]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_claim_is_judged_against_the_same_memories_on_both_stores(both_stores):
+    for text in MEMORIES:
+        for store in both_stores:
+            result_of(store.add(text, metadata={"source_entity": "Tamsin",
+                                                "source_trust": 0.9}))
+    claim = "Corwen the smith forges horseshoes for the mill ponies each spring."
+    decided = [result_of(store.add(claim, metadata={"source_entity": "Tamsin",
+                                                    "source_trust": 0.9}))[0]
+               for store in both_stores]
+    assert [item["event"] for item in decided] == [decided[0]["event"]] * 2
+    assert decided[0]["memory"] == decided[1]["memory"]
+
+
+# Told one after the other, an hour apart: the topics interleave, so the database's order (best
+# first) is not the order they were told in.
+TOLD_IN_ORDER = [
+    "Corwen the smith forges horseshoes for the mill ponies every spring.",
+    "Tamsin bakes rye bread for the whole lane on market day.",
+    "Corwen sold a new plough blade to the Pellow farm.",
+    "The ferry to Garra island leaves at dawn on Tuesdays.",
+    "Tamsin keeps bees behind the chapel and sells the honey.",
+    "Corwen's forge by the river was his grandfather's.",
+    "The ferry was late twice this month because of fog.",
+    "Tamsin's rye loaves sell out before noon.",
+]
+RECALLED = ["What does Corwen make at his forge?", "Who sells bread or honey?",
+            "When does the ferry leave?", "Corwen Tamsin ferry"]
+
+
+def test_recall_ranks_the_same_on_both_stores(postgres_memory_url, tmp_path):
+    empty_memory_table(postgres_memory_url)
+    opened, assistants = [], []
+    for store in ("embedded", "postgres"):
+        overrides = {"memory.store": store, "memory.postgres_url": postgres_memory_url}
+        semantic = make_semantic_store(Settings(DEFAULTS, overrides), str(tmp_path / store),
+                                       "tamsin", runner=sync_runner)
+        opened.append(semantic)
+        assistants.append(make_ports(key="tamsin", semantic=semantic, overrides=overrides))
+    try:
+        for text in TOLD_IN_ORDER:
+            for ports in assistants:
+                metadata = {"source_entity": "Orla", "source_trust": 0.9,
+                            "timestamp": ports.clock.now().isoformat()}
+                result_of(ports.semantic.add(text, metadata=metadata))
+                ports.clock.advance(hours=1)
+        for text in RECALLED:
+            ranked = []
+            for ports in assistants:
+                recalled, lines = result_of(recall(ports, RecallQuery(text=text, limit=6)))
+                ranked.append(([(found.item["content"], round(found.score, 6))
+                                for found in recalled], lines))
+            assert ranked[0][0], text
+            assert ranked[1] == ranked[0], text
+    finally:
+        for semantic in opened:
+            semantic.close()
+        empty_memory_table(postgres_memory_url)
