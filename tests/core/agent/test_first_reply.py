@@ -71,7 +71,8 @@ def test_a_mechanical_assistant_warms_nothing():
     assert store.listed == 0
 
 
-def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
+def gated_warm_ups(monkeypatch):
+    """Each warm-up started is recorded by name and lasts until its gate (a Deferred) fires."""
     started, gates = [], []
 
     def slow_warm_up(ports):
@@ -80,6 +81,11 @@ def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
         return gates[-1]
 
     monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
+    return started, gates
+
+
+def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
+    started, gates = gated_warm_ups(monkeypatch)
     first = warmup.warm_up_in_turn(support.make_ports(name="Ada"))
     second = warmup.warm_up_in_turn(support.make_ports(name="Bea"))
     assert started == ["Ada"]
@@ -92,12 +98,8 @@ def test_warm_ups_run_one_assistant_at_a_time(monkeypatch):
 def test_a_start_warms_only_the_resident_bound_most_recently_active_first(monkeypatch):
     """Beyond `memory.resident_assistants`, a warm-up would only push the ones warmed before
     out of memory: the rest are answered at once, and warm on first use."""
-    started, gates, log = [], [], support.Log()
-
-    def slow_warm_up(ports):
-        started.append(ports.name)
-        gates.append(defer.Deferred())
-        return gates[-1]
+    log = support.Log()
+    started, gates = gated_warm_ups(monkeypatch)
 
     def assistant(name, last_call_at, thinking=True):
         ports = support.make_ports(name=name, log=log,
@@ -107,7 +109,6 @@ def test_a_start_warms_only_the_resident_bound_most_recently_active_first(monkey
         stats.save(dict(stats.read(), last_call_at=last_call_at))
         return ports
 
-    monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
     asked = [("Ada", 50.0), ("Bea", 10.0), ("Cid", 90.0), ("Dan", None), ("Eve", 70.0)]
     waiters = [warmup.warm_up_in_turn(assistant(name, when)) for name, when in asked]
     # a mechanical assistant warms nothing, so it takes none of the bound's places
@@ -138,14 +139,7 @@ def no_reply_in_flight(monkeypatch):
 def test_no_warm_up_starts_while_a_reply_is_in_flight(monkeypatch, no_reply_in_flight):
     """A player who talks just after a reload: the assistants' warm-ups queued then wait for
     the reply instead of computing beside it."""
-    started, gates = [], []
-
-    def slow_warm_up(ports):
-        started.append(ports.name)
-        gates.append(defer.Deferred())
-        return gates[-1]
-
-    monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
+    started, gates = gated_warm_ups(monkeypatch)
     monkeypatch.setattr(warmup, "_queue", [])
     monkeypatch.setattr(warmup, "_busy", [])
     no_reply_in_flight.reply_started()
