@@ -293,10 +293,9 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
                               hidden=hidden)  # fmt: skip
 
 
-def _first_read_beside_a_reply(ports, query):
+def _first_read_beside_a_reply(memories, query):
     """True when the store's first read would open the store beside a reply in flight that
     does not wait for it (`plumbing.reply_priority`: it then waits until the reply is over)."""
-    memories = Memories(ports)
     return (replying() and not query.wait_for_store and memories.available
             and memories.opening)
 
@@ -323,18 +322,19 @@ def recall(ports, query, *, runner=None):
     if not query.text.strip():
         return [], []
     runner = runner or ports.run_cpu_bound
-    if Memories(ports).ranks_in_database:  # the store's database finds the candidates
+    memories = Memories(ports)
+    if memories.ranks_in_database:  # the store's database finds the candidates
         journal = get_journal(ports)["entries"] if query.journal else ()
         mirror = yield fetch_candidates(ports, query.text, journal)
-    elif not _first_read_beside_a_reply(ports, query):
-        loading = Memories(ports).recall_mirror(runner)
-        mirror = (yield loading) if loading.called or query.wait_for_store else None
     else:
-        # a reply in flight that does not wait for the store: its first read (opening the
-        # store, mostly) is background work, started once the reply is over
-        when_no_reply(Memories(ports).recall_mirror, runner)
-        mirror = None
-    if not Memories(ports).ranks_in_database:
+        if _first_read_beside_a_reply(memories, query):
+            # a reply in flight that does not wait for the store: its first read (opening the
+            # store, mostly) is background work, started once the reply is over
+            when_no_reply(memories.recall_mirror, runner)
+            mirror = None
+        else:
+            loading = memories.recall_mirror(runner)
+            mirror = (yield loading) if loading.called or query.wait_for_store else None
         # the journal's current version (entries are never changed in place); the corpus,
         # its index and its vectors are made from it and the mirror's snapshot in the worker
         journal = get_journal(ports)["entries"] if query.journal else ()
