@@ -18,7 +18,7 @@ from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
 
 from ai_assistant.admin_commands import CmdAssistant
-from ai_assistant.agent import awake
+from ai_assistant.agent import awake, perception
 from ai_assistant.commands import AssistantCmdSet, CmdPose, CmdTalk
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.ports import LLMUnavailable
@@ -100,6 +100,30 @@ class TestMessagePaths(WithAda, EvenniaCommandTest):
                                f'Ada whispers: "{BRACES}"', BRACES]
         # another assistant hears the speech and the emote as they were shown
         assert self.heard(self.bob)[-2:] == [BRACES, f"Ada smiles {BRACES}"]
+
+    def test_a_status_notice_reaches_the_players_but_not_the_other_assistants(self):
+        world = self.npc.assistant.ports().world
+        with patch.object(self.char2, "msg") as seen, \
+                patch.object(type(self.bob), "at_msg_receive", autospec=True,
+                             side_effect=lambda *args, **kwargs: True) as bob_receives:
+            world.emote(perception.THINKING_EMOTE)
+            world.emote("(OOC: the assistant's model is slow today)")
+            world.emote("waves at the door.")
+        # the players see all three, as before
+        assert texts(seen) == ["Ada pauses, thinking.",
+                               "Ada (OOC: the assistant's model is slow today)",
+                               "Ada waves at the door."]
+        # the other assistant is sent only the emote with the character's words in it
+        assert [strip_ansi(call.kwargs["text"][0]) for call in bob_receives.call_args_list
+                if call.args[0] == self.bob] == ["Ada waves at the door."]
+
+    def test_what_an_assistant_perceives_of_emotes_is_unchanged(self):
+        world = self.npc.assistant.ports().world
+        world.emote(perception.THINKING_EMOTE)
+        world.emote("(OOC: brb)")
+        world.emote("waves at the door.")
+        # it dropped the notices unheard before; now it is not sent them at all
+        assert self.heard(self.bob) == ["Ada waves at the door."]
 
     def test_the_conversation_notice_keeps_braces(self):
         world = self.npc.assistant.ports().world
