@@ -16,7 +16,7 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 from twisted.internet import defer, reactor
 
-from ai_assistant import durability
+from ai_assistant import durability, reactor_turns
 from ai_assistant.adapters import game_settings
 from ai_assistant.agent.warmup import warm_up_process
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never_raises, retire
@@ -176,7 +176,6 @@ class AssistantScript(DefaultScript):
             return None
         assistant = self.obj.assistant
         ports = assistant.ports()
-        state = ports.state
         if self.ndb.busy:
             assistant.mode.skip_tick()
             return None
@@ -185,16 +184,26 @@ class AssistantScript(DefaultScript):
         # The ticks since the last flush are counted in ndb: a stored counter would be rolled
         # back by the very crash it is meant to limit, and a server crashing more often than a
         # flush would never flush
-        since = (self.ndb.ticks_since_flush or 0) + 1
         flush_every = max(1, int(ports.settings.get("ticks.flush_every")))
+        since = self.ndb.ticks_since_flush
+        if since is None:
+            # assistants started together would all flush at the same tick: each starts at a
+            # point of the cycle of its own (its first flush comes sooner, never later)
+            since = (self.obj.id or 0) % flush_every
+        since += 1
         if since >= flush_every or assistant.operating_mode == "sleep":
-            state.flush()
+            reactor_turns.ticks.add(self._flush)
             since = 0
         self.ndb.ticks_since_flush = since
         # TICKER_HANDLER calls every assistant on the same interval in one reactor turn: each
-        # starts its work in a turn of its own, so players' commands get in between them
-        reactor.callLater(0, self._start_work_if_idle)
+        # flushes and starts its work in turns of its own, so players' commands get in between
+        reactor_turns.ticks.add(self._start_work_if_idle)
         return None
+
+    @never_raises
+    def _flush(self):
+        if self.obj and self.obj.pk and is_assistant(self.obj):
+            self.obj.assistant.flush()
 
     @never_raises
     def at_server_reload(self):

@@ -12,6 +12,7 @@ from unittest.mock import patch
 
 from evennia.utils import create
 from support import sync_runner
+from twisted.internet import reactor
 
 from ai_assistant.admin_commands import all_assistants
 from ai_assistant.typeclasses import AssistantCharacter
@@ -22,6 +23,22 @@ MECHANICAL = {
     "llm": {"base_url": None, "api_key": None},
     "memory": {"enabled": False},
 }
+
+
+def run_reactor_turns(limit=100):
+    """
+    Run the reactor's due calls pass by pass, as a running reactor would (no reactor runs in
+    a test), until none is due: work spread one piece per turn (`reactor_turns`) all runs.
+
+    Returns:
+        int: The passes that found something to run.
+    """
+    passes = 0
+    while passes < limit and any(call.getTime() <= reactor.seconds()
+                                 for call in reactor.getDelayedCalls()):  # fmt: skip
+        reactor.runUntilCurrent()
+        passes += 1
+    return passes
 
 
 class AssistantsInPlace:

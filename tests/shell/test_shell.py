@@ -6,7 +6,7 @@ room messages and the admin commands.
 from datetime import UTC, datetime
 from unittest.mock import patch
 
-from assistant_npc import WithAda
+from assistant_npc import WithAda, run_reactor_turns
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -144,16 +144,58 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         read = self.fresh_state().get(documents.ENTITY_PROFILES)
         assert read["#7"]["met_in"] == self.room1 and type(read["#7"]) is dict
 
+    def flush_ticks(self, npc, ticks):
+        """The ticks (1-based) of `ticks` awake ticks of `npc` after which its state was written."""
+        script, flushed = npc.assistant.script, []
+        for tick in range(1, ticks + 1):
+            script.at_assistant_tick()
+            run_reactor_turns()
+            if script.attributes.get("tick_count") == npc.assistant.ports().state.get(
+                    "tick_count"):
+                flushed.append(tick)
+        return flushed
+
     def test_tick_counters_reach_the_database_in_batches_and_before_a_reload(self):
-        for _ in range(13):
-            self.script.at_assistant_tick()
-        assert self.script.attributes.get("tick_count") == 12  # flushed every 12 ticks
-        assert self.npc.assistant.ports().state.get("tick_count") == 13
+        flushed = self.flush_ticks(self.npc, 36)
+        # every 12 ticks, the first within 12 (where in the cycle depends on the assistant)
+        assert len(flushed) == 3 and flushed[0] <= 12
+        assert [flushed[1] - flushed[0], flushed[2] - flushed[1]] == [12, 12]
+        if flushed[-1] != 36:
+            assert self.script.attributes.get("tick_count") == flushed[-1]  # written behind
         self.script.at_server_reload()
-        assert self.script.attributes.get("tick_count") == 13
+        assert self.script.attributes.get("tick_count") == 36
         self.script.set_mode("sleep", "test")
         self.script.at_assistant_tick()  # asleep, every tick is flushed (one a minute)
-        assert self.script.attributes.get("tick_count") == 14
+        run_reactor_turns()
+        assert self.script.attributes.get("tick_count") == 37
+
+    def test_assistants_started_together_flush_at_different_ticks(self):
+        others = [create.create_object(AssistantCharacter, key=f"Npc{number}",
+                                       location=self.room1, home=self.room1)
+                  for number in range(3)]  # fmt: skip
+        for npc in others:
+            npc.assistant.script.unsubscribe()
+        first_flush = {self.flush_ticks(npc, 12)[0] for npc in [self.npc, *others]}
+        assert len(first_flush) == 4  # four points of the twelve-tick cycle
+
+    def test_a_flush_runs_in_a_reactor_turn_of_its_own(self):
+        # TICKER_HANDLER calls every assistant at once: a flush inside that call would make
+        # every assistant's flush one block of the reactor's time
+        bob = create.create_object(AssistantCharacter, key="Bob", location=self.room1,
+                                   home=self.room1)
+        bob.assistant.script.unsubscribe()
+        for npc in (self.npc, bob):
+            npc.assistant.script.ndb.ticks_since_flush = 11  # both flush at the next tick
+            npc.assistant.script.at_assistant_tick()
+        assert [npc.assistant.script.attributes.get("tick_count") for npc in (self.npc, bob)] \
+            == [0, 0]  # not in the ticker's call
+        from twisted.internet import reactor
+
+        reactor.runUntilCurrent()  # one pass: the first flush only
+        written = [npc.assistant.script.attributes.get("tick_count") for npc in (self.npc, bob)]
+        assert written == [1, 0]
+        assert run_reactor_turns() >= 3  # Bob's flush and both ticks' work, a pass each
+        assert bob.assistant.script.attributes.get("tick_count") == 1
 
     def test_mode_switch_swaps_the_ticker_and_tells_the_room(self):
         self.script.set_mode("sleep", "test")

@@ -1,0 +1,54 @@
+"""
+Work spread over reactor turns: one piece per turn, with the network read in between.
+
+Twisted runs every timed call that is due in one pass (`runUntilCurrent`) before it reads its
+sockets again, so twenty `callLater(0, ...)` made by one ticker call (TICKER_HANDLER calls
+every assistant on the same interval at once) run back to back, and a player's `look` that
+arrives meanwhile waits for all twenty. A call scheduled while a pass runs is only taken at the
+next pass: a queue that runs one piece and then schedules itself again gives each piece a
+pass of its own, and the reactor reads its sockets before each.
+"""
+
+from collections import deque
+
+from evennia.utils import logger
+from twisted.internet import reactor
+
+
+class TurnQueue:
+    """
+    Calls run one per reactor turn, in the order they were added.
+
+    Each call runs on the reactor thread, as `callLater` would run it; one that raises is
+    logged and the next still runs.
+    """
+
+    def __init__(self):
+        self._waiting = deque()
+        self._scheduled = False
+
+    def add(self, func, *args):
+        """Run `func(*args)` in a reactor turn of its own, after the calls added before it."""
+        self._waiting.append((func, args))
+        if not self._scheduled:
+            self._scheduled = True
+            reactor.callLater(0, self._run_one)
+
+    def __len__(self):
+        return len(self._waiting)
+
+    def _run_one(self):
+        func, args = self._waiting.popleft()
+        try:
+            func(*args)
+        except Exception:  # one failed piece must not stop the ones queued after it
+            logger.log_trace(f"[ai_assistant] {getattr(func, '__qualname__', func)} failed")
+        finally:
+            if self._waiting:
+                reactor.callLater(0, self._run_one)  # taken at the next pass, after the network
+            else:
+                self._scheduled = False
+
+
+# the assistants' tick work and flushes, in the Server process
+ticks = TurnQueue()
