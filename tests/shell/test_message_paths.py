@@ -61,6 +61,16 @@ class TestMessagePaths(WithAda, EvenniaCommandTest):
         assert texts(seen) == [f'{self.char1.key} says to Ada, "{BRACES}"']
         assert self.heard() == [BRACES]
 
+    def test_talk_is_shown_to_the_players_not_to_the_other_assistants(self):
+        with patch.object(self.char2, "msg") as seen, \
+                patch.object(type(self.bob), "at_msg_receive", autospec=True,
+                             side_effect=lambda *args, **kwargs: True) as receives:
+            self.call(CmdTalk(), "Ada = where is the inn?", 'You say to Ada, "where is the inn?"')
+        assert texts(seen) == [f'{self.char1.key} says to Ada, "where is the inn?"']
+        # Bob is not sent it (he perceived no untyped line before either); Ada hears it once
+        assert [call.args[0] for call in receives.call_args_list] == []
+        assert self.heard() == ["where is the inn?"] and self.heard(self.bob) == []
+
     def test_say_with_braces_is_heard_as_typed(self):
         with patch.object(self.char2, "msg") as seen:
             self.call(CmdSay(), f"Ada, {BRACES}", f'You say, "Ada, {BRACES}"')
