@@ -165,7 +165,7 @@ class AttributeState:
             for owner in {self.character, self.character.assistant.script} - {None}:
                 cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
                 for name in sorted(dirty or ()):
-                    owner.attributes.add(name, cache[name])
+                    _write_attribute(owner, name, cache[name])
                     if documents.heavy(name):
                         _forget_cached_attribute(owner, name)
                 if dirty:
@@ -173,6 +173,23 @@ class AttributeState:
         for dirty in written:
             dirty.clear()
         self.durability().flushed()
+
+
+def _write_attribute(owner, name, value):
+    """
+    Write `value` to the Attribute `name` of `owner`, saving it once.
+
+    Evennia's `attributes.add` saves an existing Attribute twice (its `value` setter saves,
+    then the update saves its string column again), and each save deep-copies and pickles the
+    value: for a grown journal, one of those copies and pickles is a third of a flush
+    (`bench.reactor`). The Attribute's own `value` setter, which `add` calls, saves once; a
+    new Attribute, or one holding a plain string, goes through `add`.
+    """
+    found = owner.attributes.backend.get(name, None)
+    if found and found[0].db_strvalue is None:
+        found[0].value = value
+    else:
+        owner.attributes.add(name, value)
 
 
 def _forget_cached_attribute(owner, name):

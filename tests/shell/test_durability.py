@@ -15,6 +15,7 @@ from unittest.mock import patch
 
 from assistant_npc import WithAda, run_reactor_turns
 from django.test import override_settings
+from evennia.typeclasses.attributes import Attribute
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
 
@@ -86,18 +87,19 @@ class TestWriteAheadLog(WithAda, EvenniaTest):
     def test_a_flush_writes_every_document_or_none(self):
         self.state().set(documents.CURRENT_GOALS, ["a"])
         self.state().set(documents.TICK_COUNT, 7)
-        real_add = type(self.script.attributes).add
+        real_save = Attribute.save
         calls = []
 
-        def second_write_fails(handler, name, value, *args, **kwargs):
-            calls.append(name)
+        def second_write_fails(attribute, *args, **kwargs):
+            calls.append(attribute.db_key)
             if len(calls) == 2:
                 raise RuntimeError("disk full")
-            return real_add(handler, name, value, *args, **kwargs)
+            return real_save(attribute, *args, **kwargs)
 
-        with patch.object(type(self.script.attributes), "add", second_write_fails):
+        with patch.object(Attribute, "save", second_write_fails):
             with self.assertRaises(RuntimeError):
                 self.npc.assistant.flush()
+        assert calls == [documents.CURRENT_GOALS, documents.TICK_COUNT]
         # the first document's write was rolled back with the second's
         found = self.script.db_attributes.filter(db_key__in=calls[:1]).values_list("db_value")
         assert list(found) == []
@@ -107,6 +109,25 @@ class TestWriteAheadLog(WithAda, EvenniaTest):
         assert self.script.attributes.get(documents.CURRENT_GOALS) == ["a"]
         assert self.script.attributes.get(documents.TICK_COUNT) == 7
         assert read_log(durability.log_path(self.npc)) == ({}, 0, False)
+
+    def test_a_flush_saves_each_changed_attribute_once(self):
+        # Evennia's `attributes.add` saves an existing Attribute twice, each save deep-copying
+        # and pickling the value: for a grown journal, a third of the flush
+        journal = self.npc.assistant.journal
+        journal.add("Bram mended the lantern.", source_type="direct", source_entity="Bram")
+        self.npc.assistant.flush()  # the journal's Attribute exists now
+        journal.add("Orla sold the kettle.", source_type="direct", source_entity="Orla")
+        self.state().set(documents.CURRENT_GOALS, ["find the map"])
+        with patch.object(Attribute, "save", autospec=True, side_effect=Attribute.save) as save:
+            self.npc.assistant.flush()
+        saved = sorted(call.args[0].db_key for call in save.call_args_list)
+        assert saved == sorted(set(saved)) and documents.JOURNAL in saved
+        assert documents.CURRENT_GOALS in saved
+        # and what was written reads back whole, from the database
+        crash(self.npc)
+        texts = [entry["content"] for entry in self.npc.assistant.journal.entries()]
+        assert texts[-2:] == ["Bram mended the lantern.", "Orla sold the kettle."]
+        assert self.state().get(documents.CURRENT_GOALS) == ["find the map"]
 
     def test_the_flush_schedule_does_not_restart_from_a_rolled_back_counter(self):
         # the stored counter says 11: the old schedule flushed at the next tick, or - rolled
