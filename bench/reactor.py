@@ -140,6 +140,32 @@ def measure_looks(client, count, interval):
     return latencies
 
 
+def thread_cpu_seconds(pid, thread_id=None):
+    """
+    CPU seconds (user + system) one thread of process `pid` has used: its main thread, where
+    Evennia's reactor runs, unless `thread_id` is given. Unlike a look's latency, it hardly
+    depends on what else the machine runs. None where /proc cannot be read.
+    """
+    path = f"/proc/{pid}/task/{thread_id or pid}/stat"
+    try:
+        with open(path) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # after the command name: state is field 3, utime and stime fields 14 and 15 (1-based)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def reactor_cpu_during(pid, measure):
+    """`(result of measure(), reactor CPU ms per second of wall time)` while `measure` runs."""
+    cpu_before, started = thread_cpu_seconds(pid) if pid else None, time.perf_counter()
+    result = measure()
+    cpu_after, seconds = thread_cpu_seconds(pid) if pid else None, time.perf_counter() - started
+    if cpu_before is None or cpu_after is None:
+        return result, None
+    return result, round((cpu_after - cpu_before) * 1000 / seconds, 1)
+
+
 def invented_line(rng):
     """One line of an invented conversation (see PEOPLE ... WHENS)."""
     teller, doer = rng.sample(PEOPLE, 2)
@@ -258,7 +284,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         llm.responder = make_responder(llm_delay)
     clients, crew = [], []
     # a lent server is the lender's to stop (it must be started with SERVER_SETTINGS)
-    left_running, corpus, machine_load = None, [0, 0], {}
+    left_running, corpus, machine_load, reactor_cpu = None, [0, 0], {}, {}
     try:
         started = time.perf_counter()
         if game is None:
@@ -278,7 +304,10 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             clients.append(players[-1])
 
         measure_looks(looker, min(10, looks), interval)  # warm caches before either run
-        baseline = measure_looks(looker, looks, interval)
+        pid_file = Path(server.dir) / "server" / "server.pid"
+        server_pid = int(pid_file.read_text().strip()) if pid_file.exists() else None
+        baseline, reactor_cpu["baseline"] = reactor_cpu_during(
+            server_pid, lambda: measure_looks(looker, looks, interval))
         machine_load = {"baseline": round(os.getloadavg()[0], 2)}
         log(f"baseline: {summary(baseline)}")
 
@@ -316,7 +345,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             talker.start()
         time.sleep(warmup)
         load_started = time.perf_counter()
-        loaded = measure_looks(looker, looks, interval)
+        loaded, reactor_cpu["load"] = reactor_cpu_during(
+            server_pid, lambda: measure_looks(looker, looks, interval))
         load_seconds = time.perf_counter() - load_started
         machine_load["load"] = round(os.getloadavg()[0], 2)
         requests = len(llm.requests) - requests_before
@@ -371,6 +401,9 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         # the machine's 1-minute load average at the end of each run (a shared machine's
         # other work slows both runs; compare ratios measured under the same load)
         "machine_load_average": machine_load,
+        # CPU ms the Server's reactor thread used per second of each run: the reactor's own
+        # work, which the machine's other load hardly changes (a look's latency it does)
+        "reactor_cpu_ms_per_s": reactor_cpu,
         "p99_ratio": round(load["p99_ms"] / base["p99_ms"], 3) if base["p99_ms"] else None,
         "p99_allowed_ms": round(allowed, 2),
         "target_met": load["p99_ms"] <= allowed,
@@ -407,7 +440,8 @@ def main(argv=None, game=None):
     args = parser.parse_args(argv)
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
                    args.memories, args.llm_delay, warmup=args.warmup, game=game)  # fmt: skip
-    print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met")}))
+    print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met",
+                                               "reactor_cpu_ms_per_s", "machine_load_average")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
     return document
