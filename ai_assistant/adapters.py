@@ -17,7 +17,8 @@ from django.db import transaction
 from evennia.utils import logger
 from evennia.utils.dbserialize import deserialize, from_pickle
 
-from ai_assistant import durability
+from ai_assistant import durability, heard_line
+from ai_assistant.attribute_writes import forget_cached_attribute, write_attribute
 from ai_assistant.durability import durability_of
 from ai_assistant.plumbing import documents, residency, threads
 from ai_assistant.plumbing.environment import setting_source
@@ -165,42 +166,14 @@ class AttributeState:
             for owner in {self.character, self.character.assistant.script} - {None}:
                 cache, dirty = owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty
                 for name in sorted(dirty or ()):
-                    _write_attribute(owner, name, cache[name])
+                    write_attribute(owner, name, cache[name])
                     if documents.heavy(name):
-                        _forget_cached_attribute(owner, name)
+                        forget_cached_attribute(owner, name)
                 if dirty:
                     written.append(dirty)
         for dirty in written:
             dirty.clear()
         self.durability().flushed()
-
-
-def _write_attribute(owner, name, value):
-    """
-    Write `value` to the Attribute `name` of `owner`, saving it once.
-
-    Evennia's `attributes.add` saves an existing Attribute twice (its `value` setter saves,
-    then the update saves its string column again), and each save deep-copies and pickles the
-    value: for a grown journal, one of those copies and pickles is a third of a flush
-    (`bench.reactor`). The Attribute's own `value` setter, which `add` calls, saves once; a
-    new Attribute, or one holding a plain string, goes through `add`.
-    """
-    found = owner.attributes.backend.get(name, None)
-    if found and found[0].db_strvalue is None:
-        found[0].value = value
-    else:
-        owner.attributes.add(name, value)
-
-
-def _forget_cached_attribute(owner, name):
-    """
-    Drop the Attribute `name` from Evennia's cache of `owner`'s Attributes.
-
-    Evennia's handler keeps every Attribute it wrote, and with it the value as written (its
-    `to_pickle` copy): for a heavy document, a second copy held for the life of the process,
-    whether or not the assistant is resident. A later read through Evennia queries it again.
-    """
-    owner.attributes.backend._delete_cache(name, None)
 
 
 # What Evennia's serializer stores in place of a database object or a session inside a value.
@@ -271,25 +244,8 @@ class EvenniaWorld:
                 text=("{actor} {emote}", {"type": "pose"}),
                 from_obj=self.character,
                 mapping={"actor": self.character, "emote": str(text)},
-                exclude=self._deaf_to(location, str(text)),
+                exclude=heard_line.not_sent_notice(location, str(text)),
             )
-
-    @staticmethod
-    def _deaf_to(location, text):
-        """
-        Who in `location` is not sent the emote `text`: the assistants, when it is a notice
-        with no words of the character in it (the "thinking" emote, an out-of-character
-        notice). Each would drop it unheard (`perception.is_out_of_character`) after Evennia
-        had formatted it for them: with 20 assistants in a room, the "thinking" emote alone was
-        12% of the reactor's time (`bench.reactor`). Players still see it.
-        """
-        from ai_assistant.agent.perception import is_out_of_character
-        from ai_assistant.handler import is_assistant
-
-        if not is_out_of_character("pose", text):
-            return None
-        # an assistant an admin puppets shows it to the admin, as before
-        return [obj for obj in location.contents if is_assistant(obj) and not obj.sessions.count()]
 
     def _find_present(self, target):
         location = self.character.location

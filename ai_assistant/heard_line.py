@@ -12,6 +12,8 @@ import functools
 from evennia.utils.ansi import strip_ansi
 from twisted.internet import reactor
 
+from ai_assistant.agent.perception import is_out_of_character
+
 
 @functools.lru_cache(maxsize=256)
 def plain_text(message):
@@ -47,3 +49,22 @@ def is_admin(sender):
             reactor.callLater(0, admins_this_turn.clear)
         found = admins_this_turn[sender.id] = check()
     return found
+
+
+def not_sent_notice(location, text):
+    """
+    Who in `location` is not sent an assistant's emote `text`: the other assistants, when it is
+    a notice with no words of the character in it (the "thinking" emote, an out-of-character
+    notice). Each would drop it unheard (`perception.is_out_of_character`) after Evennia had
+    formatted it for them: with 20 assistants in a room, the "thinking" emote alone was 12% of
+    the reactor's time (`bench.reactor`). Players still see it.
+
+    Returns:
+        list or None: The objects to exclude (None: everyone is sent it).
+    """
+    if not is_out_of_character("pose", text):
+        return None
+    # an assistant's class has the `assistant` handler (`handler.AssistantMixin`, whose
+    # module imports this one); one an admin puppets shows it to the admin, as before
+    return [obj for obj in location.contents
+            if hasattr(type(obj), "assistant") and not obj.sessions.count()]

@@ -410,6 +410,10 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         "during_load": {
             "seconds": round(load_seconds, 1),
             "llm_requests": requests,
+            # the reactor's CPU per reply: a busier run (more replies a second) uses more a second
+            "reactor_cpu_ms_per_llm_request": (
+                round(reactor_cpu["load"] * load_seconds / requests, 1)
+                if reactor_cpu.get("load") is not None and requests else None),
             "talks_sent": sum(t.sent for t in crew),
             "says_heard_by_talkers": sum(t.heard for t in crew),
             "talker_errors": [t.error for t in crew if t.error],
