@@ -76,5 +76,9 @@ def test_reactor_smoke(tmp_path, bench_game):
     assert document["during_load"]["awake_journal_entries_after"] >= 12
     assert document["setup"]["memories_per_awake_assistant"] == {
         "journal_entries": 12, "long_term_memories": 12}
+    # the reactor thread's CPU, read from /proc (a run this short may see no clock tick idle)
+    cpu = document["reactor_cpu_ms_per_s"]
+    assert 0.0 <= cpu["baseline"] <= 1000.0 and 0.0 < cpu["load"] <= 1000.0
+    assert document["during_load"]["reactor_cpu_ms_per_llm_request"] > 0.0
     assert document["processes_left_running"] is None
     assert document["server_tracebacks"] == 0
