@@ -286,7 +286,8 @@ def test_the_synchronous_search_never_embeds(monkeypatch, make_ports):
 
     monkeypatch.setattr(dense, "cosine_scores", forbidden)
     monkeypatch.setattr(dense, "embeddings", forbidden)
-    overrides = {"journal.embedding_weight": 0.5, "journal.context_weight": 0}
+    overrides = {"journal.embedding_weight": 0.5, "journal.context_weight": 0,
+                 "journal.context_terms": 0}
     options = SearchParams.from_settings(Settings(overrides=overrides))
     assert "embed" not in {knob.name for knob in fields(options)}
     assert options.relevance_gate > 0 and options.rerank_pool
