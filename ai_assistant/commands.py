@@ -57,8 +57,8 @@ class CmdTalk(Command):
         caller.msg(f'You say to {npc.get_display_name(caller)}, "{message}"')
         # the player's words go in through the mapping, which is never parsed for `$func()`
         # or `{key}` markers: they reach the room as typed
-        # nor to the other assistants here, who perceive no untyped line
-        # (`AssistantHandler.receive`) and were each sent it formatted (`bench.reactor`)
+        # the other assistants here are not sent it: they perceive no untyped line
+        # (`AssistantHandler.receive`), and Evennia formatted it for each (`bench.reactor`)
         deaf = [obj for obj in here if obj is npc or not obj.sessions.count()]
         caller.location.msg_contents(
             '{speaker} says to {listener}, "{speech}"', exclude=[caller, *deaf], from_obj=caller,
