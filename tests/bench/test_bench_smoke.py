@@ -246,6 +246,9 @@ def test_scale_smoke_of_a_replicated_world(tmp_path, store):
         assert document["memories_in_postgres"] == 3 * check["memories"][0]
         plan = "\n".join(document["measured_at"]["3"]["recall_query_plan"])
         assert "Execution Time" in plan
+        for size, measured in document["measured_at"].items():  # every scope timed once
+            timed = measured["recall_query_ms"]
+            assert timed["count"] == int(size) and 0 < timed["median"] <= timed["max"]
 
 
 @pytest.mark.django_db
