@@ -61,7 +61,7 @@ def test_the_database_finds_candidates_by_words_and_by_meaning_within_the_scope(
     beekeeping = told(ada, "Orla keeps three hives of bees behind the mill.")
     told(ada, "The ferry to the island leaves at dawn.")
     told(bob, "Bob keeps bees too, on the chapel roof.")
-    memories, sources = result_of(Memories(ada).recall_candidates(
+    memories, sources, _ = result_of(Memories(ada).recall_candidates(
         "Who keeps bees?", entry_ids=["e1"]))
     ids = [memory["id"] for memory in memories]
     assert ids[0] == beekeeping  # nearest and best matching: first after fusion
