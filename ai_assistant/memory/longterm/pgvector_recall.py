@@ -38,6 +38,8 @@ tokenizer is Python's, so the store, not the database, computes them (`fill_term
 Every call here blocks (a database round trip): the store runs it off the reactor.
 """
 
+from collections import Counter
+
 from ai_assistant.memory.longterm import pgvector_store
 from ai_assistant.memory.search.index import BM25_B, BM25_K1
 from ai_assistant.memory.search.scoring import CONTEXT_RADIUS
@@ -62,18 +64,25 @@ _CORE_KEYS = frozenset({"data", "hash", "created_at", "updated_at", "id", "text_
                         "expiration_date"})
 
 
+def _names():
+    from psycopg import sql
+
+    return {"table": sql.Identifier(pgvector_store.TABLE)} | {
+        name: sql.Identifier(column) for name, column in (
+            ("terms", pgvector_store.TERMS_COLUMN), ("counts", pgvector_store.COUNTS_COLUMN),
+            ("length", pgvector_store.LENGTH_COLUMN), ("moment", pgvector_store.MOMENT_COLUMN),
+            ("made", pgvector_store.MADE_COLUMN))}
+
+
 def _statement(table):
     from psycopg import sql
 
-    names = {"table": sql.Identifier(table),
-             "terms": sql.Identifier(pgvector_store.TERMS_COLUMN),
-             "moment": sql.Identifier(pgvector_store.MOMENT_COLUMN),
-             "made": sql.Identifier(pgvector_store.MADE_COLUMN)}
     return sql.SQL("""
 WITH scope AS MATERIALIZED (
     -- the scope's memories in time order, as recall's mirror holds them (empty texts are not
     -- memories to recall), with their terms; rows without terms yet are filled in before
-    SELECT t.id, coalesce(t.{terms}, '{{}}') AS terms, t.payload->>'source_entity' AS speaker,
+    SELECT t.id, coalesce(t.{terms}, '{{}}') AS terms, coalesce(t.{counts}, '{{}}') AS counts,
+           coalesce(t.{length}, 0) AS length, t.payload->>'source_entity' AS speaker,
            coalesce(t.payload->>'audience', '') <> '' AS private,
            row_number() OVER (ORDER BY t.{moment}, t.{made}, t.id) AS place
     FROM {table} t
@@ -83,9 +92,9 @@ query AS (SELECT %(vector)s::vector AS vector),
 asked AS (SELECT word, term FROM unnest(%(words)s::text[], %(query_terms)s::text[]) a(word, term)),
 -- a speaker's name says whose lines to favour, it is not a word to match (`journal_search`)
 speakers AS (
-    SELECT DISTINCT name FROM scope s, regexp_split_to_table(regexp_replace(regexp_replace(
-        lower(s.speaker), '[''’]s\\M', '', 'g'), '[''’]', '', 'g'), '[^a-z0-9]+') name
-    WHERE s.speaker IS NOT NULL
+    SELECT name FROM (SELECT DISTINCT speaker FROM scope WHERE speaker IS NOT NULL) s,
+        regexp_split_to_table(regexp_replace(regexp_replace(lower(s.speaker),
+            '[''’]s\\M', '', 'g'), '[''’]', '', 'g'), '[^a-z0-9]+') name
     UNION SELECT unnest(%(speakers)s::text[])
 ),
 content AS (SELECT term FROM asked WHERE word NOT IN (SELECT name FROM speakers)),
@@ -95,29 +104,26 @@ wanted_terms AS (
         UNION ALL SELECT term FROM asked WHERE NOT EXISTS (SELECT 1 FROM content)) chosen
 ),
 totals AS (
-    SELECT count(*) AS documents, coalesce(sum(cardinality(terms)), 0) AS length,
+    SELECT count(*) AS documents, coalesce(sum(length), 0) AS length,
            count(*) FILTER (WHERE private) AS private,
-           greatest(coalesce(avg(cardinality(terms)), 1), 1e-9) AS average
+           greatest(coalesce(avg(length), 1), 1e-9) AS average
     FROM scope
 ),
-holding AS (
-    SELECT s.id, s.place, s.terms FROM scope s, wanted_terms w WHERE s.terms && w.terms
+-- each wanted term in each row that holds it, how often
+held AS (
+    SELECT s.id, s.place, s.length, c.term, c.count
+    FROM scope s, wanted_terms w, unnest(s.terms, s.counts) c(term, count)
+    WHERE s.terms && w.terms AND c.term = ANY(w.terms)
 ),
-frequency AS (
-    SELECT term, count(*) AS documents
-    FROM holding h, LATERAL (SELECT DISTINCT term FROM unnest(h.terms) term) d, wanted_terms w
-    WHERE d.term = ANY(w.terms) GROUP BY term
-),
+frequency AS (SELECT term, count(*) AS documents FROM held GROUP BY term),
 -- BM25 as recall's index computes it (`search.index`), over the whole scope
 matching AS (
     SELECT h.id, row_number() OVER (ORDER BY sum(
                ln(1 + (x.documents - f.documents + 0.5) / (f.documents + 0.5))
-               * c.count * (%(k1)s + 1)
-               / (c.count + %(k1)s * (1 - %(b)s + %(b)s * cardinality(h.terms) / x.average)))
+               * h.count * (%(k1)s + 1)
+               / (h.count + %(k1)s * (1 - %(b)s + %(b)s * h.length / x.average)))
            DESC, h.place DESC) AS place
-    FROM holding h, totals x,
-         LATERAL (SELECT term, count(*) AS count FROM unnest(h.terms) term GROUP BY term) c
-         JOIN frequency f ON f.term = c.term
+    FROM held h JOIN frequency f ON f.term = h.term, totals x
     GROUP BY h.id, h.place
     ORDER BY place
     LIMIT %(per_half)s
@@ -138,15 +144,15 @@ fused AS (
 -- neighbours' own (which only lend relevance); the journal's unconsolidated entries come after
 -- the scope's last memories in recall's corpus, so those are read as a candidate's neighbours
 places AS (
-    SELECT place + step AS place, abs(step) AS distance
+    SELECT place + step AS place, min(abs(step)) AS distance
     FROM (SELECT s.place FROM fused f JOIN scope s ON s.id = f.id
           UNION SELECT documents + 1 FROM totals) found,
          generate_series(-2 * %(radius)s::int, 2 * %(radius)s::int) step
+    GROUP BY 1
 ),
 chosen AS (
-    SELECT s.id, s.place, s.terms, min(p.distance) <= %(radius)s::int AS ranked
+    SELECT s.id, s.place, s.terms, p.distance <= %(radius)s::int AS ranked
     FROM places p JOIN scope s ON s.place = p.place
-    GROUP BY s.id, s.place, s.terms
 ),
 vocabulary AS (
     SELECT DISTINCT term FROM chosen c, unnest(c.terms) term
@@ -154,8 +160,8 @@ vocabulary AS (
 ),
 frequencies AS (
     SELECT term, count(*) AS documents
-    FROM scope s, LATERAL (SELECT DISTINCT term FROM unnest(s.terms) term) d
-    WHERE d.term IN (SELECT term FROM vocabulary) GROUP BY term
+    FROM scope s, unnest(s.terms) term
+    WHERE term IN (SELECT term FROM vocabulary) GROUP BY term
 )
 SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, t.id::text, t.payload,
        1 - (t.vector <=> q.vector), coalesce(f.score, 0)::float8, c.place::float8
@@ -172,7 +178,7 @@ SELECT DISTINCT 'source', t.payload->>'entry_id', NULL::jsonb, NULL::float8, NUL
        NULL::float8
 FROM {table} t
 WHERE t.payload->>'user_id' = %(scope)s AND t.payload->>'entry_id' = ANY(%(entries)s)
-""").format(**names)
+""").format(**(_names() | {"table": sql.Identifier(table)}))
 
 
 def memory_from_payload(memory_id, payload):
@@ -185,16 +191,19 @@ def memory_from_payload(memory_id, payload):
 
 def row_terms(payload):
     """
-    What recall's query reads of a row, written by the store (`fill_terms`): `(terms, moment,
-    made)`: the text's terms as recall's ranking reads them, in order (`terms.tokenize`), the
-    moment recall's mirror orders it by (`mirror.item_epoch`: its source's time, else when it
-    was made) and when it was made, in epoch seconds (0 for none).
+    What recall's query reads of a row, written by the store (`fill_terms`): `(terms, counts,
+    length, moment, made)`: the text's terms as recall's ranking reads them
+    (`terms.tokenize`), each once, how often each occurs and how many there are; the moment
+    recall's mirror orders it by (`mirror.item_epoch`: its source's time, else when it was
+    made) and when it was made, in epoch seconds (0 for none).
     """
     payload = payload or {}
+    terms = tokenize(payload.get("data") or "")
+    counts = Counter(terms)
     made = parse_iso(payload.get("created_at"))
     moment = parse_iso(payload.get("timestamp") or payload.get("created_at"))
-    return (tokenize(payload.get("data") or ""), moment.timestamp() if moment else 0.0,
-            made.timestamp() if made else 0.0)
+    return (list(counts), list(counts.values()), len(terms),
+            moment.timestamp() if moment else 0.0, made.timestamp() if made else 0.0)
 
 
 def fill_terms(connection, scope, table=pgvector_store.TABLE, batch=FILL_BATCH):
@@ -207,14 +216,11 @@ def fill_terms(connection, scope, table=pgvector_store.TABLE, batch=FILL_BATCH):
     """
     from psycopg import sql
 
-    names = {"table": sql.Identifier(table),
-             "terms": sql.Identifier(pgvector_store.TERMS_COLUMN),
-             "moment": sql.Identifier(pgvector_store.MOMENT_COLUMN),
-             "made": sql.Identifier(pgvector_store.MADE_COLUMN)}
+    names = _names() | {"table": sql.Identifier(table)}
     read = sql.SQL("SELECT id, payload FROM {table} WHERE payload->>'user_id' = %s "
                    "AND {terms} IS NULL LIMIT %s").format(**names)
-    write = sql.SQL("UPDATE {table} SET {terms} = %s, {moment} = %s, {made} = %s "
-                    "WHERE id = %s").format(**names)
+    write = sql.SQL("UPDATE {table} SET {terms} = %s, {counts} = %s, {length} = %s, "
+                    "{moment} = %s, {made} = %s WHERE id = %s").format(**names)
     filled = 0
     while True:
         rows = connection.execute(read, (str(scope), int(batch))).fetchall()

@@ -60,11 +60,13 @@ SCOPE_INDEX = f"{TABLE}_user_id_idx"
 # an index lookup, instead of reading the payload of every row of the scope
 ENTRY_INDEX = f"{TABLE}_user_id_entry_id_idx"
 TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
-# Each memory's terms as recall's ranking reads them (`search.terms.tokenize`, in order, with
-# repeats: BM25 counts them), and the moments that order the scope in time as recall's mirror
-# does (`mirror.item_epoch`, then when the row was made), as epoch seconds: columns mem0 never
-# names, written by `pgvector_recall.fill_terms`.
+# Each memory's terms as recall's ranking reads them (`search.terms.tokenize`: each once, how
+# often each occurs, and how many there are in all: BM25's counts), and the moments that order
+# the scope in time as recall's mirror does (`mirror.item_epoch`, then when the row was made),
+# as epoch seconds: columns mem0 never names, written by `pgvector_recall.fill_terms`.
 TERMS_COLUMN = "recall_terms"
+COUNTS_COLUMN = "recall_counts"
+LENGTH_COLUMN = "recall_length"
 MOMENT_COLUMN = "recall_moment"
 MADE_COLUMN = "recall_made"
 # The rows of a scope whose terms are still to be written (few, or none: found at each recall).
@@ -234,10 +236,12 @@ def terms_statements(table):
     from psycopg import sql  # the postgres store's driver: only a game that chose it has it
 
     names = {"table": sql.Identifier(table), "terms": sql.Identifier(TERMS_COLUMN),
+             "counts": sql.Identifier(COUNTS_COLUMN), "length": sql.Identifier(LENGTH_COLUMN),
              "moment": sql.Identifier(MOMENT_COLUMN), "made": sql.Identifier(MADE_COLUMN),
              "unread": sql.Identifier(UNREAD_INDEX), "trigger": sql.Identifier(UNREAD_TRIGGER)}
     return [sql.SQL(statement).format(**names) for statement in (
         "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {terms} text[], "
+        "ADD COLUMN IF NOT EXISTS {counts} int[], ADD COLUMN IF NOT EXISTS {length} int, "
         "ADD COLUMN IF NOT EXISTS {moment} float8, ADD COLUMN IF NOT EXISTS {made} float8",
         "CREATE INDEX IF NOT EXISTS {unread} ON {table} ((payload->>'user_id')) "
         "WHERE {terms} IS NULL",
