@@ -469,9 +469,8 @@ def explain_recall(url, scope, text="What about the harbour lantern festival?"):
     from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
 
     vector = get_embedder().embed(text)
-    params = {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]", "text": text,
-              "scope": scope, "per_half": pgvector_recall.CANDIDATES_PER_HALF,
-              "rrf_k": pgvector_recall.RRF_K, "entries": [str(n) for n in range(1, 40)]}
+    params = pgvector_recall.query_params(scope, vector, text,
+                                          entry_ids=[str(n) for n in range(1, 40)])
     statement = pgvector_recall._statement(pgvector_store.TABLE)
     with psycopg.connect(url) as connection:
         connection.execute("ANALYZE " + pgvector_store.TABLE)
