@@ -5,10 +5,13 @@ The embedded store's memories reach recall through the mirror (`longterm.mirror`
 memory, held in the game process. A store that ranks in its database
 (`Memories.ranks_in_database`) answers each query with its few hundred best candidates instead
 (`longterm.pgvector_recall`); `CandidateSet` gives the pipeline those candidates with the same
-reading interface as the mirror (`entries`, `source_entries`, `private_count`). From there
-both stores share the ranking (the candidates' vectors are the assistant's `matrices`, rows
-reused by text between queries, which the second stage's diversity needs too), the filters
-and the budget.
+reading interface as the mirror (`entries`, `source_entries`, `private_count`), and what makes
+the ranking over them the ranking over every memory (`whole_corpus`): BM25 weighs a word by
+how many of all the memories hold it, not how many candidates do, and an item shares
+relevance with its neighbours in time, not with the next candidate. From there both stores
+share the ranking (the candidates' vectors are the assistant's `matrices`, rows reused by
+text between queries, which the second stage's diversity needs too), the filters and the
+budget.
 
 `fetch_candidates` runs on the reactor and never fails: while the database is unreachable
 recall answers from what is in hand (the journal, nodes and profiles); the store's breaker
@@ -25,8 +28,7 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable
 from ai_assistant.memory.recall.lines import memory_item
 from ai_assistant.memory.search.dense import EmbeddingMatrices
-from ai_assistant.memory.search.index import WholeCorpus
-from ai_assistant.memory.search.terms import tokenize
+from ai_assistant.memory.search.index import WholeCorpus, content_terms
 
 # The vectors of the items last ranked (candidates, journal entries, nodes, profiles), kept
 # per assistant so a row is embedded again only for a text the last query did not rank.
@@ -106,8 +108,8 @@ class CandidateSet:
         items = self.entries()
         if self._scope_words is None:
             return None
-        documents = [tokenize(item.get("content") or "") for item in items]
-        held = Counter(term for terms in documents for term in set(terms))
+        documents = [content_terms(item.get("content", "")) for item in items]
+        held = Counter(term for terms, _ in documents for term in terms)
         outside = {}
         for term, count in self._scope_words["frequencies"].items():
             if count > held.get(term, 0):
@@ -116,7 +118,7 @@ class CandidateSet:
         return WholeCorpus(
             outside_documents=max(0, last - len(items)),
             outside_length=max(0.0, float(self._scope_words["length"]
-                                          - sum(len(terms) for terms in documents))),
+                                          - sum(length for _, length in documents))),
             outside_frequencies=outside,
             places=self._places + tuple(range(last + 1, last + 1 + len(tail))),
             context_only=self._context_only)

@@ -238,6 +238,15 @@ def _document(content):
         return _Document(content)
 
 
+def content_terms(content):
+    """
+    `(terms, length)`: the distinct terms of a content string and how many it holds in all,
+    as the index reads them (kept in the process-wide table the index builds from).
+    """
+    document = _document(content)
+    return document.terms, document.length
+
+
 @functools.lru_cache(maxsize=_DOCUMENTS_MAX)
 def _epoch(timestamp):
     moment = parse_iso(timestamp)
