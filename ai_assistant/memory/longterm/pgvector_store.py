@@ -250,6 +250,8 @@ BEGIN
     IF NEW.payload->>'data' IS DISTINCT FROM OLD.payload->>'data'
             OR NEW.payload->>'timestamp' IS DISTINCT FROM OLD.payload->>'timestamp' THEN
         NEW.{terms} := NULL;
+        NEW.{counts} := NULL;
+        NEW.{length} := NULL;
     END IF;
     RETURN NEW;
 END $$""",

@@ -178,3 +178,33 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
         if store is not None:
             store.close()
         cluster.stop()
+
+
+def stored_terms(url, memory_id):
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        return connection.execute(
+            f"SELECT {pgvector_store.TERMS_COLUMN}, {pgvector_store.COUNTS_COLUMN}, "
+            f"{pgvector_store.LENGTH_COLUMN} FROM {pgvector_store.TABLE} WHERE id = %s",
+            (memory_id,)).fetchone()
+
+
+def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres_memory_url):
+    ada = assistant("ada")
+    said = told(ada, "Orla went to the mill and went home with three hives.")
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)  # not read yet
+    memories, _, scope_words = result_of(Memories(ada).recall_candidates("Where did Orla go?"))
+    # the lemma-then-stem terms recall's ranking reads ("went" is "go"), each with its count
+    terms, counts, length = stored_terms(postgres_memory_url, said)
+    assert dict(zip(terms, counts, strict=True)) == {"orla": 1, "go": 2, "mill": 1, "home": 1,
+                                                    "three": 1, "hive": 1}
+    assert length == 7 and scope_words["documents"] == 1 and scope_words["length"] == 7
+    assert scope_words["frequencies"]["go"] == 1
+    assert [memory["id"] for memory in memories] == [said]
+    # mem0 rewrites the text: the terms are cleared, and the next recall reads the new ones
+    result_of(Memories(ada).update(said, "Orla keeps three hives behind the mill."))
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)
+    _, _, scope_words = result_of(Memories(ada).recall_candidates("hives"))
+    assert "go" not in stored_terms(postgres_memory_url, said)[0]
+    assert "go" not in scope_words["frequencies"] and scope_words["frequencies"]["hive"] == 1
