@@ -74,10 +74,8 @@ def _names():
             ("made", pgvector_store.MADE_COLUMN))}
 
 
-def _statement(table):
-    from psycopg import sql
-
-    return sql.SQL("""
+# Recall's statement (`_statement` names its table and columns): see the module's notes.
+_STATEMENT = """
 WITH scope AS MATERIALIZED (
     -- the scope's memories in time order, as recall's mirror holds them (empty texts are not
     -- memories to recall), with their terms; rows without terms yet are filled in before
@@ -178,7 +176,13 @@ SELECT DISTINCT 'source', t.payload->>'entry_id', NULL::jsonb, NULL::float8, NUL
        NULL::float8
 FROM {table} t
 WHERE t.payload->>'user_id' = %(scope)s AND t.payload->>'entry_id' = ANY(%(entries)s)
-""").format(**(_names() | {"table": sql.Identifier(table)}))
+"""
+
+
+def _statement(table):
+    from psycopg import sql
+
+    return sql.SQL(_STATEMENT).format(**(_names() | {"table": sql.Identifier(table)}))
 
 
 def memory_from_payload(memory_id, payload):
