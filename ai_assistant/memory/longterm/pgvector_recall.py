@@ -76,17 +76,19 @@ def _names():
 
 # Recall's statement (`_statement` names its table and columns): see the module's notes.
 _STATEMENT = """
-WITH scope AS MATERIALIZED (
+WITH query AS (SELECT %(vector)s::vector AS vector),
+scope AS MATERIALIZED (
     -- the scope's memories in time order, as recall's mirror holds them (empty texts are not
-    -- memories to recall), with their terms; rows without terms yet are filled in before
-    SELECT t.id, coalesce(t.{terms}, '{{}}') AS terms, coalesce(t.{counts}, '{{}}') AS counts,
+    -- memories to recall), with their terms and their distance to the query, read once; rows
+    -- without terms yet are filled in before
+    SELECT t.id, t.payload, t.vector <=> q.vector AS distance,
+           coalesce(t.{terms}, '{{}}') AS terms, coalesce(t.{counts}, '{{}}') AS counts,
            coalesce(t.{length}, 0) AS length, t.payload->>'source_entity' AS speaker,
            coalesce(t.payload->>'audience', '') <> '' AS private,
            row_number() OVER (ORDER BY t.{moment}, t.{made}, t.id) AS place
-    FROM {table} t
+    FROM {table} t, query q
     WHERE t.payload->>'user_id' = %(scope)s AND btrim(coalesce(t.payload->>'data', '')) <> ''
 ),
-query AS (SELECT %(vector)s::vector AS vector),
 asked AS (SELECT word, term FROM unnest(%(words)s::text[], %(query_terms)s::text[]) a(word, term)),
 -- a speaker's name says whose lines to favour, it is not a word to match (`journal_search`)
 speakers AS (
@@ -127,11 +129,8 @@ matching AS (
     LIMIT %(per_half)s
 ),
 nearest AS (
-    SELECT t.id, row_number() OVER (ORDER BY t.vector <=> q.vector) AS place
-    FROM {table} t, query q
-    WHERE t.payload->>'user_id' = %(scope)s
-    ORDER BY t.vector <=> q.vector
-    LIMIT %(per_half)s
+    SELECT id, row_number() OVER (ORDER BY distance) AS place
+    FROM scope ORDER BY distance LIMIT %(per_half)s
 ),
 fused AS (
     SELECT id, sum(1.0 / (%(rrf_k)s + place)) AS score
@@ -142,14 +141,14 @@ fused AS (
 -- neighbours' own (which only lend relevance); the journal's unconsolidated entries come after
 -- the scope's last memories in recall's corpus, so those are read as a candidate's neighbours
 places AS (
-    SELECT place + step AS place, min(abs(step)) AS distance
+    SELECT place + step AS place, min(abs(step)) AS steps
     FROM (SELECT s.place FROM fused f JOIN scope s ON s.id = f.id
           UNION SELECT documents + 1 FROM totals) found,
          generate_series(-2 * %(radius)s::int, 2 * %(radius)s::int) step
     GROUP BY 1
 ),
 chosen AS (
-    SELECT s.id, s.place, s.terms, p.distance <= %(radius)s::int AS ranked
+    SELECT s.id, s.place, s.terms, s.payload, s.distance, p.steps <= %(radius)s::int AS ranked
     FROM places p JOIN scope s ON s.place = p.place
 ),
 vocabulary AS (
@@ -161,9 +160,9 @@ frequencies AS (
     FROM scope s, unnest(s.terms) term
     WHERE term IN (SELECT term FROM vocabulary) GROUP BY term
 )
-SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, t.id::text, t.payload,
-       1 - (t.vector <=> q.vector), coalesce(f.score, 0)::float8, c.place::float8
-FROM chosen c JOIN {table} t ON t.id = c.id LEFT JOIN fused f ON f.id = c.id, query q
+SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, c.id::text, c.payload,
+       1 - c.distance, coalesce(f.score, 0)::float8, c.place::float8
+FROM chosen c LEFT JOIN fused f ON f.id = c.id
 UNION ALL
 SELECT 'frequency', term, NULL::jsonb, NULL::float8, NULL::float8, documents::float8
 FROM frequencies
