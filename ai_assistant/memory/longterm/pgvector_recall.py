@@ -215,24 +215,39 @@ def fill_terms(connection, scope, table=pgvector_store.TABLE, batch=FILL_BATCH):
     moved rows), `batch` at a time (blocking).
 
     Returns:
-        int: How many rows were given their terms.
+        int: How many rows were read to be given their terms.
     """
     from psycopg import sql
 
     names = _names() | {"table": sql.Identifier(table)}
     read = sql.SQL("SELECT id, payload FROM {table} WHERE payload->>'user_id' = %s "
                    "AND {terms} IS NULL LIMIT %s").format(**names)
+    # only while the row still holds the text that was read: mem0 may rewrite it meanwhile
+    # (recall holds no lock), and then the trigger has emptied its terms for the next recall
     write = sql.SQL("UPDATE {table} SET {terms} = %s, {counts} = %s, {length} = %s, "
-                    "{moment} = %s, {made} = %s WHERE id = %s").format(**names)
-    filled = 0
+                    "{moment} = %s, {made} = %s WHERE id = %s AND {terms} IS NULL "
+                    "AND payload->'data' IS NOT DISTINCT FROM %s "
+                    "AND payload->'timestamp' IS NOT DISTINCT FROM %s").format(**names)
+    filled, tried = 0, set()
     while True:
-        rows = connection.execute(read, (str(scope), int(batch))).fetchall()
-        if not rows:
+        rows = [row for row in connection.execute(read, (str(scope), int(batch))).fetchall()
+                if row[0] not in tried]
+        if not rows:  # all written (or rewritten meanwhile: the next recall reads them)
             return filled
         with connection.cursor() as cursor:
-            cursor.executemany(write, [(*row_terms(payload), row_id) for row_id, payload in rows])
+            cursor.executemany(write, [(*row_terms(payload), row_id,
+                                        _as_json(payload, "data"), _as_json(payload, "timestamp"))
+                                       for row_id, payload in rows])
         connection.commit()
+        tried.update(row_id for row_id, _ in rows)
         filled += len(rows)
+
+
+def _as_json(payload, key):
+    """A payload's value as `payload->key` reads it (absent: NULL)."""
+    from psycopg.types.json import Jsonb
+
+    return Jsonb(payload[key]) if key in payload else None
 
 
 def query_words(text, now=None):
