@@ -20,6 +20,7 @@ import pytest
 from memory_store import empty_memory_table
 from support import make_ports, result_of, sync_runner
 
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.recall.pipeline import RecallQuery, recall
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
@@ -165,8 +166,12 @@ SEASON = [
     "Wenna lost her best brush in the harbour.",
     "Kitto remembers the festival of his boyhood had fireworks.",
 ]
+# what was said since the last sleep: the journal's lines, ranked after every memory
+STILL_IN_THE_JOURNAL = ['Wenna said to me: "The lanterns are nearly dry."',
+                        'Kitto said to me: "The festival needs more lanterns than last year."']
 ASKED = ["Who makes the lanterns for the festival?", "What did Wenna buy at the market?",
-         "Where did Brannoc go fishing?", "What happens on the festival night?"]
+         "Where did Brannoc go fishing?", "What happens on the festival night?",
+         "What did Kitto say about the festival?"]
 FEW_PER_HALF = 3  # the scope's 24 memories, a few per half: candidates are a small part
 
 
@@ -195,6 +200,10 @@ def test_recall_over_the_databases_candidates_equals_recall_over_every_memory(
                 metadata = {"source_entity": "Kitto", "source_trust": 0.9,
                             "timestamp": ports.clock.now().isoformat()}
                 result_of(ports.semantic.add(text, metadata=metadata))
+                ports.clock.advance(hours=1)
+        for text in STILL_IN_THE_JOURNAL:
+            for ports in assistants:
+                Journal(ports).add(text, source_type="direct", source_entity=text.split()[0])
                 ports.clock.advance(hours=1)
         for text in ASKED:
             ranked = []
