@@ -208,3 +208,33 @@ def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres
     _, _, scope_words = result_of(Memories(ada).recall_candidates("hives"))
     assert "go" not in stored_terms(postgres_memory_url, said)[0]
     assert "go" not in scope_words["frequencies"] and scope_words["frequencies"]["hive"] == 1
+
+
+def test_terms_read_from_a_text_rewritten_meanwhile_are_not_kept(assistant, postgres_memory_url,
+                                                                 monkeypatch):
+    import psycopg
+
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    ada = assistant("ada")
+    said = told(ada, "Orla went to the mill.")
+    read_terms = pgvector_recall.row_terms
+    read = []
+
+    def rewritten_meanwhile(payload):
+        read.append(payload["data"])
+        # mem0 rewrites the text after recall read it (recall holds no lock)
+        with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
+            connection.execute(
+                f"UPDATE {pgvector_store.TABLE} SET payload = jsonb_set(payload, '{{data}}', "
+                "'\"Orla keeps bees.\"') WHERE id = %s", (said,))
+        return read_terms(payload)
+
+    monkeypatch.setattr(pgvector_recall, "row_terms", rewritten_meanwhile)
+    with psycopg.connect(postgres_memory_url) as connection:
+        pgvector_recall.fill_terms(connection, ada.semantic.key)  # its scope
+    assert read == ["Orla went to the mill."]
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)  # not the old text's
+    monkeypatch.setattr(pgvector_recall, "row_terms", read_terms)
+    result_of(Memories(ada).recall_candidates("bees"))
+    assert stored_terms(postgres_memory_url, said)[0] == ["orla", "keep", "bee"]
