@@ -239,8 +239,7 @@ class JournalIndex:
             padded[where] = 0.0
             hit = numpy.flatnonzero(frequency)
             tf = frequency[hit]
-            n = end - start
-            idf = math.log(1 + (self.size - n + 0.5) / (n + 0.5))
+            idf = self.idf(term)  # the whole corpus's, when this is a part of one
             scores[hit] += weight * idf * tf * (self._k1 + 1) / (tf + self._norms[hit])
         return scores
 
