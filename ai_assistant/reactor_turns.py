@@ -25,29 +25,37 @@ class TurnQueue:
 
     def __init__(self):
         self._waiting = deque()
-        self._scheduled = False
+        self._call = None  # the pending `callLater` that runs the next piece
 
     def add(self, func, *args):
         """Run `func(*args)` in a reactor turn of its own, after the calls added before it."""
         self._waiting.append((func, args))
-        if not self._scheduled:
-            self._scheduled = True
-            reactor.callLater(0, self._run_one)
+        if self._call is None or not self._call.active():
+            self._call = reactor.callLater(0, self._run_one)
+
+    def clear(self):
+        """Forget every call not run yet (a test's end: its objects are gone)."""
+        self._waiting.clear()
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
 
     def __len__(self):
         return len(self._waiting)
 
     def _run_one(self):
+        self._call = None
+        if not self._waiting:
+            return
         func, args = self._waiting.popleft()
         try:
             func(*args)
         except Exception:  # one failed piece must not stop the ones queued after it
             logger.log_trace(f"[ai_assistant] {getattr(func, '__qualname__', func)} failed")
         finally:
-            if self._waiting:
-                reactor.callLater(0, self._run_one)  # taken at the next pass, after the network
-            else:
-                self._scheduled = False
+            if self._waiting and self._call is None:
+                # taken at the next pass, after the network is read
+                self._call = reactor.callLater(0, self._run_one)
 
 
 # the assistants' tick work and flushes, in the Server process

@@ -14,6 +14,7 @@ from evennia.utils import create
 from support import sync_runner
 from twisted.internet import reactor
 
+from ai_assistant import reactor_turns
 from ai_assistant.admin_commands import all_assistants
 from ai_assistant.typeclasses import AssistantCharacter
 
@@ -58,6 +59,7 @@ class AssistantsInPlace:
         for npc in all_assistants():
             if npc.assistant.script:
                 npc.assistant.script.unsubscribe()
+        reactor_turns.ticks.clear()  # flushes and tick work of assistants now gone
         super().tearDown()
 
 
