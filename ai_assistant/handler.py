@@ -15,8 +15,7 @@ As Evennia's buffs and traits contribs do, everything the assistant does lives o
 
 `AssistantMixin` adds the handler (`obj.assistant`) and the hooks that wire it to the game:
 creation (tag, tool cmdset, script), hearing the room (`at_msg_receive`) and flushing state
-before a reload or shutdown. The thinking happens in the core (`ai_assistant.agent`, `.sleep`,
-...); the handler only hands it the NPC's ports.
+before a reload or shutdown. The thinking happens in the core; the handler hands it the ports.
 """
 
 import functools
