@@ -46,7 +46,9 @@ from ai_assistant.memory.longterm.store_breaker import StoreBreaker
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.longterm.vector_collections import AssistantCollections
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
+from ai_assistant.plumbing.reply_priority import replying
 from ai_assistant.plumbing.settings import deep_merge
+from ai_assistant.plumbing.yielding_imports import stepping_aside
 
 DATA_FOLDER = "ai_assistant_data"
 COLLECTION = "ai_assistant"
@@ -162,11 +164,14 @@ class _SharedStore:
 
 
 def _open_shared(config, uses_local_embedder, embedder, path):
-    from mem0 import Memory
+    # mostly imports (mem0, then the vector store's client): they pause while a player's reply
+    # is in flight, so that a reply coming meanwhile does not share the interpreter with them
+    with stepping_aside(replying):
+        from mem0 import Memory
 
-    from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder
+        from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder
 
-    memory = Memory.from_config(config)
+        memory = Memory.from_config(config)
     if uses_local_embedder:
         memory.embedding_model = Mem0Embedder(embedder)
     in_database = pgvector_store.is_ours(config.get("vector_store"))

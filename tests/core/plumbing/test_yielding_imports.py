@@ -1,0 +1,69 @@
+"""
+Imports that step aside for a reply (issue 34): a background import pauses between modules while
+a reply is in flight, and never for longer than its bounds.
+"""
+
+import sys
+import threading
+import time
+
+import pytest
+
+from ai_assistant.plumbing.yielding_imports import stepping_aside
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """An importable package of three modules, each noting when it ran."""
+    root = tmp_path / "harbour_pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("import time\nRAN = [time.monotonic()]\n"
+                                      "from harbour_pkg import pier, lamp\n")
+    for name in ("pier", "lamp"):
+        (root / f"{name}.py").write_text("import time\nimport harbour_pkg\n"
+                                         "harbour_pkg.RAN.append(time.monotonic())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "harbour_pkg"
+    for name in [each for each in sys.modules if each.startswith("harbour_pkg")]:
+        del sys.modules[name]
+
+
+def test_a_background_import_waits_while_a_reply_is_in_flight(package):
+    replying = threading.Event()
+    replying.set()
+    done, paused = threading.Event(), []
+
+    def open_store():
+        with stepping_aside(replying.is_set, max_pause=5.0) as finder:
+            import harbour_pkg  # noqa: F401
+        paused.append(finder.paused)
+        done.set()
+
+    threading.Thread(target=open_store).start()
+    time.sleep(0.2)
+    assert package not in sys.modules and not done.is_set()  # paused before its first module
+    replying.clear()
+    assert done.wait(5.0)
+    assert len(sys.modules[package].RAN) == 3 and paused[0] >= 0.2
+
+
+def test_pauses_are_bounded_each_and_in_all(package):
+    """A reply that never ends (or that waits for a module the paused import holds) does not
+    stop the import for ever."""
+    with stepping_aside(lambda: True, max_pause=0.05, max_total=0.12) as finder:
+        import harbour_pkg  # noqa: F401
+    assert len(sys.modules[package].RAN) == 3
+    # (a pause may oversleep under load: two of 0.05+ s can use up the 0.12 s)
+    assert 2 <= finder.pauses <= 3 and 0.12 <= finder.paused < 0.5
+
+
+def test_other_threads_imports_never_pause_and_the_finder_is_removed(package):
+    before = list(sys.meta_path)
+    imported = []
+    with stepping_aside(lambda: True, max_pause=5.0) as finder:
+        other = threading.Thread(target=lambda: imported.append(__import__(package)))
+        started = time.monotonic()
+        other.start()
+        other.join(5.0)
+        assert imported and time.monotonic() - started < 1.0 and finder.pauses == 0
+    assert sys.meta_path == before
