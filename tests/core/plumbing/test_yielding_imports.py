@@ -67,3 +67,42 @@ def test_other_threads_imports_never_pause_and_the_finder_is_removed(package):
         other.join(5.0)
         assert imported and time.monotonic() - started < 1.0 and finder.pauses == 0
     assert sys.meta_path == before
+
+
+def test_a_store_opening_in_a_fresh_process_pauses_while_a_reply_is_in_flight(tmp_path):
+    """The real opening (mem0 and qdrant imported for the first time): held at its first module
+    while a reply is in flight, then opened once it is over."""
+    import os
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import sys, threading, time
+        from ai_assistant.memory.longterm.mem0_store import make_semantic_store
+        from ai_assistant.plumbing import reply_priority
+        from ai_assistant.plumbing.settings import Settings
+
+        reply_priority.reply_started()
+        opened = []
+        opening = threading.Thread(target=lambda: opened.append(
+            make_semantic_store(Settings(), {str(tmp_path)!r}, "Ada")))
+        opening.start()
+        waited = 0.0
+        while waited < 60 and not any(type(each).__name__ == "_StepAside"
+                                      for each in sys.meta_path):
+            time.sleep(0.01)  # the embedder loads first (not an import of the opening)
+            waited += 0.01
+        time.sleep(0.5)
+        print("during the reply:", "mem0" in sys.modules, bool(opened))
+        reply_priority.reply_finished()
+        opening.join(120)
+        print("after it:", "mem0" in sys.modules, opened[0] is not None)
+        sys.stdout.flush()
+        import os
+        os._exit(0)
+    """)
+    env = {**os.environ, "AI_ASSISTANT_LLM_BASE_URL": "", "PYTHONDONTWRITEBYTECODE": "1"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=180, env=env)
+    assert "during the reply: False False" in result.stdout, result.stderr[-2000:]
+    assert "after it: True True" in result.stdout, result.stderr[-2000:]
