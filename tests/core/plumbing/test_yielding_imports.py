@@ -70,8 +70,8 @@ def test_other_threads_imports_never_pause_and_the_finder_is_removed(package):
 
 
 def test_a_store_opening_in_a_fresh_process_pauses_while_a_reply_is_in_flight(tmp_path):
-    """The real opening (mem0 and qdrant imported for the first time): held at its first module
-    while a reply is in flight, then opened once it is over."""
+    """The real opening (mem0 and qdrant imported for the first time): held at each module while
+    a reply is in flight (for half a second at most), then opened once it is over."""
     import os
     import subprocess
     import textwrap
@@ -92,8 +92,9 @@ def test_a_store_opening_in_a_fresh_process_pauses_while_a_reply_is_in_flight(tm
                                       for each in sys.meta_path):
             time.sleep(0.01)  # the embedder loads first (not an import of the opening)
             waited += 0.01
-        time.sleep(0.5)
-        print("during the reply:", "mem0" in sys.modules, bool(opened))
+        time.sleep(1.0)
+        taken = [name for name in sys.modules if name.split(".")[0] in ("mem0", "qdrant_client")]
+        print("during the reply:", len(taken) <= 3, bool(opened))
         reply_priority.reply_finished()
         opening.join(120)
         print("after it:", "mem0" in sys.modules, opened[0] is not None)
@@ -104,5 +105,6 @@ def test_a_store_opening_in_a_fresh_process_pauses_while_a_reply_is_in_flight(tm
     env = {**os.environ, "AI_ASSISTANT_LLM_BASE_URL": "", "PYTHONDONTWRITEBYTECODE": "1"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=180, env=env)
-    assert "during the reply: False False" in result.stdout, result.stderr[-2000:]
+    # each pause lasts 0.5 s at most: in a second, two or three of its ~160 modules
+    assert "during the reply: True False" in result.stdout, result.stderr[-2000:]
     assert "after it: True True" in result.stdout, result.stderr[-2000:]
