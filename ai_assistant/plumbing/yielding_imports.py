@@ -3,13 +3,14 @@ Imports that step aside for a reply: a long import run in the background pauses 
 while a player's reply is in flight.
 
 Opening an assistant's long-term store is mostly importing (mem0 and its vector store's
-client: some 430 modules, ~0.9 s of CPU here). Run in a worker thread it holds the interpreter
-lock in turn with the reactor and a reply's own threads, so a reply that comes while it runs
-takes several times as long, although neither waits for the other (`plumbing.reply_priority`).
+client: some 420 modules, ~0.6 of its ~0.8 s of CPU here). Run in a worker thread it holds
+the interpreter lock in turn with the reactor and a reply's own threads, so a reply that comes
+while it runs takes several times as long, although neither waits for the other
+(`plumbing.reply_priority`).
 `stepping_aside(should_wait)` puts a finder at the front of `sys.meta_path` that, in the thread
 that entered it only, waits before each module not imported yet while `should_wait()` is true:
 the import goes on one module at a time, between replies. A module's own code still runs in
-one piece (the longest here, qdrant's generated models, ~0.2 s of CPU).
+one piece (the longest here: qdrant's `http` package and its generated models).
 
 The pauses are bounded, each by `max_pause` and all of them by `max_total`: the thread pauses in
 the middle of an import, holding the import locks of the modules it is inside; a reply that
