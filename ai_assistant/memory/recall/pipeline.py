@@ -105,12 +105,18 @@ class Recalled:
 
 
 def recall_params(settings):
-    """The search knobs of recall: the journal's, with recall's own weights and fusion."""
+    """
+    The search knobs of recall: the journal's, with recall's own weights and fusion. Recall's
+    corpus puts memories before the journal, so an item's neighbours there are not its turn's
+    context: each item is read alone (`context_terms` 0), as before the journal search read
+    entries with their neighbours' words.
+    """
     return dataclasses.replace(
         SearchParams.from_settings(settings),
         alpha_recency=settings.get("recall.alpha_recency"),
         alpha_importance=settings.get("recall.alpha_importance"),
         embedding_weight=settings.get("recall.embedding_weight"),
+        context_terms=0.0,
     )
 
 
@@ -160,7 +166,7 @@ def _hidden(corpus):
 
 
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
-               min_information=0.0, hidden=None, diversity=0.0):  # fmt: skip
+               min_information=0.0, hidden=None, diversity=0.0, whole=None):  # fmt: skip
     """
     Rank the corpus for a query (blocking: run it in the worker pool): the first stage (the
     search), the filters and the information weight, then the second stage (`diversity`).
@@ -178,6 +184,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             (the mirror keeps its count); else they are counted here.
         diversity (float): How much a hit that resembles a better one moves down
             (`recall.diversity`; needs `embed`; 0: by score alone).
+        whole (WholeCorpus, optional): The corpus the items are part of (a store's
+            candidates, `store_candidates`): BM25 and neighbours as over every memory.
 
     Returns:
         list[Recalled]: Best first, one per source entry, visible to the viewer.
@@ -193,7 +201,7 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
                             filters=query.filters, semantic_scores=dense,
-                            index_cache=index_cache)  # fmt: skip
+                            index_cache=index_cache, whole=whole)  # fmt: skip
     recalled, seen = [], set()
     for score, item in ranked:
         if not visible_to(item, query.viewer) or _excluded(item, query.exclude):
@@ -256,7 +264,7 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
 
 
 def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
-                       hidden=None):
+                       hidden=None, whole=None):
     """
     Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
     `recall`, and what `bench/recall_replay.py` replays).
@@ -269,6 +277,7 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
         matrices (EmbeddingMatrices, optional): The corpus's vectors, kept between calls.
         index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
         hidden (int, optional): How many items are private to someone, if known.
+        whole (WholeCorpus, optional): The corpus the items are part of (`rank_items`).
 
     Returns:
         tuple: `(recalled, lines)`.
@@ -278,7 +287,8 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
     recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
                           matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
-                          hidden=hidden, diversity=settings.get("recall.diversity"))  # fmt: skip
+                          hidden=hidden, diversity=settings.get("recall.diversity"),
+                          whole=whole)  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
 
@@ -287,10 +297,12 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
     corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+    # a store's candidates are part of every memory: ranked as over all of them
+    whole = mirror.whole_corpus(tail) if hasattr(mirror, "whole_corpus") else None
     return recall_from_corpus(corpus, query, now, settings,
                               matrices=mirror.matrices if mirror else None,
                               index_cache=mirror.index_cache if mirror else None,
-                              hidden=hidden)  # fmt: skip
+                              hidden=hidden, whole=whole)  # fmt: skip
 
 
 def _first_read_beside_a_reply(memories, query):

@@ -111,8 +111,10 @@ def relevance_scores(index, terms, named, dense, params, in_window=None, expansi
     """
     Relevance 0-1 of every entry (array, the best match 1.0), or None when nothing is relevant.
 
-    BM25 of the query terms and their expansion (the journal's words nearest in meaning, at
-    `expansion_weight`), widened by pseudo-relevance feedback, fused with the dense
+    BM25 of the query terms, each entry read with its neighbours' words at `context_terms`
+    (document expansion: the answer to a question is often a turn that names nothing the
+    question says, after one that does), and of their expansion (the journal's words nearest
+    in meaning, at `expansion_weight`), widened by pseudo-relevance feedback, fused with the dense
     similarities, then the boosts: the time the query names, the context of neighbouring
     entries, and last the speakers it names. The speaker boost comes after the neighbours'
     share: in a conversation a named speaker's line sits between the other person's, and
@@ -128,7 +130,7 @@ def relevance_scores(index, terms, named, dense, params, in_window=None, expansi
         in_window (numpy.ndarray, optional): Mask of the entries from the time the query names.
         expansion (dict, optional): `expansion.expansion_terms` of the query.
     """
-    raw = index.bm25(terms)
+    raw = index.bm25_in_context(dict.fromkeys(terms, 1.0), params.context_terms)
     if expansion and params.expansion_weight > 0:
         raw = raw + index.bm25_weighted(expanded_query(expansion, terms,
                                                        params.expansion_weight))  # fmt: skip
@@ -143,10 +145,11 @@ def relevance_scores(index, terms, named, dense, params, in_window=None, expansi
     if not raw.any():
         return None
     if params.context_weight:
-        _share_with_neighbours(raw, params.context_weight)
+        _share_with_neighbours(raw, params.context_weight, index.places)
     if named and params.speaker_boost:
         _favour_the_speakers(raw, index, named, params.speaker_boost)
-    best = raw.max()
+    # the best match among those that may be ranked (`index.WholeCorpus.context_only`)
+    best = raw.max() if index.rankable is None else raw[index.rankable].max(initial=0.0)
     if best <= 0:
         return None
     return raw / best
@@ -172,13 +175,23 @@ def _favour_the_speakers(raw, index, named, speaker_boost):
             raw[where] *= 1.0 + speaker_boost
 
 
-def _share_with_neighbours(raw, context_weight):
+def _share_with_neighbours(raw, context_weight, places=None):
     # An entry inherits part of its neighbours' relevance (in a conversation the turn
     # before or after a strong match often holds the answer), halving with each step.
+    # With `places` (a part of a larger corpus, `index.WholeCorpus`) the neighbours are those
+    # next to each other in the whole corpus, not in the part: two candidates with others
+    # between them in time are not neighbours.
     base = raw.copy()
     share = context_weight
     for step in range(1, CONTEXT_RADIUS + 1):
-        if step < len(base):
+        if places is not None:
+            for offset in (step, -step):
+                found = numpy.searchsorted(places, places + offset)
+                inside = found < len(places)
+                beside = numpy.flatnonzero(inside)
+                beside = beside[places[found[beside]] == places[beside] + offset]
+                raw[beside] += share * base[found[beside]]
+        elif step < len(base):
             raw[step:] += share * base[:-step]
             raw[:-step] += share * base[step:]
         share *= 0.5
