@@ -46,9 +46,8 @@ from ai_assistant.memory.longterm.store_breaker import StoreBreaker
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.longterm.vector_collections import AssistantCollections
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
-from ai_assistant.plumbing.reply_priority import replying
+from ai_assistant.plumbing import reply_priority, yielding_imports
 from ai_assistant.plumbing.settings import deep_merge
-from ai_assistant.plumbing.yielding_imports import stepping_aside
 
 DATA_FOLDER = "ai_assistant_data"
 COLLECTION = "ai_assistant"
@@ -164,15 +163,13 @@ class _SharedStore:
 
 
 def _open_shared(config, uses_local_embedder, embedder, path):
-    # mostly imports (mem0, then the vector store's client): they pause while a player's reply
-    # is in flight, so that a reply coming meanwhile does not share the interpreter with them
-    with stepping_aside(replying):
+    # mostly imports (mem0, the vector store's client): they pause while a reply is in flight
+    with yielding_imports.stepping_aside(reply_priority.replying):
         from mem0 import Memory
-
-        from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder
 
         memory = Memory.from_config(config)
     if uses_local_embedder:
+        from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder  # (mem0 is in)
         memory.embedding_model = Mem0Embedder(embedder)
     in_database = pgvector_store.is_ours(config.get("vector_store"))
     if in_database:
