@@ -56,7 +56,7 @@ from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.journal_search import search_entries
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import words
-from ai_assistant.plumbing.reply_priority import replying, when_no_reply
+from ai_assistant.plumbing.reply_priority import replying, when_settled
 from ai_assistant.plumbing.tokens import count_tokens
 
 # Candidates ranked per item wanted, before the filters and the budget thin them.
@@ -307,7 +307,7 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
 
 def _first_read_beside_a_reply(memories, query):
     """True when the store's first read would open the store beside a reply in flight that
-    does not wait for it (`plumbing.reply_priority`: it then waits until the reply is over)."""
+    does not wait for it (`plumbing.reply_priority`: it then waits until the replies settle)."""
     return (replying() and not query.wait_for_store and memories.available
             and memories.opening)
 
@@ -341,8 +341,8 @@ def recall(ports, query, *, runner=None):
     else:
         if _first_read_beside_a_reply(memories, query):
             # a reply in flight that does not wait for the store: its first read (opening the
-            # store, mostly) is background work, started once the reply is over
-            when_no_reply(memories.recall_mirror, runner)
+            # store, mostly) is background work, started once the replies have settled
+            when_settled(memories.recall_mirror, runner)
             mirror = None
         else:
             loading = memories.recall_mirror(runner)
