@@ -46,7 +46,6 @@ from ai_assistant.memory.longterm.store_breaker import StoreBreaker
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.longterm.vector_collections import AssistantCollections
 from ai_assistant.memory.persona import ASSISTANT_FACT_EXTRACTION_PROMPT
-from ai_assistant.plumbing import reply_priority, yielding_imports
 from ai_assistant.plumbing.settings import deep_merge
 
 DATA_FOLDER = "ai_assistant_data"
@@ -163,11 +162,9 @@ class _SharedStore:
 
 
 def _open_shared(config, uses_local_embedder, embedder, path):
-    # mostly imports (mem0, the vector store's client): they pause while a reply is in flight
-    with yielding_imports.stepping_aside(reply_priority.replying):
-        from mem0 import Memory
+    from mem0 import Memory
 
-        memory = Memory.from_config(config)
+    memory = Memory.from_config(config)
     if uses_local_embedder:
         from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder  # (mem0 is in)
         memory.embedding_model = Mem0Embedder(embedder)
