@@ -31,6 +31,10 @@ from twisted.internet import defer, task
 # How long the process must be quiet before the work `when_settled` holds starts: a player who
 # talks as soon as the server is back says the line within a second or two.
 QUIET_SECONDS = 2.0
+# ... but no longer than this after it was asked for: in a busy game (a room of assistants
+# talking, a line every second) the quiet may never come, and a store left unopened would keep
+# the long-term memories out of every reply
+MOST_WAIT_SECONDS = 20.0
 
 _in_flight = [0]  # replies in flight in this process
 _held = []  # (Deferred, func, args, kwargs) waiting for no reply to be in flight
@@ -95,8 +99,10 @@ def when_settled(func, *args, **kwargs):
     """
     Run long background work `func(*args, **kwargs)` once the process has been quiet for
     `QUIET_SECONDS`: no reply in flight, and none started or ended and no line heard in that
-    time, counted from the first call (the start) at the earliest. Without a running reactor
-    (a script, a test) nothing is waited for but the replies in flight (`when_no_reply`).
+    time, counted from the first call (the start) at the earliest. A process that stays busy
+    runs it `MOST_WAIT_SECONDS` after it was asked for, as soon as no reply is in flight.
+    Without a running reactor (a script, a test) nothing is waited for but the replies in
+    flight (`when_no_reply`).
 
     Returns:
         Deferred: Fires with what `func` returns (or its Deferred's result, or its failure).
@@ -112,11 +118,13 @@ def when_settled(func, *args, **kwargs):
 
 @defer.inlineCallbacks
 def _quiet(clock):
+    latest = clock.seconds() + MOST_WAIT_SECONDS
     while True:
         if replying():
             yield when_no_reply(lambda: None)
             continue
-        left = _last_activity[0] + QUIET_SECONDS - clock.seconds()
+        now = clock.seconds()
+        left = min(_last_activity[0] + QUIET_SECONDS, latest) - now
         if left <= 0:
             return
         yield task.deferLater(clock, left, lambda: None)

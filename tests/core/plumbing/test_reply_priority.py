@@ -95,6 +95,24 @@ def test_a_line_said_just_after_the_start_is_answered_before_the_long_work_start
     assert ran == ["open"]
 
 
+def test_a_game_that_never_falls_quiet_gets_the_long_work_done_between_replies(clock):
+    """A busy room hears a line every second: the work waits at most MOST_WAIT_SECONDS, then
+    for the reply in flight to end, never for a quiet moment that does not come."""
+    ran = []
+    reply_priority.when_settled(ran.append, "open")
+    for _ in range(int(reply_priority.MOST_WAIT_SECONDS) - 1):
+        reply_priority.line_heard()
+        clock.advance(1.0)
+    assert ran == []
+    reply_priority.reply_started()
+    clock.advance(1.5)
+    reply_priority.line_heard()
+    assert ran == []  # not beside the reply
+    reply_priority.reply_finished()
+    clock.advance(0)
+    assert ran == ["open"]
+
+
 def test_without_a_running_reactor_long_work_waits_only_for_the_replies(monkeypatch):
     monkeypatch.setattr(reply_priority, "_clock", [])
     monkeypatch.setattr(reply_priority, "_last_activity", [None])
