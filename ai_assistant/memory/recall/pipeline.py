@@ -52,8 +52,9 @@ from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_ke
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
 from ai_assistant.memory.recall.tiers import tier_items
 from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
+from ai_assistant.memory.search.expansion import expansion_terms
 from ai_assistant.memory.search.filters import SearchFilters
-from ai_assistant.memory.search.journal_search import search_entries
+from ai_assistant.memory.search.journal_search import journal_vocabulary, search_entries
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import words
 from ai_assistant.plumbing.reply_priority import replying, when_no_reply
@@ -111,6 +112,7 @@ def recall_params(settings):
         alpha_recency=settings.get("recall.alpha_recency"),
         alpha_importance=settings.get("recall.alpha_importance"),
         embedding_weight=settings.get("recall.embedding_weight"),
+        expansion_weight=settings.get("recall.expansion_weight"),
     )
 
 
@@ -159,8 +161,16 @@ def _hidden(corpus):
     return sum(1 for item in corpus if audience_of(item) is not PUBLIC)
 
 
+def _expansion(corpus, text, embed, params, vocabulary):
+    """The corpus's words nearest in meaning to the query's (`search.expansion`), or None."""
+    if embed is None or not params.expansion_weight:
+        return None
+    texts = (str(item.get("content") or "") for item in corpus)
+    return expansion_terms(embed, text, texts, vocabulary)
+
+
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
-               min_information=0.0, hidden=None, diversity=0.0):  # fmt: skip
+               min_information=0.0, hidden=None, diversity=0.0, vocabulary=None):  # fmt: skip
     """
     Rank the corpus for a query (blocking: run it in the worker pool): the first stage (the
     search), the filters and the information weight, then the second stage (`diversity`).
@@ -178,6 +188,9 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             (the mirror keeps its count); else they are counted here.
         diversity (float): How much a hit that resembles a better one moves down
             (`recall.diversity`; needs `embed`; 0: by score alone).
+        vocabulary (JournalVocabulary, optional): The corpus's words and their vectors, kept
+            between calls, for the query's expansion (`params.expansion_weight`; needs
+            `embed`).
 
     Returns:
         list[Recalled]: Best first, one per source entry, visible to the viewer.
@@ -193,7 +206,9 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
                             filters=query.filters, semantic_scores=dense,
-                            index_cache=index_cache)  # fmt: skip
+                            index_cache=index_cache,
+                            expansion=_expansion(corpus, query.text, embed, params,
+                                                 vocabulary))  # fmt: skip
     recalled, seen = [], set()
     for score, item in ranked:
         if not visible_to(item, query.viewer) or _excluded(item, query.exclude):
@@ -256,7 +271,7 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
 
 
 def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
-                       hidden=None):
+                       hidden=None, vocabulary=None):
     """
     Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
     `recall`, and what `bench/recall_replay.py` replays).
@@ -269,28 +284,32 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
         matrices (EmbeddingMatrices, optional): The corpus's vectors, kept between calls.
         index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
         hidden (int, optional): How many items are private to someone, if known.
+        vocabulary (JournalVocabulary, optional): The corpus's words, kept between calls.
 
     Returns:
         tuple: `(recalled, lines)`.
     """
-    wanted = settings.get("recall.embedding_weight") or settings.get("recall.diversity")
+    wanted = (settings.get("recall.embedding_weight") or settings.get("recall.diversity")
+              or settings.get("recall.expansion_weight"))
     embed = default_embed(settings) if wanted else None
     recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
                           matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
-                          hidden=hidden, diversity=settings.get("recall.diversity"))  # fmt: skip
+                          hidden=hidden, diversity=settings.get("recall.diversity"),
+                          vocabulary=vocabulary)  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
 
 
-def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
+def _recall_in_worker(journal_entries, query, now, settings, mirror, others=(),
+                      vocabulary=None):
     corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
     return recall_from_corpus(corpus, query, now, settings,
                               matrices=mirror.matrices if mirror else None,
                               index_cache=mirror.index_cache if mirror else None,
-                              hidden=hidden)  # fmt: skip
+                              hidden=hidden, vocabulary=vocabulary)  # fmt: skip
 
 
 def _first_read_beside_a_reply(memories, query):
@@ -341,8 +360,10 @@ def recall(ports, query, *, runner=None):
     # the nodes and profiles are made into items here: the patrol and entity consolidation
     # change those documents on the reactor, so the worker gets a snapshot
     others = tier_items(load_nodes(ports), get_profiles(ports)) if query.journal else ()
+    # the words the query's expansion draws on, one vocabulary per assistant (the tools' too)
+    vocabulary = journal_vocabulary(ports)
     result = yield runner(_recall_in_worker, journal, query, ports.clock.now(), ports.settings,
-                          mirror, others)  # fmt: skip
+                          mirror, others, vocabulary)  # fmt: skip
     return result
 
 
