@@ -12,7 +12,10 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
 2. **Ranking.** The journal's search (`memory.search.search_entries`) over that corpus: BM25
    over lemmas with pseudo-relevance feedback, the speaker and time boosts, context from
    neighbouring lines, fused with the local embedder's cosine (`recall.embedding_weight`),
-   relevance first (`recall.alpha_recency`, `recall.alpha_importance`).
+   relevance first (`recall.alpha_recency`, `recall.alpha_importance`). The query is widened
+   with the corpus's words nearest in meaning to its own (`search.expansion`,
+   `recall.expansion_weight`): "what hobbies does she have?" also matches "pottery" and
+   "kiln" where a line says them, which neither BM25 nor a whole line's vector sees.
 3. **Filters.** Only items visible to the viewer (`memory.audience.visible_to`); never the
    entries being answered (`exclude`); one item per source entry (the best-ranked text).
 4. **Information.** The score is scaled by how much a line says (`information`), so small talk
