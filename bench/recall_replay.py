@@ -95,7 +95,7 @@ def replay_conversation(state, overrides=None):
         list[dict]: Per question: number, category, evidence, strict share, found turns,
         request tokens, the block's tokens and lines.
     """
-    from ai_assistant.agent.blocks.remembered import remembered_block
+    from ai_assistant.agent.blocks.remembered import fit_to_request, remembered_block
     from ai_assistant.memory.recall.pipeline import recall_from_corpus
     from ai_assistant.memory.search.dense import EmbeddingMatrices
     from ai_assistant.memory.search.expansion import JournalVocabulary
@@ -120,6 +120,10 @@ def replay_conversation(state, overrides=None):
         _, lines = recall_from_corpus(corpus, query, state["now"], settings,
                                       matrices=matrices, hidden=state["hidden"],
                                       vocabulary=vocabulary)  # fmt: skip
+        # fitted to the request's budget as the reply's cycle fits it, the other sections as
+        # the saved request had them
+        rest = request_tokens(with_block(asked["request"], None))
+        lines = fit_to_request(lines, rest, settings.get("recall.request_tokens"))
         block = remembered_block(None, {"recall": lines})
         request = with_block(asked["request"], block)
         text = request_text(request)

@@ -49,7 +49,7 @@ from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
-from ai_assistant.memory.recall.grouping import GroupedCost
+from ai_assistant.memory.recall.fitting import RankedLine, choose
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
@@ -252,25 +252,15 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
         max_line_tokens (int): The longest line shown (`recall.max_line_tokens`; 0: any).
 
     Returns:
-        list[str]: Dated lines, oldest first.
+        RecallLines: Dated lines, oldest first (a list of str), which can be chosen again for
+        another budget (`fitting.RecallLines.fit`).
     """
-    chosen, used, block = [], 0, GroupedCost(count)
+    ranked = []
     for found in recalled:
         line = recall_line(found.item)
-        if too_long(count(line) + 1, max_line_tokens):
-            continue
-        cost = block.cost(line)  # what it adds to the block laid out by day and speaker
-        if budget and used + cost > budget:
-            continue  # a shorter line further down may still fit
-        block.take(line)
-        chosen.append((found.item, line))
-        used += cost
-        if len(chosen) >= limit:
-            break
-    # oldest first; lines of the same moment in a fixed order, whatever ranked them (the
-    # inspector's preview, whose ranking may differ by a hair, shows the turn's very block)
-    chosen.sort(key=lambda pair: (str(pair[0].get("timestamp") or ""), pair[1]))
-    return [line for _, line in chosen]
+        if not too_long(count(line) + 1, max_line_tokens):
+            ranked.append(RankedLine(str(found.item.get("timestamp") or ""), line))
+    return choose(ranked, budget, limit, count)
 
 
 def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
