@@ -13,6 +13,7 @@ already show.
 """
 
 import dataclasses
+import functools
 import json
 
 from twisted.internet import defer
@@ -142,7 +143,13 @@ def block_tokens(lines, count=count_tokens):
     return count(f"## {TITLE}\n{block}") + 2 if block else 0
 
 
-def fit_to_request(lines, rest_tokens, request_budget, count=count_tokens):
+@functools.cache
+def _frame_tokens():
+    """Tokens of the block's title, delimiters and spacing (what the lines' cost leaves out)."""
+    return count_tokens(f"## {TITLE}\n{quote_untrusted('', 'MEMORIES', limit=None)}") + 2
+
+
+def fit_to_request(lines, rest_tokens, request_budget):
     """
     The recall lines chosen again so that the request they go in holds at most
     `request_budget` tokens (`recall.request_tokens`): recall gets what the request's other
@@ -153,23 +160,23 @@ def fit_to_request(lines, rest_tokens, request_budget, count=count_tokens):
         lines (list[str]): The pipeline's lines (`RecallLines`; any other list is kept as it is).
         rest_tokens (int): Tokens of the request without the recall block.
         request_budget (int): Tokens of the whole request (0: keep `lines`).
-        count (callable): Token counter.
 
     Returns:
         list[str]: The lines, oldest first.
     """
     if not request_budget or not isinstance(lines, RecallLines):
         return lines
+    # what the block really takes beside the layout's estimate (its title and delimiters, less
+    # what the estimate overcounts where lines meet), measured once on the block as chosen
+    frame = block_tokens(lines, lines.count) - lines.cost if lines else _frame_tokens()
     fitted = lines
     for _ in range(FIT_ROUNDS):
-        spare = request_budget - rest_tokens - block_tokens(fitted, count)
-        if spare >= 0 and fitted.complete:
-            break  # within the budget, and no line is left to add
-        if 0 <= spare < FIT_SLACK:
-            break
-        fitted = lines.fit(max(1, fitted.cost + spare), count)
-    while fitted and rest_tokens + block_tokens(fitted, count) > request_budget:
-        fitted = lines.fit(max(1, fitted.cost - FIT_SLACK), count)  # the estimate was short
+        spare = request_budget - rest_tokens - frame - fitted.cost
+        if spare >= 0 and (fitted.complete or spare < FIT_SLACK):
+            break  # within the budget, and no line is left to add or room for one
+        fitted = lines.fit(max(1, fitted.cost + spare))
+    while fitted and rest_tokens + block_tokens(fitted, lines.count) > request_budget:
+        fitted = lines.fit(max(1, fitted.cost - FIT_SLACK))  # the estimate was short
     return fitted
 
 

@@ -34,18 +34,35 @@ class RecallLines(list):
         cost (int): Tokens the chosen lines take in the block's layout (`GroupedCost`).
         complete (bool): Every ranked line was taken, or `limit` of them: a larger budget
             would add none.
+        count (callable): The token counter that chose them (a `MemoCount`: choosing again
+            counts no line twice).
     """
 
-    def __init__(self, lines=(), ranked=(), limit=0, cost=0, complete=True):
+    def __init__(self, lines=(), ranked=(), limit=0, cost=0, complete=True, count=count_tokens):
         super().__init__(lines)
         self.ranked = tuple(ranked)
         self.limit = limit
         self.cost = cost
         self.complete = complete
+        self.count = count
 
-    def fit(self, budget, count=count_tokens):
+    def fit(self, budget):
         """The lines chosen again from `ranked` for `budget` tokens (0: no budget)."""
-        return choose(self.ranked, budget, self.limit, count)
+        return choose(self.ranked, budget, self.limit, self.count)
+
+
+class MemoCount:
+    """A token counter that counts each text once (fitting again counts the same lines)."""
+
+    def __init__(self, count=count_tokens):
+        self._count = count
+        self._known = {}
+
+    def __call__(self, text):
+        known = self._known.get(text)
+        if known is None:
+            known = self._known[text] = self._count(text)
+        return known
 
 
 def choose(ranked, budget, limit, count=count_tokens):
@@ -62,6 +79,7 @@ def choose(ranked, budget, limit, count=count_tokens):
     Returns:
         RecallLines
     """
+    count = count if isinstance(count, MemoCount) else MemoCount(count)
     chosen, used, block, skipped = [], 0, GroupedCost(count), False
     for ranked_line in ranked:
         if limit and len(chosen) >= limit:
@@ -77,4 +95,4 @@ def choose(ranked, budget, limit, count=count_tokens):
     # inspector's preview, whose ranking may differ by a hair, shows the turn's very block)
     chosen.sort(key=lambda ranked_line: (ranked_line.when, ranked_line.line))
     return RecallLines([ranked_line.line for ranked_line in chosen], ranked, limit, used,
-                       complete=not skipped)  # fmt: skip
+                       complete=not skipped, count=count)  # fmt: skip

@@ -49,7 +49,7 @@ from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
-from ai_assistant.memory.recall.fitting import RankedLine, choose
+from ai_assistant.memory.recall.fitting import MemoCount, RankedLine, choose
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
@@ -255,7 +255,7 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
         RecallLines: Dated lines, oldest first (a list of str), which can be chosen again for
         another budget (`fitting.RecallLines.fit`).
     """
-    ranked = []
+    ranked, count = [], MemoCount(count)  # the lines counted here are not counted again
     for found in recalled:
         line = recall_line(found.item)
         if not too_long(count(line) + 1, max_line_tokens):
