@@ -215,11 +215,9 @@ SETTINGS = (
     Setting("memory.recall_limit", 5, range=(0, 1000),
         doc="Results of search_facts when the model names no limit."),
     Setting("recall.budget_tokens", 1300, range=(0, 1_000_000),
-        doc="Tokens of \"What you remember\" in the prompt (with a request budget: the first "
-            "choice, fitted to it)."),
+        doc="Tokens of \"What you remember\" where no request budget applies."),
     Setting("recall.request_tokens", 3480, range=(0, 1_000_000),
-        doc="Tokens of a reply's whole first request: \"What you remember\" gets what the "
-            "rest leaves (0: recall.budget_tokens alone)."),
+        doc="Tokens of a reply's first request; recall gets what the rest leaves (0: none)."),
     Setting("recall.prompt_items", 60, range=(0, 1000),
         doc="Items recalled into the prompt at most."),
     Setting("recall.max_line_tokens", 250, range=(0, 1_000_000),
