@@ -123,7 +123,8 @@ def replay_conversation(state, overrides=None):
         # fitted to the request's budget as the reply's cycle fits it, the other sections as
         # the saved request had them
         rest = request_tokens(with_block(asked["request"], None))
-        lines = fit_to_request(lines, rest, settings.get("recall.request_tokens"))
+        lines = fit_to_request(lines, rest, settings.get("recall.request_tokens"),
+                               settings.get("recall.min_tokens"))
         block = remembered_block(None, {"recall": lines})
         request = with_block(asked["request"], block)
         text = request_text(request)

@@ -149,7 +149,7 @@ def _frame_tokens():
     return count_tokens(f"## {TITLE}\n{quote_untrusted('', 'MEMORIES', limit=None)}") + 2
 
 
-def fit_to_request(lines, rest_tokens, request_budget):
+def fit_to_request(lines, rest_tokens, request_budget, floor=0):
     """
     The recall lines chosen again so that the request they go in holds at most
     `request_budget` tokens (`recall.request_tokens`): recall gets what the request's other
@@ -160,6 +160,9 @@ def fit_to_request(lines, rest_tokens, request_budget):
         lines (list[str]): The pipeline's lines (`RecallLines`; any other list is kept as it is).
         rest_tokens (int): Tokens of the request without the recall block.
         request_budget (int): Tokens of the whole request (0: keep `lines`).
+        floor (int): Tokens the lines may take however little the rest leaves
+            (`recall.min_tokens`: a request with every tool kit still recalls; it then passes
+            `request_budget`).
 
     Returns:
         list[str]: The lines, oldest first.
@@ -169,6 +172,8 @@ def fit_to_request(lines, rest_tokens, request_budget):
     # what the block really takes beside the layout's estimate (its title and delimiters, less
     # what the estimate overcounts where lines meet), measured once on the block as chosen
     frame = block_tokens(lines, lines.count) - lines.cost if lines else _frame_tokens()
+    # the request's budget, but never less than the floor for the lines themselves
+    request_budget = max(request_budget, rest_tokens + frame + floor)
     fitted = lines
     for _ in range(FIT_ROUNDS):
         spare = request_budget - rest_tokens - frame - fitted.cost
@@ -204,11 +209,12 @@ def messages_within_request(ports, situation, build, specs=None):
     if not request_budget or not isinstance(lines, RecallLines):
         return build(situation)
     rest = build({**situation, "recall": []})
-    fitted = yield ports.run_cpu_bound(_fit_beside, lines, rest, specs, request_budget)
+    fitted = yield ports.run_cpu_bound(_fit_beside, lines, rest, specs, request_budget,
+                                       ports.settings.get("recall.min_tokens"))  # fmt: skip
     return build({**situation, "recall": fitted})
 
 
-def _fit_beside(lines, rest, specs, request_budget):
+def _fit_beside(lines, rest, specs, request_budget, floor):
     """`fit_to_request` beside the messages `rest` and the tool specs `specs` (blocking)."""
     rest_tokens = count_message_tokens(rest) + (count_tokens(json.dumps(specs)) if specs else 0)
-    return fit_to_request(lines, rest_tokens, request_budget)
+    return fit_to_request(lines, rest_tokens, request_budget, floor)

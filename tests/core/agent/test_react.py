@@ -438,7 +438,7 @@ def test_the_recall_block_gets_what_the_rest_of_the_request_leaves(llm_server, m
     lines = choose(ranked, 300, limit=60)
 
     def request_for(request_budget):
-        ports = make_ports({"recall": {"request_tokens": request_budget}})
+        ports = make_ports({"recall": {"request_tokens": request_budget, "min_tokens": 0}})
         llm_server.requests.clear()
         llm_server.script(Reply.tool("say", {"message": "Aye."}))
         cycle(ports, clock, {"events": [event("Tell me about the ferry.")], "recall": lines})

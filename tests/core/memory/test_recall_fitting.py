@@ -50,3 +50,11 @@ def test_the_request_gives_recall_what_its_other_sections_leave():
     plain = ["- [1 February 2024] A line from elsewhere."]
     assert fit_to_request(plain, 880, budget) is plain  # not the pipeline's: kept
     assert isinstance(roomy, RecallLines) and roomy.ranked == RANKED
+
+
+def test_a_request_full_of_other_things_still_recalls_the_floor():
+    lines = choose(RANKED, 200, limit=10)
+    crowded = fit_to_request(lines, 1000, 1000, floor=60)  # no room left: the floor holds
+    assert crowded and crowded.cost <= 60
+    assert ranks(crowded) == list(range(1, len(crowded) + 1))
+    assert fit_to_request(lines, 400, 1000, floor=60) == fit_to_request(lines, 400, 1000)
