@@ -33,7 +33,7 @@ from django.db import transaction
 from evennia.utils import logger
 
 from ai_assistant import game_data
-from ai_assistant.plumbing import threads
+from ai_assistant.plumbing import residency, threads
 from ai_assistant.plumbing.state_log import StateLog, read_log, read_writer
 
 FOLDER = "state_log"
@@ -89,6 +89,8 @@ class Durability:
             _remove_stale_logs(character, path)
             self.log = StateLog(path, writer=game_data.writer())
             self.log.truncate()  # replayed into the Attributes above
+            # an assistant out of residency keeps no file open while its log is empty
+            character.assistant.runtime.on_release("state_log", self.log.rest)
 
     @property
     def enabled(self):
@@ -142,6 +144,8 @@ class Durability:
             self.log.truncate()
             self._whole.clear()
             self._schedule_sync()
+            if self.character.assistant.runtime not in residency.RESIDENCY:
+                self.log.rest()  # flushed after its release: no reason to keep it open
 
     def _flush_now(self):
         self._flush_scheduled = False

@@ -275,6 +275,7 @@ def measure(name, data, limit, log):
     # Drop this model's cached vectors: a later model could be given the same object id.
     with dense._EMBED_LOCK:
         dense._EMBED_CACHE.pop(dense._embed_key(model.embed), None)
+        dense._EMBED_OWNERS.pop(dense._embed_key(model.embed), None)
     return row
 
 

@@ -395,7 +395,8 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
         **totals,
         "search_defaults": {key: DEFAULTS["journal"].get(key) for key in (
             "alpha_recency", "alpha_importance", "alpha_relevance", "recency_decay",
-            "speaker_boost", "context_weight", "time_boost", "embedding_weight", "fusion",
+            "speaker_boost", "context_weight", "context_terms", "time_boost", "embedding_weight",
+            "expansion_weight", "fusion",
             "relevance_gate", "rerank_pool", "feedback_docs", "feedback_terms",
             "feedback_weight")},  # fmt: skip
         "methods": {name: tally.report() for name, tally in tallies.items()},

@@ -50,7 +50,7 @@ WRITTEN = "written"  # a record that a document went straight to the database
 
 class StateLog:
     """
-    An append-only file of state changes, kept open.
+    An append-only file of state changes, kept open while it holds any (see `rest`).
 
     Args:
         path (str): The log file (its folder is created).
@@ -61,13 +61,19 @@ class StateLog:
     def __init__(self, path, writer=None):
         self.path = path
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self.size = os.fstat(self._fd).st_size
+        self._fd = None
+        self._resting = False
+        self._open()
         self.unsynced = False
         self._writer = writer
         self._empty_size = 0
         if not self.size:
             self._write_writer()
+
+    def _open(self):
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.size = os.fstat(self._fd).st_size
+        self._resting = False
 
     def _write_writer(self):
         if self._writer is not None:
@@ -76,7 +82,31 @@ class StateLog:
 
     @property
     def closed(self):
-        return self._fd is None
+        """True once `close`d (a resting log is not closed: its next append opens it)."""
+        return self._fd is None and not self._resting
+
+    @property
+    def resting(self):
+        return self._resting
+
+    def rest(self):
+        """
+        Close the file while it holds nothing the database lacks (only its header): a game
+        with a thousand assistants would otherwise keep a thousand files open, most of them
+        idle. The next record opens it again.
+
+        Returns:
+            bool: True when the log rests now (or already did); False when it holds records
+            (or was closed for good), so it stays as it is.
+        """
+        if self._resting:
+            return True
+        if self._fd is None or self.size > self._empty_size:
+            return False
+        fd, self._fd = self._fd, None
+        self._resting = True
+        os.close(fd)
+        return True
 
     def append(self, place, name, value):
         """
@@ -112,6 +142,8 @@ class StateLog:
         return self._append((place, str(name), WRITTEN, None))
 
     def _append(self, record):
+        if self._resting:
+            self._open()
         if self._fd is None:
             return False
         try:
@@ -147,6 +179,7 @@ class StateLog:
             pass
 
     def close(self):
+        self._resting = False
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)

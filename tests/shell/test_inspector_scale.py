@@ -1,7 +1,9 @@
 """
 The memory inspector at scale, in a real browser: with 5,000 journal entries and 5,000
-long-term memories the page is under 300 KB and renders in under a second, and it asks for
-nothing outside the game (any such request fails the test).
+long-term memories the page is under 300 KB and asks for nothing outside the game (any such
+request fails the test). How long it takes is a benchmark's figure, not this test's:
+`bench.inspector_page` runs this test and reads the timings it records
+(`INSPECTOR_SCALE_RECORD`), so a loaded machine cannot fail the suite.
 
 The page is made by the inspector's own view (Django's test client, on this thread, which is
 the reactor thread the inspector's reads run on), then served with its static files from a
@@ -25,9 +27,10 @@ from test_e2e_inspector import ARTIFACTS, browser
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.plumbing import documents
 
-ENTRIES = MEMORIES = 5000
+ENTRIES = MEMORIES = int(os.environ.get("INSPECTOR_SCALE_ENTRIES", "5000"))
 MOST_BYTES = 300 * 1024
-MOST_SECONDS = 1.0
+# where the timings go when `bench.inspector_page` runs this test
+RECORD = os.environ.get("INSPECTOR_SCALE_RECORD")
 NETWORK_SCHEMES = ("http", "https", "ws", "wss", "ftp")
 PEOPLE = ("Alice", "Bob", "Cora", "Dmitri")
 
@@ -129,7 +132,7 @@ def load_in_chromium(html, again=3):
             if message.get("method") == "Network.requestWillBeSent":
                 requested.append(message["params"]["request"]["url"])
         os.makedirs(ARTIFACTS, exist_ok=True)
-        driver.save_screenshot(os.path.join(ARTIFACTS, "scale-5000.png"))
+        driver.save_screenshot(os.path.join(ARTIFACTS, f"scale-{ENTRIES}.png"))
         return first, later[len(later) // 2], requested, server.url
     finally:
         driver.quit()
@@ -138,7 +141,7 @@ def load_in_chromium(html, again=3):
 
 @override_settings(AI_ASSISTANT={**TEST_SETTINGS, "journal": {"max_entries": 10_000}})
 class TestInspectorAtScale(InspectorTestCase):
-    def test_5000_entries_and_5000_memories_under_300_kb_and_a_second(self):
+    def test_5000_entries_and_5000_memories_under_300_kb_and_nothing_outside(self):
         seed_at_scale(self.ports)
         self.client.force_login(self.builder)
         started = time.perf_counter()
@@ -146,7 +149,8 @@ class TestInspectorAtScale(InspectorTestCase):
         served = time.perf_counter() - started
         assert response.status_code == 200
         html = response.content
-        assert b"5000 entries, newest first" in html and b"5000 of 5000 memories" in html
+        assert (f"{ENTRIES} entries, newest first".encode() in html
+                and f"{MEMORIES} of {MEMORIES} memories".encode() in html)
         first, timing, requested, origin = load_in_chromium(html)
         outside = [url for url in requested if url.split(":", 1)[0] in NETWORK_SCHEMES
                    and not url.startswith(origin)]  # data: URLs are no request
@@ -160,4 +164,9 @@ class TestInspectorAtScale(InspectorTestCase):
               f"{len(requested)} requests, none outside")
         # a first visit: the page and its stylesheets
         assert len(html) + first["resources"] < MOST_BYTES, (len(html), first["resources"])
-        assert served + timing["load"] / 1000 < MOST_SECONDS, (served, timing)
+        if RECORD:
+            with open(RECORD, "w") as record:
+                json.dump({"entries": ENTRIES, "memories": MEMORIES, "page_bytes": len(html),
+                           "stylesheet_bytes": first["resources"], "served_seconds": served,
+                           "first_visit": first, "again_median": timing,
+                           "requests": len(requested)}, record)

@@ -109,13 +109,19 @@ class Recalled:
 
 
 def recall_params(settings):
-    """The search knobs of recall: the journal's, with recall's own weights and fusion."""
+    """
+    The search knobs of recall: the journal's, with recall's own weights and fusion. Recall's
+    corpus puts memories before the journal, so an item's neighbours there are not its turn's
+    context: each item is read alone (`context_terms` 0), as before the journal search read
+    entries with their neighbours' words.
+    """
     return dataclasses.replace(
         SearchParams.from_settings(settings),
         alpha_recency=settings.get("recall.alpha_recency"),
         alpha_importance=settings.get("recall.alpha_importance"),
         embedding_weight=settings.get("recall.embedding_weight"),
         expansion_weight=settings.get("recall.expansion_weight"),
+        context_terms=0.0,
     )
 
 

@@ -20,6 +20,10 @@ import numpy
 _EMBED_CACHE = {}
 _EMBED_CACHE_MAX = 100_000
 _EMBED_LOCK = threading.Lock()
+# The object each key of `_EMBED_CACHE` was made for, held so that its id cannot be given to
+# a new embedder while its vectors are kept (an id is reused once its object is gone, and the
+# new object would read the old one's vectors).
+_EMBED_OWNERS = {}
 
 
 def _embed_key(embed):
@@ -29,8 +33,14 @@ def _embed_key(embed):
 
 def embeddings(embed, texts):
     """Vectors for `texts`, computing only the ones this embed function has not seen."""
+    key, owner = _embed_key(embed), (getattr(embed, "__func__", embed),
+                                     getattr(embed, "__self__", None))  # fmt: skip
     with _EMBED_LOCK:
-        cache = _EMBED_CACHE.setdefault(_embed_key(embed), {})
+        known = _EMBED_OWNERS.setdefault(key, owner)
+        if known[0] is not owner[0] or known[1] is not owner[1]:  # the id of one gone
+            _EMBED_OWNERS[key] = owner
+            _EMBED_CACHE[key] = {}
+        cache = _EMBED_CACHE.setdefault(key, {})
         found = {text: cache[text] for text in texts if text in cache}
     missing = list(dict.fromkeys(text for text in texts if text not in found))
     if missing:

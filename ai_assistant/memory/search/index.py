@@ -95,6 +95,11 @@ class JournalIndex:
         idf = numpy.log(1 + (self.size - counts + 0.5) / (counts + 0.5))
         self._positions = owners[order]
         self._weights = saturated[order] * numpy.repeat(idf, counts)
+        # kept for `bm25_in_context`, which saturates each entry's frequencies with its
+        # neighbours' added, so it needs them raw
+        self._frequencies = frequencies[order]
+        self._norms = norms
+        self._k1 = k1
         self._spans = dict(zip(terms.tolist(), zip(starts.tolist(), (starts + counts).tolist(),
                                                    strict=True), strict=True))  # fmt: skip
 
@@ -147,6 +152,45 @@ class JournalIndex:
             if found is not None:
                 where, term_weights = found
                 scores[where] += weight * term_weights  # an entry appears once per term
+        return scores
+
+    def bm25_in_context(self, weights, share):
+        """
+        BM25 where each entry is read with the words of the entries just before and after it
+        (document expansion with the turn's context: "they were stoked for the dinosaur
+        exhibit" after "we went to the museum" also matches "museum").
+
+        The larger of the two neighbours' frequencies of a term joins the entry's own at
+        `share` before BM25 saturates them: a line between two that say a word is beside one
+        topic, not twice as much about it, and with `share` below 1 a line that says the word
+        itself still outranks one that only stands next to it. The idf stays the term's own
+        (how many entries say it) and the length normalisation the entry's own.
+
+        Args:
+            weights (dict): `{term: weight}`.
+            share (float): Weight of a neighbour's words (0 is plain `bm25_weighted`).
+
+        Returns:
+            numpy.ndarray: The score of every entry.
+        """
+        if share <= 0 or self.size < 2:
+            return self.bm25_weighted(weights)
+        scores = numpy.zeros(self.size)
+        padded = numpy.zeros(self.size + 2)  # padded[p + 1] is position p's frequency
+        for term, weight in weights.items():
+            span = self._spans.get(_TERM_IDS.get(term))
+            if span is None:
+                continue
+            start, end = span
+            where = self._positions[start:end] + 1
+            padded[where] = self._frequencies[start:end]  # an entry appears once per term
+            frequency = padded[1:-1] + share * numpy.maximum(padded[:-2], padded[2:])
+            padded[where] = 0.0
+            hit = numpy.flatnonzero(frequency)
+            tf = frequency[hit]
+            n = end - start
+            idf = math.log(1 + (self.size - n + 0.5) / (n + 0.5))
+            scores[hit] += weight * idf * tf * (self._k1 + 1) / (tf + self._norms[hit])
         return scores
 
     def idf(self, term):

@@ -21,6 +21,8 @@ class SearchParams:
         speaker_boost (float): Relevance bonus (x(1+boost)) for entries whose source_entity
             is named in the query.
         context_weight (float): Share of a neighbouring entry's relevance an entry inherits.
+        context_terms (float): Weight of the previous and next entries' words in an entry's
+            BM25 (document expansion with the turn's context; 0 reads each entry alone).
         fusion (str): "score" (normalised-score) or "rrf" (reciprocal-rank) fusion of BM25 and
             the dense similarity; used only with `embed` or `semantic_scores`.
         embedding_weight (float): The dense similarity's share of the fusion (0 leaves it out).
@@ -43,6 +45,7 @@ class SearchParams:
     recency_decay: float = 0.99
     speaker_boost: float = 0.6
     context_weight: float = 0.5
+    context_terms: float = 0.0
     fusion: str = "score"
     embedding_weight: float = 0.0
     feedback_docs: int = 0

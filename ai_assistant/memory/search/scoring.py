@@ -111,8 +111,10 @@ def relevance_scores(index, terms, named, dense, params, in_window=None, expansi
     """
     Relevance 0-1 of every entry (array, the best match 1.0), or None when nothing is relevant.
 
-    BM25 of the query terms and their expansion (the journal's words nearest in meaning, at
-    `expansion_weight`), widened by pseudo-relevance feedback, fused with the dense
+    BM25 of the query terms, each entry read with its neighbours' words at `context_terms`
+    (document expansion: the answer to a question is often a turn that names nothing the
+    question says, after one that does), and of their expansion (the journal's words nearest
+    in meaning, at `expansion_weight`), widened by pseudo-relevance feedback, fused with the dense
     similarities, then the boosts: the time the query names, the context of neighbouring
     entries, and last the speakers it names. The speaker boost comes after the neighbours'
     share: in a conversation a named speaker's line sits between the other person's, and
@@ -128,7 +130,7 @@ def relevance_scores(index, terms, named, dense, params, in_window=None, expansi
         in_window (numpy.ndarray, optional): Mask of the entries from the time the query names.
         expansion (dict, optional): `expansion.expansion_terms` of the query.
     """
-    raw = index.bm25(terms)
+    raw = index.bm25_in_context(dict.fromkeys(terms, 1.0), params.context_terms)
     if expansion and params.expansion_weight > 0:
         raw = raw + index.bm25_weighted(expanded_query(expansion, terms,
                                                        params.expansion_weight))  # fmt: skip

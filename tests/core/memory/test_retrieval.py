@@ -286,7 +286,8 @@ def test_the_synchronous_search_never_embeds(monkeypatch, make_ports):
 
     monkeypatch.setattr(dense, "cosine_scores", forbidden)
     monkeypatch.setattr(dense, "embeddings", forbidden)
-    overrides = {"journal.embedding_weight": 0.5, "journal.context_weight": 0}
+    overrides = {"journal.embedding_weight": 0.5, "journal.context_weight": 0,
+                 "journal.context_terms": 0}
     options = SearchParams.from_settings(Settings(overrides=overrides))
     assert "embed" not in {knob.name for knob in fields(options)}
     assert options.relevance_gate > 0 and options.rerank_pool
@@ -475,3 +476,16 @@ def test_time_boost_is_a_setting():
     assert SearchParams.from_settings(Settings()).time_boost == 1.0
     options = SearchParams.from_settings(Settings(overrides={"journal.time_boost": 0}))
     assert options.time_boost == 0
+
+
+def test_a_new_embedder_given_a_gone_ones_id_never_reads_its_vectors():
+    first = counting_embed([])
+    dense.embeddings(first, ["the mill wheel"])
+    key = dense._embed_key(first)
+    # a new embedder that the interpreter gave the same id (the first one gone)
+    calls = []
+    second = counting_embed(calls)
+    dense._EMBED_OWNERS[dense._embed_key(second)] = dense._EMBED_OWNERS.pop(key)
+    dense._EMBED_CACHE[dense._embed_key(second)] = dense._EMBED_CACHE.pop(key)
+    dense.embeddings(second, ["the mill wheel"])
+    assert calls == [["the mill wheel"]]  # computed by the new one, not read from the old

@@ -23,7 +23,7 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing import state_changes as changes
 from ai_assistant.plumbing.ports import MemoryState
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
-from ai_assistant.plumbing.state_log import StateLog, read_log
+from ai_assistant.plumbing.state_log import StateLog, read_log, read_writer
 from ai_assistant.sleep.consolidation import run_sleep_consolidation
 
 # ----------------------------------------------------------------------------------------------
@@ -336,3 +336,20 @@ def test_a_recorded_memory_the_store_lost_is_stored_again(tmp_path, sleeper):
     again = sleeper(state.crash())
     result_of(run_sleep_consolidation(again))
     assert sorted(memories_by_entry(again)["entry-0"]) == sorted(FACTS[:2])
+
+
+def test_an_empty_log_rests_with_no_file_open_and_opens_again_on_the_next_record(tmp_path):
+    path = str(tmp_path / "npc.log")
+    log = StateLog(path, writer="this process")
+    log.append("character", "goals", ["a"])
+    assert not log.rest()  # it holds a record the database lacks
+    log.truncate()
+    assert log.rest() and log.resting and not log.closed
+    log.truncate()  # nothing to empty: the header stays
+    log.sync()
+    assert read_writer(path) == "this process"
+    assert log.append("character", "goals", ["b"]) and not log.resting
+    assert read_log(path)[0] == {("character", "goals"): ["b"]}
+    log.close()
+    assert log.closed and not log.rest()
+    assert not log.append("character", "goals", ["c"])  # closed for good, not resting

@@ -182,7 +182,11 @@ def test_search_journal_expands_the_query_with_the_journals_own_words():
 
 
 def test_search_journal_finds_a_paraphrase_through_the_local_embedder():
-    ports = make_ports(overrides={"journal.alpha_recency": 0, "journal.alpha_importance": 0})
+    # each line read alone: in this three-line journal the bread line stands between the two
+    # wolf lines, and read with their words it would rank first (by design: an answer often
+    # follows the question that names its subject)
+    ports = make_ports(overrides={"journal.alpha_recency": 0, "journal.alpha_importance": 0,
+                                  "journal.context_terms": 0})  # fmt: skip
     _journal_with_entries(ports)
     result = call(ports, "search_journal", {"query": "wolf attack on the flock"})
     assert result["mode"] == "dense+hybrid" and result["results"][0]["id"] == 1
@@ -224,7 +228,7 @@ def test_semantic_similarity_and_text_match_add_up_in_one_ranking():
     semantic = FakeSemantic([{"id": "m1", "memory": "wolves", "score": 0.8,
                               "metadata": {"entry_id": 1}}])  # fmt: skip
     overrides = {"journal.alpha_recency": 0, "journal.alpha_importance": 0,
-                 "journal.context_weight": 0}  # fmt: skip
+                 "journal.context_weight": 0, "journal.context_terms": 0}  # fmt: skip
     ports = make_ports(semantic=semantic, overrides=overrides)
     _journal_with_entries(ports)
     text_only = call(ports, "search_journal", {"query": "wolves", "semantic": False})
