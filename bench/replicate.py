@@ -312,6 +312,7 @@ def replicate(world, count, copier, words, speaker_base, log=print):
     Returns:
         dict: `{"replicas": made now, "memories": copied now}`.
     """
+    from django.db import transaction
     from evennia.utils import create
 
     from ai_assistant.adapters import memory_scope
@@ -325,20 +326,24 @@ def replicate(world, count, copier, words, speaker_base, log=print):
         template_number = number % world.grown
         template = world.npcs[template_number]
         key = f"Ada{number}"
-        replica = create.create_object(AssistantCharacter, key=key, location=world.room,
-                                       home=world.room)
-        replica.assistant.script.unsubscribe()
-        variation = Variation(template.key, key, template_number, number, words, speaker_base)
-        if template_number not in templates:
-            templates[template_number] = template_attributes(template)
-        copy_attributes(templates[template_number], replica, variation)
-        template_scope, scope = memory_scope(template), memory_scope(replica)
-        if scope != variation.text(template_scope):
-            raise RuntimeError(f"{key}: its scope was not rewritten ({scope})")
-        clock = FixedClock(world.clocks[template_number].current)
-        replica.assistant.ports().clock = clock
-        revector_nodes(replica, copier.embedder)
-        replica.assistant.flush()
+        # one transaction per replica: each Attribute written on its own was a commit of its
+        # own, and the game database's commits (a file sync each) were most of a replica's time
+        with transaction.atomic():
+            replica = create.create_object(AssistantCharacter, key=key, location=world.room,
+                                           home=world.room)
+            replica.assistant.script.unsubscribe()
+            variation = Variation(template.key, key, template_number, number, words,
+                                  speaker_base)
+            if template_number not in templates:
+                templates[template_number] = template_attributes(template)
+            copy_attributes(templates[template_number], replica, variation)
+            template_scope, scope = memory_scope(template), memory_scope(replica)
+            if scope != variation.text(template_scope):
+                raise RuntimeError(f"{key}: its scope was not rewritten ({scope})")
+            clock = FixedClock(world.clocks[template_number].current)
+            replica.assistant.ports().clock = clock
+            revector_nodes(replica, copier.embedder)
+            replica.assistant.flush()
         memories += copier.copy(template_scope, scope, variation)
         world.npcs.append(replica)
         world.clocks.append(clock)

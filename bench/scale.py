@@ -458,26 +458,57 @@ def process_rss_mb():
     return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
 
 
-def explain_recall(url, scope, text="What about the harbour lantern festival?"):
+RECALL_QUERY = "What about the harbour lantern festival?"
+
+
+def recall_query_params(scope, text=RECALL_QUERY):
+    """The parameters of recall's candidate query (`pgvector_recall`) for one scope."""
+    from ai_assistant.memory.embedder import get_embedder
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    return pgvector_recall.query_params(scope, get_embedder().embed(text), text,
+                                        entry_ids=[str(n) for n in range(1, 40)])
+
+
+def explain_recall(url, scope, text=RECALL_QUERY):
     """
     `EXPLAIN (ANALYZE, BUFFERS)` of recall's candidate query (`pgvector_recall`) for one
     assistant, on the world as it is: which indexes it uses, and its time in the database.
     """
     import psycopg
 
-    from ai_assistant.memory.embedder import get_embedder
     from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
 
-    vector = get_embedder().embed(text)
-    params = {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]", "text": text,
-              "scope": scope, "per_half": pgvector_recall.CANDIDATES_PER_HALF,
-              "rrf_k": pgvector_recall.RRF_K, "entries": [str(n) for n in range(1, 40)]}
     statement = pgvector_recall._statement(pgvector_store.TABLE)
     with psycopg.connect(url) as connection:
         connection.execute("ANALYZE " + pgvector_store.TABLE)
         plan = [row[0] for row in connection.execute(
-            psycopg.sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params).fetchall()]
+            psycopg.sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement,
+            recall_query_params(scope, text)).fetchall()]
     return plan
+
+
+def recall_query_ms(url, scopes, text=RECALL_QUERY):
+    """
+    Recall's candidate query as the database itself times it (`EXPLAIN ANALYZE`'s execution
+    time), once for each of `scopes`: the query's cost apart from the bench process's share
+    of a busy machine (what the process waits for the database is inside `recall_ms`).
+
+    Returns:
+        dict: `summary` of the milliseconds.
+    """
+    import psycopg
+
+    from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
+
+    statement = psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + pgvector_recall._statement(
+        pgvector_store.TABLE)
+    timings = []
+    with psycopg.connect(url) as connection:
+        for scope in scopes:
+            plan = connection.execute(statement, recall_query_params(scope, text)).fetchone()[0]
+            timings.append(float(plan[0]["Execution Time"]))
+    return summary(timings)
 
 
 def measure_world(world, args, database, sqlite, url, log):
@@ -528,6 +559,8 @@ def measure_world(world, args, database, sqlite, url, log):
 
         measured["memories_in_postgres"] = memories_stored(url)
         measured["recall_query_plan"] = explain_recall(url, memory_scope(world.npcs[-1]))
+        sample = random.Random(len(world.npcs)).sample(world.npcs, min(50, len(world.npcs)))
+        measured["recall_query_ms"] = recall_query_ms(url, [memory_scope(npc) for npc in sample])
     log(f"{len(world.npcs)} assistants: recall p95 {measured['recall_ms']['p95']} ms, "
         f"reload {seconds} s, reload RSS {measured['reload_peak_rss_mb']} MB")
     return measured

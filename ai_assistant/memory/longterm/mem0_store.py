@@ -310,7 +310,7 @@ class Mem0Store:
         """True when the database finds recall's candidates (`recall_candidates`)."""
         return self._shared.in_database
 
-    def recall_candidates(self, query, *, entry_ids=(),
+    def recall_candidates(self, query, *, entry_ids=(), journal_entries=(), now=None,
                           per_half=pgvector_recall.CANDIDATES_PER_HALF):
         """
         The memories that may answer a query, found by the database (the postgres store).
@@ -318,10 +318,14 @@ class Mem0Store:
         Args:
             query (str): What recall looks for.
             entry_ids (iterable): Journal entry ids to check for memories made from them.
+            journal_entries (iterable): The journal entries recall ranks beside them (their
+                words' statistics in the scope are read too).
+            now (datetime, optional): The current time (the times a query names).
             per_half (int): Candidates by vector and by words (each).
 
         Returns:
-            Deferred[tuple]: `(memories, sources)` (`pgvector_recall.recall_candidates`).
+            Deferred[tuple]: `(memories, sources, scope_words)`
+            (`pgvector_recall.recall_candidates`).
             Errbacks with `MemoryStoreUnavailable` while the database is unreachable.
         """
         if not self.ranks_in_database:
@@ -334,7 +338,8 @@ class Mem0Store:
             return defer.fail(RuntimeError("the semantic store is closed"))
         # a read: it needs no lock (PostgreSQL isolates it), so it never waits behind a write
         return self._runner(self._guarded, self._recall_candidates, str(query),
-                            tuple(str(entry) for entry in entry_ids), int(per_half))
+                            tuple(str(entry) for entry in entry_ids), int(per_half),
+                            tuple(journal_entries), now)
 
     def close(self):
         """Let go of the shared store; the last user closes the qdrant client."""
@@ -360,13 +365,13 @@ class Mem0Store:
             return func(*args)
         return self._shared.breaker.call(func, *args, log=self._log)
 
-    def _recall_candidates(self, query, entry_ids, per_half):
+    def _recall_candidates(self, query, entry_ids, per_half, journal_entries=(), now=None):
         if not query.strip():
-            return [], set()
+            return [], set(), pgvector_recall.no_words()
         vector = self._memory.embedding_model.embed(query, "search")
         return pgvector_recall.recall_candidates(
             self._memory.vector_store.connection_pool, self.key, vector, query, entry_ids,
-            per_half)
+            per_half, journal_entries=journal_entries, now=now)
 
     def _locked(self, func, *args):
         with self._shared.lock:

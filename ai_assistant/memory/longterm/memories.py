@@ -216,7 +216,7 @@ class Memories:
             return defer.succeed(mirror)
         return recall_mirror.ensure_loaded(self._ports, runner)
 
-    def recall_candidates(self, query, entry_ids=()):
+    def recall_candidates(self, query, entry_ids=(), journal_entries=(), now=None):
         """
         The memories that may answer a query, found by the store's database (a store that
         `ranks_in_database`; see `longterm.pgvector_recall`).
@@ -224,12 +224,16 @@ class Memories:
         Args:
             query (str): What recall looks for.
             entry_ids (iterable): Journal entry ids to check for memories made from them.
+            journal_entries (iterable): The journal entries recall ranks beside them.
+            now (datetime, optional): The current time (the times a query names).
 
         Returns:
-            Deferred[tuple]: `(memories, sources)`: memories as listed, each with its
-            `cosine` to the query; the `entry_ids` that have memories.
+            Deferred[tuple]: `(memories, sources, scope_words)`: memories as listed, each
+            with its `cosine` to the query and its `place` in the scope's time order; the
+            `entry_ids` that have memories; the scope's word statistics.
         """
-        return self._call("recall_candidates", query, entry_ids=entry_ids)
+        return self._call("recall_candidates", query, entry_ids=entry_ids,
+                          journal_entries=journal_entries, now=now)
 
     # ------------------------------------------------------------------------------------------
 

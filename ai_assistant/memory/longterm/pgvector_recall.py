@@ -7,23 +7,45 @@ game process holds no per-assistant corpus: one statement, within the assistant'
 
 - the `per_half` memories nearest the query's vector (pgvector's cosine distance `<=>`, exact
   within the scope: the scope index narrows the rows, see `pgvector_store`);
-- the `per_half` memories that best match its words (PostgreSQL's full text search,
-  `ts_rank_cd` over each memory's English words, parsed once when it was written
-  (`pgvector_store.WORDS_COLUMN`), the query's words OR-ed so a memory matching any of them is
-  a candidate, as BM25 treats them);
+- the `per_half` memories that best match its words: BM25 over the scope, on the very terms
+  recall's own ranking reads (`search.terms.tokenize`: lemma, then Snowball stem, stored with
+  each row in `pgvector_store.TERMS_COLUMN`), with the scope's own document frequencies and
+  average length, so the database takes the memories recall's BM25 puts first over every
+  memory (PostgreSQL's English configuration stems other words: it knows no irregular forms,
+  "went" is not "go");
 - fused by reciprocal rank in SQL (each candidate also carries its cosine, which recall fuses
   with its own word scores);
+- each candidate's time neighbours (`NEIGHBOURS` on each side, and the scope's last memories,
+  which the journal's unconsolidated entries follow), and theirs, with every row's place in
+  the scope's time order: recall lets an item share its neighbours' relevance
+  (`search.scoring`), so a candidate and its neighbours are ranked with all of theirs, and the
+  neighbours' neighbours only lend theirs (`context_only`);
+- the scope's word statistics: how many memories it holds, their length in terms, and in how
+  many of them each term of the candidates, of the query and of the journal occurs;
 - and, in the same round trip, which of the given journal entries have memories made from
   them (recall leaves those entries out: an entry and its memories are one item).
 
-The recall pipeline then ranks these candidates with the journal's unconsolidated entries and
-the other tiers, and filters and budgets them as it does the mirror's (audience, superseded,
-outranked, information, budget): both stores share everything after the candidates.
+With these the recall pipeline ranks the candidates as it ranks every memory on the embedded
+store (`index.WholeCorpus`: BM25's idf and average length are the scope's, and neighbours are
+neighbours in time), then filters and budgets them as it does the mirror's (audience,
+superseded, outranked, information, budget): both stores share everything after the
+candidates.
+
+A row's terms and time are written by the first recall that meets the row without them (a new
+memory, one whose text changed: a trigger clears them, or one moved in by `store_move`): the
+tokenizer is Python's, so the store, not the database, computes them (`fill_terms`).
 
 Every call here blocks (a database round trip): the store runs it off the reactor.
 """
 
+from collections import Counter
+
 from ai_assistant.memory.longterm import pgvector_store
+from ai_assistant.memory.search.index import BM25_B, BM25_K1
+from ai_assistant.memory.search.scoring import CONTEXT_RADIUS
+from ai_assistant.memory.search.terms import STOPWORDS, stem, tokenize, words
+from ai_assistant.memory.search.time_references import find_time_references, strip_spans
+from ai_assistant.plumbing.ports import parse_iso
 
 # Candidates per half (nearest by vector, best by words): recall wants `limit * OVERFETCH`
 # items plus what audience and supersession may hide; a few hundred keep every item the
@@ -31,49 +53,135 @@ from ai_assistant.memory.longterm import pgvector_store
 CANDIDATES_PER_HALF = 150
 # The usual reciprocal-rank constant (Cormack et al.): damps the first ranks' dominance.
 RRF_K = 60
+# Time neighbours read on each side of a candidate: as far as recall's ranking lets relevance
+# spread (`scoring.CONTEXT_RADIUS`).
+NEIGHBOURS = CONTEXT_RADIUS
+# Rows given their terms per round trip when many lack them (a table moved in, say).
+FILL_BATCH = 500
 # mem0's own payload keys: what is left of a payload is the memory's metadata (as mem0 lists it)
 _CORE_KEYS = frozenset({"data", "hash", "created_at", "updated_at", "id", "text_lemmatized",
                         "attributed_to", "user_id", "agent_id", "run_id", "actor_id", "role",
                         "expiration_date"})
 
 
-def _statement(table):
+def _names():
     from psycopg import sql
 
-    config = sql.Literal(pgvector_store.TEXT_CONFIG)
-    words = sql.SQL("t.{}").format(sql.Identifier(pgvector_store.WORDS_COLUMN))
-    return sql.SQL("""
-WITH query AS (
-    SELECT %(vector)s::vector AS vector,
-           NULLIF(replace(plainto_tsquery({config}, %(text)s)::text, ' & ', ' | '), '')::tsquery
-               AS words
+    return {"table": sql.Identifier(pgvector_store.TABLE)} | {
+        name: sql.Identifier(column) for name, column in (
+            ("terms", pgvector_store.TERMS_COLUMN), ("counts", pgvector_store.COUNTS_COLUMN),
+            ("length", pgvector_store.LENGTH_COLUMN), ("moment", pgvector_store.MOMENT_COLUMN),
+            ("made", pgvector_store.MADE_COLUMN))}
+
+
+# Recall's statement (`_statement` names its table and columns): see the module's notes.
+_STATEMENT = """
+WITH query AS (SELECT %(vector)s::vector AS vector),
+scope AS MATERIALIZED (
+    -- the scope's memories in time order, as recall's mirror holds them (empty texts are not
+    -- memories to recall), with their terms and their distance to the query, read once; rows
+    -- without terms yet are filled in before
+    SELECT t.id, t.payload, t.vector <=> q.vector AS distance,
+           coalesce(t.{terms}, '{{}}') AS terms, coalesce(t.{counts}, '{{}}') AS counts,
+           coalesce(t.{length}, 0) AS length, t.payload->>'source_entity' AS speaker,
+           coalesce(t.payload->>'audience', '') <> '' AS private,
+           row_number() OVER (ORDER BY t.{moment}, t.{made}, t.id) AS place
+    FROM {table} t, query q
+    WHERE t.payload->>'user_id' = %(scope)s AND btrim(coalesce(t.payload->>'data', '')) <> ''
+),
+asked AS (SELECT word, term FROM unnest(%(words)s::text[], %(query_terms)s::text[]) a(word, term)),
+-- a speaker's name says whose lines to favour, it is not a word to match (`journal_search`)
+speakers AS (
+    SELECT name FROM (SELECT DISTINCT speaker FROM scope WHERE speaker IS NOT NULL) s,
+        regexp_split_to_table(regexp_replace(regexp_replace(lower(s.speaker),
+            '[''’]s\\M', '', 'g'), '[''’]', '', 'g'), '[^a-z0-9]+') name
+    UNION SELECT unnest(%(speakers)s::text[])
+),
+content AS (SELECT term FROM asked WHERE word NOT IN (SELECT name FROM speakers)),
+wanted_terms AS (
+    SELECT coalesce(array_agg(DISTINCT term), '{{}}') AS terms FROM (
+        SELECT term FROM content
+        UNION ALL SELECT term FROM asked WHERE NOT EXISTS (SELECT 1 FROM content)) chosen
+),
+totals AS (
+    SELECT count(*) AS documents, coalesce(sum(length), 0) AS length,
+           count(*) FILTER (WHERE private) AS private,
+           greatest(coalesce(avg(length), 1), 1e-9) AS average
+    FROM scope
+),
+-- each wanted term in each row that holds it, how often
+held AS (
+    SELECT s.id, s.place, s.length, c.term, c.count
+    FROM scope s, wanted_terms w, unnest(s.terms, s.counts) c(term, count)
+    WHERE s.terms && w.terms AND c.term = ANY(w.terms)
+),
+frequency AS (SELECT term, count(*) AS documents FROM held GROUP BY term),
+-- BM25 as recall's index computes it (`search.index`), over the whole scope
+matching AS (
+    SELECT h.id, row_number() OVER (ORDER BY sum(
+               ln(1 + (x.documents - f.documents + 0.5) / (f.documents + 0.5))
+               * h.count * (%(k1)s + 1)
+               / (h.count + %(k1)s * (1 - %(b)s + %(b)s * h.length / x.average)))
+           DESC, h.place DESC) AS place
+    FROM held h JOIN frequency f ON f.term = h.term, totals x
+    GROUP BY h.id, h.place
+    ORDER BY place
+    LIMIT %(per_half)s
 ),
 nearest AS (
-    SELECT t.id, row_number() OVER (ORDER BY t.vector <=> q.vector) AS place
-    FROM {table} t, query q
-    WHERE t.payload->>'user_id' = %(scope)s
-    ORDER BY t.vector <=> q.vector
-    LIMIT %(per_half)s
-),
-matching AS (
-    SELECT t.id, row_number() OVER (ORDER BY ts_rank_cd({words}, q.words) DESC) AS place
-    FROM {table} t, query q
-    WHERE q.words IS NOT NULL AND t.payload->>'user_id' = %(scope)s AND {words} @@ q.words
-    ORDER BY ts_rank_cd({words}, q.words) DESC
-    LIMIT %(per_half)s
+    SELECT id, row_number() OVER (ORDER BY distance) AS place
+    FROM scope ORDER BY distance LIMIT %(per_half)s
 ),
 fused AS (
     SELECT id, sum(1.0 / (%(rrf_k)s + place)) AS score
     FROM (SELECT id, place FROM nearest UNION ALL SELECT id, place FROM matching) ranked
     GROUP BY id
+),
+-- the candidates with their time neighbours (ranked: their neighbours are read too) and the
+-- neighbours' own (which only lend relevance); the journal's unconsolidated entries come after
+-- the scope's last memories in recall's corpus, so those are read as a candidate's neighbours
+places AS (
+    SELECT place + step AS place, min(abs(step)) AS steps
+    FROM (SELECT s.place FROM fused f JOIN scope s ON s.id = f.id
+          UNION SELECT documents + 1 FROM totals) found,
+         generate_series(-2 * %(radius)s::int, 2 * %(radius)s::int) step
+    GROUP BY 1
+),
+chosen AS (
+    SELECT s.id, s.place, s.terms, s.payload, s.distance, p.steps <= %(radius)s::int AS ranked
+    FROM places p JOIN scope s ON s.place = p.place
+),
+vocabulary AS (
+    SELECT DISTINCT term FROM chosen c, unnest(c.terms) term
+    UNION SELECT unnest(%(more_terms)s::text[])
+),
+frequencies AS (
+    SELECT term, count(*) AS documents
+    FROM scope s, unnest(s.terms) term
+    WHERE term IN (SELECT term FROM vocabulary) GROUP BY term
 )
-SELECT 'memory', t.id::text, t.payload, 1 - (t.vector <=> q.vector), f.score
-FROM fused f JOIN {table} t ON t.id = f.id, query q
+SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, c.id::text, c.payload,
+       1 - c.distance, coalesce(f.score, 0)::float8, c.place::float8
+FROM chosen c LEFT JOIN fused f ON f.id = c.id
 UNION ALL
-SELECT DISTINCT 'source', t.payload->>'entry_id', NULL::jsonb, NULL::float8, NULL::numeric
+SELECT 'frequency', term, NULL::jsonb, NULL::float8, NULL::float8, documents::float8
+FROM frequencies
+UNION ALL
+SELECT 'totals', NULL, jsonb_build_object('documents', documents, 'length', length,
+                                          'private', private), NULL, NULL, NULL
+FROM totals
+UNION ALL
+SELECT DISTINCT 'source', t.payload->>'entry_id', NULL::jsonb, NULL::float8, NULL::float8,
+       NULL::float8
 FROM {table} t
 WHERE t.payload->>'user_id' = %(scope)s AND t.payload->>'entry_id' = ANY(%(entries)s)
-""").format(config=config, table=sql.Identifier(table), words=words)
+"""
+
+
+def _statement(table):
+    from psycopg import sql
+
+    return sql.SQL(_STATEMENT).format(**(_names() | {"table": sql.Identifier(table)}))
 
 
 def memory_from_payload(memory_id, payload):
@@ -84,8 +192,110 @@ def memory_from_payload(memory_id, payload):
             "created_at": payload.get("created_at")}
 
 
+def row_terms(payload):
+    """
+    What recall's query reads of a row, written by the store (`fill_terms`): `(terms, counts,
+    length, moment, made)`: the text's terms as recall's ranking reads them
+    (`terms.tokenize`), each once, how often each occurs and how many there are; the moment
+    recall's mirror orders it by (`mirror.item_epoch`: its source's time, else when it was
+    made) and when it was made, in epoch seconds (0 for none).
+    """
+    payload = payload or {}
+    terms = tokenize(payload.get("data") or "")
+    counts = Counter(terms)
+    made = parse_iso(payload.get("created_at"))
+    moment = parse_iso(payload.get("timestamp") or payload.get("created_at"))
+    return (list(counts), list(counts.values()), len(terms),
+            moment.timestamp() if moment else 0.0, made.timestamp() if made else 0.0)
+
+
+def fill_terms(connection, scope, table=pgvector_store.TABLE, batch=FILL_BATCH):
+    """
+    Write the terms and time of the scope's rows that have none (new rows, rewritten texts,
+    moved rows), `batch` at a time (blocking).
+
+    Returns:
+        int: How many rows were read to be given their terms.
+    """
+    from psycopg import sql
+
+    names = _names() | {"table": sql.Identifier(table)}
+    read = sql.SQL("SELECT id, payload FROM {table} WHERE payload->>'user_id' = %s "
+                   "AND {terms} IS NULL LIMIT %s").format(**names)
+    # only while the row still holds the text that was read: mem0 may rewrite it meanwhile
+    # (recall holds no lock), and then the trigger has emptied its terms for the next recall
+    write = sql.SQL("UPDATE {table} SET {terms} = %s, {counts} = %s, {length} = %s, "
+                    "{moment} = %s, {made} = %s WHERE id = %s AND {terms} IS NULL "
+                    "AND payload->'data' IS NOT DISTINCT FROM %s "
+                    "AND payload->'timestamp' IS NOT DISTINCT FROM %s").format(**names)
+    filled, tried = 0, set()
+    while True:
+        rows = [row for row in connection.execute(read, (str(scope), int(batch))).fetchall()
+                if row[0] not in tried]
+        if not rows:  # all written (or rewritten meanwhile: the next recall reads them)
+            return filled
+        with connection.cursor() as cursor:
+            cursor.executemany(write, [(*row_terms(payload), row_id,
+                                        _as_json(payload, "data"), _as_json(payload, "timestamp"))
+                                       for row_id, payload in rows])
+        connection.commit()
+        tried.update(row_id for row_id, _ in rows)
+        filled += len(rows)
+
+
+def _as_json(payload, key):
+    """A payload's value as `payload->key` reads it (absent: NULL)."""
+    from psycopg.types.json import Jsonb
+
+    return Jsonb(payload[key]) if key in payload else None
+
+
+def query_words(text, now=None):
+    """
+    `(words, terms)`: the query's content words and their terms, as recall's ranking reads
+    them (`journal_search`: stop words out, the times it names out when it names any).
+    """
+    text = str(text or "")
+    if now is not None:
+        _, spans = find_time_references(text, now)
+        if spans:
+            text = strip_spans(text, spans)
+    asked = [word for word in words(text) if word not in STOPWORDS]
+    return asked, [stem(word) for word in asked]
+
+
+def journal_context(journal_entries):
+    """
+    `(terms, speakers)` of the journal's entries (recall ranks them beside the candidates):
+    their terms, whose frequency in the scope recall's BM25 needs too, and the words of their
+    speakers' names.
+    """
+    terms, speakers = set(), set()
+    for entry in journal_entries or ():
+        terms.update(tokenize(entry.get("content") or ""))
+        speakers.update(words(entry.get("source_entity") or ""))
+    return sorted(terms), sorted(speakers)
+
+
+def query_params(scope, vector, text, *, entry_ids=(), journal_entries=(), now=None,
+                 per_half=CANDIDATES_PER_HALF):
+    """The parameters of recall's statement (`_statement`) for one query."""
+    asked, terms = query_words(text, now)
+    journal_terms, speakers = journal_context(journal_entries)
+    return {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]",
+            "words": asked, "query_terms": terms, "speakers": speakers,
+            "more_terms": sorted(set(terms).union(journal_terms)), "scope": str(scope),
+            "per_half": int(per_half), "rrf_k": RRF_K, "k1": BM25_K1, "b": BM25_B,
+            "radius": NEIGHBOURS, "entries": [str(entry) for entry in entry_ids]}
+
+
+def no_words():
+    """The word statistics of an empty scope (`recall_candidates`)."""
+    return {"documents": 0, "length": 0, "private": 0, "frequencies": {}}
+
+
 def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDATES_PER_HALF,
-                      table=pgvector_store.TABLE, timeout=None):
+                      table=pgvector_store.TABLE, timeout=None, journal_entries=(), now=None):
     """
     The memories of one scope that may answer a query, found by the database (blocking).
 
@@ -99,25 +309,38 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
         table (str): The memory table.
         timeout (float, optional): Seconds to wait for a free connection (the pool's own
             timeout when None).
+        journal_entries (iterable): The journal entries recall ranks beside the candidates
+            (their terms' frequencies in the scope are read too; their speakers are names).
+        now (datetime, optional): The current time (the times the query names are not words).
 
     Returns:
-        tuple: `(memories, sources)`: memories as the store lists them, each with its
-        `cosine` to the query, best fused first; and the set of `entry_ids` that have
-        memories.
+        tuple: `(memories, sources, scope_words)`: memories as the store lists them, each with
+        its `cosine` to the query, its `place` in the scope's time order, its `fused` score
+        (0 for a neighbour) and whether it is there only to lend its relevance to its
+        neighbours (`context_only`: a neighbour's neighbour, whose own are not read), best
+        fused first; the set of `entry_ids` that have
+        memories; and the scope's word statistics, `{"documents", "length", "private",
+        "frequencies"}` (`store_candidates.CandidateSet`).
     """
-    params = {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]",
-              "text": str(text), "scope": str(scope), "per_half": int(per_half),
-              "rrf_k": RRF_K, "entries": [str(entry) for entry in entry_ids]}
+    params = query_params(scope, vector, text, entry_ids=entry_ids,
+                          journal_entries=journal_entries, now=now, per_half=per_half)
     waits = {} if timeout is None else {"timeout": timeout}
     with pool.connection(**waits) as connection:
+        fill_terms(connection, scope, table)
         rows = connection.execute(_statement(table), params).fetchall()
-    memories, sources = [], set()
-    for kind, key, payload, cosine, fused in rows:
+    memories, sources, statistics = [], set(), no_words()
+    for kind, key, payload, cosine, fused, number in rows:
         if kind == "source":
             sources.add(key)
+        elif kind == "frequency":
+            statistics["frequencies"][key] = int(number)
+        elif kind == "totals":
+            statistics.update({name: int(payload[name])
+                               for name in ("documents", "length", "private")})
         else:
             memory = memory_from_payload(key, payload)
             memory["cosine"], memory["fused"] = float(cosine), float(fused)
+            memory["place"], memory["context_only"] = int(number), kind == "context"
             memories.append(memory)
-    memories.sort(key=lambda memory: -memory["fused"])
-    return memories, sources
+    memories.sort(key=lambda memory: (-memory["fused"], memory["place"]))
+    return memories, sources, statistics

@@ -29,10 +29,13 @@ Layout, and why:
   differently) and the tools returned others, so the store changed what was remembered and
   found (`semantic_search_only`). Recall's own word search is separate (`pgvector_recall`).
 - Recall's candidates are one query too (`pgvector_recall`: the nearest vectors and the best
-  English full-text matches of the scope, fused in SQL), so the game process keeps no
-  per-assistant copy of the memories for this store. Each row's English words are a stored
-  generated column (`WORDS_COLUMN`): the database parses a memory's text once, when it is
-  written, instead of at every recall (mem0 names its three columns only).
+  BM25 matches of the scope, fused in SQL, with their time neighbours and the scope's word
+  statistics), so the game process keeps no per-assistant copy of the memories for this
+  store. Each row carries the terms recall's own ranking reads in its text (`TERMS_COLUMN`,
+  Python's lemma-then-stem tokenizer, which PostgreSQL's English configuration cannot
+  reproduce) and its place in time (`MOMENT_COLUMN`, `MADE_COLUMN`), written once per row by
+  recall (`pgvector_recall.fill_terms`); a trigger clears them when a row's text or time
+  changes (mem0 names its three columns only, and writes the payload whole).
 - A database that stops answering must not hold a worker, nor the store's lock, for the
   pool's default 30 s: the pool waits `POOL_TIMEOUT` seconds for a connection and a new
   connection gives up after `CONNECT_TIMEOUT` (`mem0_store` then opens its breaker); a lost
@@ -57,12 +60,21 @@ SCOPE_INDEX = f"{TABLE}_user_id_idx"
 # an index lookup, instead of reading the payload of every row of the scope
 ENTRY_INDEX = f"{TABLE}_user_id_entry_id_idx"
 TEXT_INDEX = f"{TABLE}_text_lemmatized_idx"  # the name mem0 gives it
-# The text search configuration of recall's word half (`pgvector_recall`) and of its index.
-TEXT_CONFIG = "english"
-# Each memory's English words, parsed once when the row is written (a stored generated column
-# that mem0 never names): recall ranks a scope's matching rows by them, and parsing every row
-# of the scope again at each recall cost 120 ms at a thousand memories per assistant.
-WORDS_COLUMN = "data_words"
+# Each memory's terms as recall's ranking reads them (`search.terms.tokenize`: each once, how
+# often each occurs, and how many there are in all: BM25's counts), and the moments that order
+# the scope in time as recall's mirror does (`mirror.item_epoch`, then when the row was made),
+# as epoch seconds: columns mem0 never names, written by `pgvector_recall.fill_terms`.
+TERMS_COLUMN = "recall_terms"
+COUNTS_COLUMN = "recall_counts"
+LENGTH_COLUMN = "recall_length"
+MOMENT_COLUMN = "recall_moment"
+MADE_COLUMN = "recall_made"
+# The rows of a scope whose terms are still to be written (few, or none: found at each recall).
+UNREAD_INDEX = f"{TABLE}_user_id_unread_idx"
+# Clears a row's terms when mem0 rewrites its text or its time (they are written again).
+UNREAD_TRIGGER = f"{TABLE}_unread"
+# The stored column of English words an earlier version ranked by (dropped when found).
+_OLD_WORDS_COLUMN = "data_words"
 MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
 POOL_TIMEOUT = 3.0  # seconds a call waits for a connection (psycopg_pool's default is 30)
 CONNECT_TIMEOUT = 3  # seconds a new connection may take (libpq's `connect_timeout`)
@@ -207,26 +219,48 @@ def _create_schema(url, dims):
             "CREATE INDEX IF NOT EXISTS {} ON {} "
             "USING gin (to_tsvector('simple', payload->>'text_lemmatized'))").format(
                 sql.Identifier(TEXT_INDEX), sql.Identifier(TABLE)))
-        # recall's own word search (`pgvector_recall`): English stems of each memory's text
-        for statement in words_statements(TABLE):
+        # recall's own word search (`pgvector_recall`): each memory's terms, and its time
+        for statement in terms_statements(TABLE):
             connection.execute(statement)
 
 
-def words_statements(table):
+def terms_statements(table):
     """
-    The stored column of each memory's English words, which the word half of recall's query
-    uses (adding it to a table of an older version fills it in), and no index over it: the
-    query reads one scope's rows through the scope index and checks their stored words, while
-    an index over everyone's words hands it every row with a common word first (70,000 of
-    108,000 rows for three topic words, 27 ms, against one assistant's 1,080 rows).
+    The columns of each memory's terms and time that recall's query reads (a table of an older
+    version gets them empty: recall fills them in), the index of the rows still without them,
+    and the trigger that empties them when mem0 rewrites a row's text or time. No index over
+    the terms: the query reads one scope's rows through the scope index, while an index over
+    everyone's words hands it every row with a common word first (70,000 of 108,000 rows for
+    three topic words, 27 ms, against one assistant's 1,080 rows).
     """
     from psycopg import sql  # the postgres store's driver: only a game that chose it has it
 
-    return [
-        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} tsvector GENERATED ALWAYS AS "
-                "(to_tsvector({}::regconfig, coalesce(payload->>'data', ''))) STORED").format(
-            sql.Identifier(table), sql.Identifier(WORDS_COLUMN), sql.Literal(TEXT_CONFIG)),
-        # the expression index of the earlier versions, which nothing uses any more
+    names = {"table": sql.Identifier(table), "terms": sql.Identifier(TERMS_COLUMN),
+             "counts": sql.Identifier(COUNTS_COLUMN), "length": sql.Identifier(LENGTH_COLUMN),
+             "moment": sql.Identifier(MOMENT_COLUMN), "made": sql.Identifier(MADE_COLUMN),
+             "unread": sql.Identifier(UNREAD_INDEX), "trigger": sql.Identifier(UNREAD_TRIGGER)}
+    return [sql.SQL(statement).format(**names) for statement in (
+        "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {terms} text[], "
+        "ADD COLUMN IF NOT EXISTS {counts} int[], ADD COLUMN IF NOT EXISTS {length} int, "
+        "ADD COLUMN IF NOT EXISTS {moment} float8, ADD COLUMN IF NOT EXISTS {made} float8",
+        "CREATE INDEX IF NOT EXISTS {unread} ON {table} ((payload->>'user_id')) "
+        "WHERE {terms} IS NULL",
+        """CREATE OR REPLACE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.payload->>'data' IS DISTINCT FROM OLD.payload->>'data'
+            OR NEW.payload->>'timestamp' IS DISTINCT FROM OLD.payload->>'timestamp' THEN
+        NEW.{terms} := NULL;
+        NEW.{counts} := NULL;
+        NEW.{length} := NULL;
+    END IF;
+    RETURN NEW;
+END $$""",
+        "CREATE OR REPLACE TRIGGER {trigger} BEFORE UPDATE OF payload ON {table} "
+        "FOR EACH ROW EXECUTE FUNCTION {trigger}()",
+    )] + [
+        # what the earlier versions ranked by, which nothing reads any more
+        sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS {}").format(
+            sql.Identifier(table), sql.Identifier(_OLD_WORDS_COLUMN)),
         sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(f"{table}_data_fts_idx")),
     ]
 

@@ -179,7 +179,8 @@ def _expansion(corpus, text, embed, params, vocabulary):
 
 
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
-               min_information=0.0, hidden=None, diversity=0.0, vocabulary=None):  # fmt: skip
+               min_information=0.0, hidden=None, diversity=0.0, whole=None,
+               vocabulary=None):  # fmt: skip
     """
     Rank the corpus for a query (blocking: run it in the worker pool): the first stage (the
     search), the filters and the information weight, then the second stage (`diversity`).
@@ -197,6 +198,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             (the mirror keeps its count); else they are counted here.
         diversity (float): How much a hit that resembles a better one moves down
             (`recall.diversity`; needs `embed`; 0: by score alone).
+        whole (WholeCorpus, optional): The corpus the items are part of (a store's
+            candidates, `store_candidates`): BM25 and neighbours as over every memory.
         vocabulary (JournalVocabulary, optional): The corpus's words and their vectors, kept
             between calls, for the query's expansion (`params.expansion_weight`; needs
             `embed`).
@@ -215,7 +218,7 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
                             filters=query.filters, semantic_scores=dense,
-                            index_cache=index_cache,
+                            index_cache=index_cache, whole=whole,
                             expansion=_expansion(corpus, query.text, embed, params,
                                                  vocabulary))  # fmt: skip
     recalled, seen = [], set()
@@ -270,7 +273,7 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
 
 
 def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
-                       hidden=None, vocabulary=None):
+                       hidden=None, whole=None, vocabulary=None):
     """
     Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
     `recall`, and what `bench/recall_replay.py` replays).
@@ -283,6 +286,7 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
         matrices (EmbeddingMatrices, optional): The corpus's vectors, kept between calls.
         index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
         hidden (int, optional): How many items are private to someone, if known.
+        whole (WholeCorpus, optional): The corpus the items are part of (`rank_items`).
         vocabulary (JournalVocabulary, optional): The corpus's words, kept between calls.
 
     Returns:
@@ -295,7 +299,7 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
                           matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
                           hidden=hidden, diversity=settings.get("recall.diversity"),
-                          vocabulary=vocabulary)  # fmt: skip
+                          whole=whole, vocabulary=vocabulary)  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
 
@@ -305,10 +309,13 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=(),
     corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
+    # a store's candidates are part of every memory: ranked as over all of them
+    whole = mirror.whole_corpus(tail) if hasattr(mirror, "whole_corpus") else None
     return recall_from_corpus(corpus, query, now, settings,
                               matrices=mirror.matrices if mirror else None,
                               index_cache=mirror.index_cache if mirror else None,
-                              hidden=hidden, vocabulary=vocabulary)  # fmt: skip
+                              hidden=hidden, whole=whole,
+                              vocabulary=vocabulary)  # fmt: skip
 
 
 def _first_read_beside_a_reply(memories, query):

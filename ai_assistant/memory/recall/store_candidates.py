@@ -5,10 +5,13 @@ The embedded store's memories reach recall through the mirror (`longterm.mirror`
 memory, held in the game process. A store that ranks in its database
 (`Memories.ranks_in_database`) answers each query with its few hundred best candidates instead
 (`longterm.pgvector_recall`); `CandidateSet` gives the pipeline those candidates with the same
-reading interface as the mirror (`entries`, `source_entries`, `private_count`). From there
-both stores share the ranking (the candidates' vectors are the assistant's `matrices`, rows
-reused by text between queries, which the second stage's diversity needs too), the filters
-and the budget.
+reading interface as the mirror (`entries`, `source_entries`, `private_count`), and what makes
+the ranking over them the ranking over every memory (`whole_corpus`): BM25 weighs a word by
+how many of all the memories hold it, not how many candidates do, and an item shares
+relevance with its neighbours in time, not with the next candidate. From there both stores
+share the ranking (the candidates' vectors are the assistant's `matrices`, rows reused by
+text between queries, which the second stage's diversity needs too), the filters and the
+budget.
 
 `fetch_candidates` runs on the reactor and never fails: while the database is unreachable
 recall answers from what is in hand (the journal, nodes and profiles); the store's breaker
@@ -16,15 +19,16 @@ logs the outage once (`longterm.store_breaker`), so a tick that recalls logs not
 """
 
 import threading
+from collections import Counter
 
 from twisted.internet import defer
 
 from ai_assistant.memory.audience import PUBLIC, audience_of
 from ai_assistant.memory.longterm.memories import Memories
-from ai_assistant.memory.longterm.mirror import item_epoch
 from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable
 from ai_assistant.memory.recall.lines import memory_item
 from ai_assistant.memory.search.dense import EmbeddingMatrices
+from ai_assistant.memory.search.index import WholeCorpus, content_terms
 
 # The vectors of the items last ranked (candidates, journal entries, nodes, profiles), kept
 # per assistant so a row is embedded again only for a text the last query did not rank.
@@ -33,13 +37,18 @@ TAIL_MATRICES = "recall_tail_matrices"
 
 class CandidateSet:
     """
-    One query's candidates from the store, read like the mirror by the pipeline: in time
-    order, as the mirror holds its memories.
+    One query's candidates from the store, read like the mirror by the pipeline: in the
+    scope's time order, as the mirror holds its memories, with what the ranking needs to rank
+    them as it ranks every memory (`whole_corpus`).
 
     Args:
-        memories (list[dict]): As the store lists them, each with its `cosine` to the query.
+        memories (list[dict]): As the store lists them, each with its `cosine` to the query
+            and its `place` in the scope's time order.
         sources (set): Journal entry ids (as text) that have memories made from them.
         matrices (EmbeddingMatrices): The assistant's vectors of the ranked items.
+        scope_words (dict, optional): The scope's word statistics (`{"documents", "length",
+            "private", "frequencies"}`, `pgvector_recall.recall_candidates`); None: the
+            candidates are taken as the whole scope.
 
     Attributes:
         loaded (bool): Always True (the store answered).
@@ -50,12 +59,15 @@ class CandidateSet:
     loaded = True
     index_cache = None
 
-    def __init__(self, memories, sources, matrices):
+    def __init__(self, memories, sources, matrices, scope_words=None):
         self._memories = memories
         self._sources = frozenset(sources)
+        self._scope_words = scope_words
         self.matrices = matrices
         self._lock = threading.Lock()
         self._items = None
+        self._places = None
+        self._context_only = ()
 
     def entries(self):
         """The candidates as recall items (converted once, in the worker that ranks them)."""
@@ -63,12 +75,12 @@ class CandidateSet:
             if self._items is None:
                 # in time order, as the mirror holds them, never in the database's order: the
                 # ranking lets an item share its neighbours' relevance (`search.scoring`), so
-                # candidates in score order would lift each other where the mirror's do not;
-                # memories of one moment keep the order they were made in, as in the mirror
-                made = sorted(self._memories, key=lambda memory: str(memory.get("created_at")
-                                                                     or ""))
-                self._items = tuple(sorted((memory_item(memory) for memory in made),
-                                           key=item_epoch))
+                # candidates in score order would lift each other where the mirror's do not
+                made = sorted(self._memories, key=_place)
+                self._items = tuple(memory_item(memory) for memory in made)
+                self._places = tuple(_place(memory) for memory in made)
+                self._context_only = tuple(position for position, memory in enumerate(made)
+                                           if memory.get("context_only"))
             return self._items
 
     def source_entries(self):
@@ -76,8 +88,44 @@ class CandidateSet:
         return self._sources
 
     def private_count(self):
-        """How many candidates are private to someone."""
+        """How many memories of the scope are private to someone (as the mirror counts)."""
+        if self._scope_words is not None:
+            return self._scope_words["private"]
         return sum(1 for item in self.entries() if audience_of(item) is not PUBLIC)
+
+    def whole_corpus(self, tail):
+        """
+        What the candidates are part of: every memory of the scope, then `tail` (the journal's
+        entries and the other tiers' items, after the memories as in the mirror's corpus).
+
+        Args:
+            tail (tuple): The items ranked after the candidates.
+
+        Returns:
+            WholeCorpus | None: The scope's word statistics less the candidates', and every
+            item's place; None without the scope's statistics.
+        """
+        items = self.entries()
+        if self._scope_words is None:
+            return None
+        documents = [content_terms(item.get("content", "")) for item in items]
+        held = Counter(term for terms, _ in documents for term in terms)
+        outside = {}
+        for term, count in self._scope_words["frequencies"].items():
+            if count > held.get(term, 0):
+                outside[term] = count - held.get(term, 0)
+        last = self._scope_words["documents"]
+        return WholeCorpus(
+            outside_documents=max(0, last - len(items)),
+            outside_length=max(0.0, float(self._scope_words["length"]
+                                          - sum(length for _, length in documents))),
+            outside_frequencies=outside,
+            places=self._places + tuple(range(last + 1, last + 1 + len(tail))),
+            context_only=self._context_only)
+
+
+def _place(memory):
+    return memory.get("place") or 0
 
 
 @defer.inlineCallbacks
@@ -89,19 +137,22 @@ def fetch_candidates(ports, text, journal_entries):
         ports (AssistantPorts): The assistant (its store ranks in its database).
         text (str): The query.
         journal_entries (iterable): The journal entries recall holds (checked for memories
-            made from them).
+            made from them; ranked beside the candidates).
 
     Returns:
         Deferred[CandidateSet | None]: None when the store could not answer (recall goes on
         with the other tiers).
     """
+    journal_entries = tuple(journal_entries)
     entry_ids = [str(entry.get("id")) for entry in journal_entries if entry.get("id")]
     try:
-        memories, sources = yield Memories(ports).recall_candidates(text, entry_ids)
+        memories, sources, scope_words = yield Memories(ports).recall_candidates(
+            text, entry_ids, journal_entries=journal_entries, now=ports.clock.now())
     except MemoryStoreUnavailable:
         return None  # the breaker has said so once; every recall meanwhile stays quiet
     except Exception as err:  # noqa: BLE001 - recall answers from the other tiers
         ports.log(f"{ports.name}: the memory store's recall search failed: {err}")
         return None
     return CandidateSet(memories, sources, ports.runtime.derived_cache(TAIL_MATRICES,
-                                                                     EmbeddingMatrices))
+                                                                     EmbeddingMatrices),
+                        scope_words)

@@ -13,6 +13,7 @@ import functools
 import math
 import threading
 from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 from operator import methodcaller
 
 import numpy
@@ -34,12 +35,39 @@ _NO_TF = numpy.zeros(0)
 # a six-figure vocabulary), so ids stay valid in every cached document. Process-wide: the
 # documents below are shared by every assistant, so their term numbers must be too.
 _TERM_IDS = {}
+_TERM_NAMES = []  # the term of each number
 _TERMS_LOCK = threading.Lock()
 # The terms of a content string and the moment of a timestamp, for this many recent strings.
 # Process-wide: both are pure functions of the text, and assistants that heard the same line
 # share its terms. A world's corpora outgrow any such table; each assistant's cache keeps its
 # own (`JournalIndexCache.documents`), so a full table never means tokenising them all again.
 _DOCUMENTS_MAX = 100_000
+
+
+@dataclass(frozen=True)
+class WholeCorpus:
+    """
+    What the entries given to an index are a part of, when they are not the whole corpus: a
+    store that ranks in its database hands recall a few hundred candidates of its memories
+    (`recall.store_candidates`), and their BM25 must be what it is over every memory.
+
+    Attributes:
+        outside_documents (int): Documents of the corpus that are not among the entries.
+        outside_length (float): Their length in terms, all together.
+        outside_frequencies (dict): `{term: how many of those documents contain it}`; a term
+            not named occurs in none of them.
+        places (tuple): Each entry's place in the whole corpus's order (increasing): entries
+            share relevance only with those next to them there (`scoring`).
+        context_only (tuple): Positions of the entries that only lend relevance to their
+            neighbours (theirs are not all given, so their own is not the whole corpus's):
+            never ranked, nor the measure of the best match.
+    """
+
+    outside_documents: int = 0
+    outside_length: float = 0.0
+    outside_frequencies: dict = field(default_factory=dict)
+    places: tuple = ()
+    context_only: tuple = ()
 
 
 class JournalIndex:
@@ -56,9 +84,17 @@ class JournalIndex:
         k1 (float), b (float): BM25 parameters.
         known (JournalIndexCache, optional): The cache this index goes into: the terms and
             moments of its last version are reused, and this version's are left in their place.
+        whole (WholeCorpus, optional): The corpus the entries are part of (idf, average
+            length and neighbours are then the whole corpus's); None: the entries are all.
+
+    Attributes:
+        places (numpy.ndarray | None): Each entry's place in the whole corpus (None: its
+            position here).
+        rankable (numpy.ndarray | None): Which entries may be ranked (None: every one; see
+            `WholeCorpus.context_only`).
     """
 
-    def __init__(self, entries, k1=None, b=None, known=None):
+    def __init__(self, entries, k1=None, b=None, known=None, whole=None):
         k1 = BM25_K1 if k1 is None else k1
         b = BM25_B if b is None else b
         self.size = len(entries)
@@ -74,13 +110,22 @@ class JournalIndex:
         self.epoch_array = numpy.array(self.epochs, dtype=float)  # None -> nan
         self.positions = {entry_id: position for position, entry_id in
                           enumerate(map(methodcaller("get", "id"), entries))}  # fmt: skip
+        self.whole = whole or WholeCorpus()
+        self.places = numpy.asarray(whole.places, dtype=numpy.int64) if whole else None
+        self.rankable = None
+        if whole and whole.context_only:
+            self.rankable = numpy.ones(self.size, dtype=bool)
+            self.rankable[list(whole.context_only)] = False
         self._build_postings(documents, k1, b)
         self._build_speakers(entries)
 
     def _build_postings(self, documents, k1, b):
         sizes = numpy.fromiter((len(d.ids) for d in documents), numpy.int64, self.size)
         lengths = numpy.fromiter((d.length for d in documents), float, self.size)
-        average = (lengths.mean() if self.size else 1.0) or 1.0
+        whole = self.whole
+        documents_in_all = self.size + whole.outside_documents
+        average = ((lengths.sum() + whole.outside_length) / documents_in_all
+                   if documents_in_all else 1.0) or 1.0
         term_ids = numpy.concatenate([d.ids for d in documents]) if documents else _NO_IDS
         frequencies = numpy.concatenate([d.counts for d in documents]) if documents else _NO_TF
         owners = numpy.repeat(numpy.arange(self.size), sizes)
@@ -92,7 +137,13 @@ class JournalIndex:
         starts = numpy.flatnonzero(numpy.diff(ordered, prepend=-1)) if len(ordered) else _NO_IDS
         terms = ordered[starts]
         counts = numpy.diff(starts, append=len(ordered))
-        idf = numpy.log(1 + (self.size - counts + 0.5) / (counts + 0.5))
+        if whole.outside_frequencies:
+            counts_in_all = counts + numpy.fromiter(
+                (whole.outside_frequencies.get(_TERM_NAMES[term], 0) for term in terms.tolist()),
+                numpy.int64, len(terms))
+        else:
+            counts_in_all = counts
+        idf = numpy.log(1 + (documents_in_all - counts_in_all + 0.5) / (counts_in_all + 0.5))
         self._positions = owners[order]
         self._weights = saturated[order] * numpy.repeat(idf, counts)
         # kept for `bm25_in_context`, which saturates each entry's frequencies with its
@@ -188,8 +239,7 @@ class JournalIndex:
             padded[where] = 0.0
             hit = numpy.flatnonzero(frequency)
             tf = frequency[hit]
-            n = end - start
-            idf = math.log(1 + (self.size - n + 0.5) / (n + 0.5))
+            idf = self.idf(term)  # the whole corpus's, when this is a part of one
             scores[hit] += weight * idf * tf * (self._k1 + 1) / (tf + self._norms[hit])
         return scores
 
@@ -198,8 +248,9 @@ class JournalIndex:
         found = self.postings(term)
         if found is None:
             return 0.0
-        n = len(found[0])
-        return math.log(1 + (self.size - n + 0.5) / (n + 0.5))
+        n = len(found[0]) + self.whole.outside_frequencies.get(term, 0)
+        documents_in_all = self.size + self.whole.outside_documents
+        return math.log(1 + (documents_in_all - n + 0.5) / (n + 0.5))
 
 
 class _Document:
@@ -210,16 +261,33 @@ class _Document:
     def __init__(self, content):
         counts = Counter(tokenize(content))
         self.terms = tuple(counts)
-        self.ids = numpy.fromiter((_TERM_IDS.setdefault(t, len(_TERM_IDS)) for t in counts),
-                                  numpy.int64, len(counts))  # fmt: skip
+        self.ids = numpy.fromiter((_term_id(t) for t in counts), numpy.int64, len(counts))
         self.counts = numpy.fromiter(counts.values(), float, len(counts))
         self.length = float(sum(counts.values()))
+
+
+def _term_id(term):
+    """The term's number (a new one for a term never seen; the caller holds the lock)."""
+    number = _TERM_IDS.get(term)
+    if number is None:
+        number = _TERM_IDS[term] = len(_TERM_NAMES)
+        _TERM_NAMES.append(term)
+    return number
 
 
 @functools.lru_cache(maxsize=_DOCUMENTS_MAX)
 def _document(content):
     with _TERMS_LOCK:  # term numbers must stay unique even if two threads ever index at once
         return _Document(content)
+
+
+def content_terms(content):
+    """
+    `(terms, length)`: the distinct terms of a content string and how many it holds in all,
+    as the index reads them (kept in the process-wide table the index builds from).
+    """
+    document = _document(content)
+    return document.terms, document.length
 
 
 @functools.lru_cache(maxsize=_DOCUMENTS_MAX)
@@ -269,7 +337,7 @@ class JournalIndexCache:
             self._indexes.popitem(last=False)
 
 
-def get_index(entries, cache=None):
+def get_index(entries, cache=None, whole=None):
     """
     The BM25 index of these entries, built once per journal version when a cache is given.
 
@@ -277,12 +345,14 @@ def get_index(entries, cache=None):
         entries (list): Journal entries.
         cache (JournalIndexCache, optional): The assistant's index cache; without one the
             index is built afresh (the terms of each content are still reused).
+        whole (WholeCorpus, optional): The corpus the entries are part of (a store's
+            candidates: built afresh for the one query, never cached).
 
     Returns:
         JournalIndex: Positions in it are positions in `entries`.
     """
-    if cache is None:
-        return JournalIndex(entries)
+    if cache is None or whole is not None:
+        return JournalIndex(entries, whole=whole)
     # A journal version is its list of entry objects: entries are never changed in place
     # (what the index reads - content, time, speaker - is fixed when an entry is written),
     # and the index holds them, so no id can be reused while it is cached. Reading the ids is

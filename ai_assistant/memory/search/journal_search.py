@@ -180,7 +180,8 @@ def _wrong_positions(index, entries):
 
 
 def search_entries(entries, query, *, now, params=None, filters=None, limit=10, embed=None,
-                   semantic_scores=None, index_cache=None, expansion=None):  # fmt: skip
+                   semantic_scores=None, index_cache=None, expansion=None,
+                   whole=None):  # fmt: skip
     """
     Rank journal entries for a query (see the module doc for the score).
 
@@ -203,6 +204,8 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
         expansion (dict, optional): The journal's words nearest in meaning to the query's
             (`expansion.expansion_terms`, computed off the reactor), added to the BM25 query at
             `params.expansion_weight`.
+        whole (index.WholeCorpus, optional): The corpus the entries are a part of (a store's
+            candidates): the BM25 statistics and the neighbours are then the whole corpus's.
 
     Returns:
         list: `(score, entry)` pairs, best first.
@@ -211,7 +214,7 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
         return []
     params = params or _DEFAULT_PARAMS
     filters = filters or _NO_FILTERS
-    index = get_index(entries, index_cache)
+    index = get_index(entries, index_cache, whole)
     query = _read_query(index, query, now, params)
     found = _candidates(index, entries, query, params, embed, semantic_scores, expansion)
     if found is None:
@@ -221,6 +224,8 @@ def search_entries(entries, query, *, now, params=None, filters=None, limit=10, 
     wrong = _wrong_positions(index, entries)
     if len(wrong):
         positions = positions[~numpy.isin(positions, wrong)]
+    if index.rankable is not None:  # a part of a larger corpus: some only lend relevance
+        positions = positions[index.rankable[positions]]
     if filters.active:
         positions = filters.keep(entries, positions, index.epochs, now)
     if not len(positions):

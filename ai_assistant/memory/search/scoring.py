@@ -145,10 +145,11 @@ def relevance_scores(index, terms, named, dense, params, in_window=None, expansi
     if not raw.any():
         return None
     if params.context_weight:
-        _share_with_neighbours(raw, params.context_weight)
+        _share_with_neighbours(raw, params.context_weight, index.places)
     if named and params.speaker_boost:
         _favour_the_speakers(raw, index, named, params.speaker_boost)
-    best = raw.max()
+    # the best match among those that may be ranked (`index.WholeCorpus.context_only`)
+    best = raw.max() if index.rankable is None else raw[index.rankable].max(initial=0.0)
     if best <= 0:
         return None
     return raw / best
@@ -174,13 +175,23 @@ def _favour_the_speakers(raw, index, named, speaker_boost):
             raw[where] *= 1.0 + speaker_boost
 
 
-def _share_with_neighbours(raw, context_weight):
+def _share_with_neighbours(raw, context_weight, places=None):
     # An entry inherits part of its neighbours' relevance (in a conversation the turn
     # before or after a strong match often holds the answer), halving with each step.
+    # With `places` (a part of a larger corpus, `index.WholeCorpus`) the neighbours are those
+    # next to each other in the whole corpus, not in the part: two candidates with others
+    # between them in time are not neighbours.
     base = raw.copy()
     share = context_weight
     for step in range(1, CONTEXT_RADIUS + 1):
-        if step < len(base):
+        if places is not None:
+            for offset in (step, -step):
+                found = numpy.searchsorted(places, places + offset)
+                inside = found < len(places)
+                beside = numpy.flatnonzero(inside)
+                beside = beside[places[found[beside]] == places[beside] + offset]
+                raw[beside] += share * base[found[beside]]
+        elif step < len(base):
             raw[step:] += share * base[:-step]
             raw[:-step] += share * base[step:]
         share *= 0.5

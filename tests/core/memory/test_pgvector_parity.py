@@ -20,6 +20,7 @@ import pytest
 from memory_store import empty_memory_table
 from support import make_ports, result_of, sync_runner
 
+from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm.mem0_store import make_semantic_store
 from ai_assistant.memory.recall.pipeline import RecallQuery, recall
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
@@ -129,6 +130,88 @@ def test_recall_ranks_the_same_on_both_stores(postgres_memory_url, tmp_path):
                 ranked.append(([(found.item["content"], round(found.score, 6))
                                 for found in recalled], lines))
             assert ranked[0][0], text
+            assert ranked[1] == ranked[0], text
+    finally:
+        for semantic in opened:
+            semantic.close()
+        empty_memory_table(postgres_memory_url)
+
+
+# A season of an invented harbour town, told an hour apart: the query's words are common in
+# the scope (their weight over a few candidates that nearly all hold them is not their weight
+# over every memory), and the answers sit between other lines in time (their neighbours).
+SEASON = [
+    "The lantern festival is planned for the first full moon of autumn.",
+    "Brannoc mended the harbour wall after the spring storm.",
+    "Wenna paints paper lanterns in her kitchen every evening.",
+    "The harbour master fined a trawler for mooring at the ferry steps.",
+    "Wenna went to the market for red paper and candle stubs.",
+    "Gulls stole a whole tray of pasties from the bakery window.",
+    "Brannoc's boat needs new sails before the festival.",
+    "The choir practises sea songs in the chapel on Thursdays.",
+    "Wenna sold forty lanterns to the innkeeper for the festival.",
+    "A seal slept on the slipway all afternoon.",
+    "The ferry to Garra island leaves at dawn on Tuesdays.",
+    "Brannoc went fishing past the lighthouse and caught mackerel.",
+    "The innkeeper hangs lanterns along the harbour every festival night.",
+    "Old Kitto says the festival began when a ship was saved by lantern light.",
+    "The bakery is trying a saffron bun recipe for the festival.",
+    "Wenna's sister Elowen arrived by the evening ferry.",
+    "Fog closed the harbour for two days.",
+    "Elowen helps Wenna glue lantern frames.",
+    "The lighthouse keeper keeps a log of every passing ship.",
+    "Brannoc painted his boat blue and white.",
+    "Children float paper boats with candles on the festival night.",
+    "The chapel bell cracked and a smith from Penmorva will recast it.",
+    "Wenna lost her best brush in the harbour.",
+    "Kitto remembers the festival of his boyhood had fireworks.",
+]
+# what was said since the last sleep: the journal's lines, ranked after every memory
+STILL_IN_THE_JOURNAL = ['Wenna said to me: "The lanterns are nearly dry."',
+                        'Kitto said to me: "The festival needs more lanterns than last year."']
+ASKED = ["Who makes the lanterns for the festival?", "What did Wenna buy at the market?",
+         "Where did Brannoc go fishing?", "What happens on the festival night?",
+         "What did Kitto say about the festival?"]
+FEW_PER_HALF = 3  # the scope's 24 memories, a few per half: candidates are a small part
+
+
+def test_recall_over_the_databases_candidates_equals_recall_over_every_memory(
+        postgres_memory_url, tmp_path, monkeypatch):
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    found_by_database = pgvector_recall.recall_candidates
+
+    def few_candidates(pool, scope, vector, text, entry_ids=(), per_half=None, *more, **named):
+        return found_by_database(pool, scope, vector, text, entry_ids, FEW_PER_HALF, *more,
+                                 **named)
+
+    monkeypatch.setattr(pgvector_recall, "recall_candidates", few_candidates)
+    empty_memory_table(postgres_memory_url)
+    opened, assistants = [], []
+    for store in ("embedded", "postgres"):
+        overrides = {"memory.store": store, "memory.postgres_url": postgres_memory_url}
+        semantic = make_semantic_store(Settings(DEFAULTS, overrides), str(tmp_path / store),
+                                       "wenna", runner=sync_runner)
+        opened.append(semantic)
+        assistants.append(make_ports(key="wenna", semantic=semantic, overrides=overrides))
+    try:
+        for text in SEASON:
+            for ports in assistants:
+                metadata = {"source_entity": "Kitto", "source_trust": 0.9,
+                            "timestamp": ports.clock.now().isoformat()}
+                result_of(ports.semantic.add(text, metadata=metadata))
+                ports.clock.advance(hours=1)
+        for text in STILL_IN_THE_JOURNAL:
+            for ports in assistants:
+                Journal(ports).add(text, source_type="direct", source_entity=text.split()[0])
+                ports.clock.advance(hours=1)
+        for text in ASKED:
+            ranked = []
+            for ports in assistants:
+                recalled, lines = result_of(recall(ports, RecallQuery(text=text, limit=4)))
+                ranked.append(([(found.item["content"], round(found.score, 6))
+                                for found in recalled], lines))
+            assert len(ranked[0][0]) == 4, text
             assert ranked[1] == ranked[0], text
     finally:
         for semantic in opened:

@@ -61,7 +61,7 @@ def test_the_database_finds_candidates_by_words_and_by_meaning_within_the_scope(
     beekeeping = told(ada, "Orla keeps three hives of bees behind the mill.")
     told(ada, "The ferry to the island leaves at dawn.")
     told(bob, "Bob keeps bees too, on the chapel roof.")
-    memories, sources = result_of(Memories(ada).recall_candidates(
+    memories, sources, _ = result_of(Memories(ada).recall_candidates(
         "Who keeps bees?", entry_ids=["e1"]))
     ids = [memory["id"] for memory in memories]
     assert ids[0] == beekeeping  # nearest and best matching: first after fusion
@@ -178,3 +178,63 @@ def test_recall_answers_from_what_is_in_hand_while_the_database_is_down(tmp_path
         if store is not None:
             store.close()
         cluster.stop()
+
+
+def stored_terms(url, memory_id):
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        return connection.execute(
+            f"SELECT {pgvector_store.TERMS_COLUMN}, {pgvector_store.COUNTS_COLUMN}, "
+            f"{pgvector_store.LENGTH_COLUMN} FROM {pgvector_store.TABLE} WHERE id = %s",
+            (memory_id,)).fetchone()
+
+
+def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres_memory_url):
+    ada = assistant("ada")
+    said = told(ada, "Orla went to the mill and went home with three hives.")
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)  # not read yet
+    memories, _, scope_words = result_of(Memories(ada).recall_candidates("Where did Orla go?"))
+    # the lemma-then-stem terms recall's ranking reads ("went" is "go"), each with its count
+    terms, counts, length = stored_terms(postgres_memory_url, said)
+    assert dict(zip(terms, counts, strict=True)) == {"orla": 1, "go": 2, "mill": 1, "home": 1,
+                                                    "three": 1, "hive": 1}
+    assert length == 7 and scope_words["documents"] == 1 and scope_words["length"] == 7
+    assert scope_words["frequencies"]["go"] == 1
+    assert [memory["id"] for memory in memories] == [said]
+    # mem0 rewrites the text: the terms are cleared, and the next recall reads the new ones
+    result_of(Memories(ada).update(said, "Orla keeps three hives behind the mill."))
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)
+    _, _, scope_words = result_of(Memories(ada).recall_candidates("hives"))
+    assert "go" not in stored_terms(postgres_memory_url, said)[0]
+    assert "go" not in scope_words["frequencies"] and scope_words["frequencies"]["hive"] == 1
+
+
+def test_terms_read_from_a_text_rewritten_meanwhile_are_not_kept(assistant, postgres_memory_url,
+                                                                 monkeypatch):
+    import psycopg
+
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    ada = assistant("ada")
+    said = told(ada, "Orla went to the mill.")
+    read_terms = pgvector_recall.row_terms
+    read = []
+
+    def rewritten_meanwhile(payload):
+        read.append(payload["data"])
+        # mem0 rewrites the text after recall read it (recall holds no lock)
+        with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
+            connection.execute(
+                f"UPDATE {pgvector_store.TABLE} SET payload = jsonb_set(payload, '{{data}}', "
+                "'\"Orla keeps bees.\"') WHERE id = %s", (said,))
+        return read_terms(payload)
+
+    monkeypatch.setattr(pgvector_recall, "row_terms", rewritten_meanwhile)
+    with psycopg.connect(postgres_memory_url) as connection:
+        pgvector_recall.fill_terms(connection, ada.semantic.key)  # its scope
+    assert read == ["Orla went to the mill."]
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)  # not the old text's
+    monkeypatch.setattr(pgvector_recall, "row_terms", read_terms)
+    result_of(Memories(ada).recall_candidates("bees"))
+    assert stored_terms(postgres_memory_url, said)[0] == ["orla", "keep", "bee"]
