@@ -85,12 +85,19 @@ class Durability:
         self._whole = set()
         if settings.get("durability.write_ahead"):
             path = log_path(character)
-            self.replayed = replay(character, path)
+            self.replayed, held = replay(character, path)
             _remove_stale_logs(character, path)
-            self.log = StateLog(path, writer=game_data.writer())
-            self.log.truncate()  # replayed into the Attributes above
+            runtime = character.assistant.runtime
+            if held or runtime in residency.RESIDENCY:
+                self.log = StateLog(path, writer=game_data.writer())
+                self.log.truncate()  # replayed into the Attributes above
+            else:
+                # most of a big world's assistants after a reload: an empty log is left as it
+                # is, unopened, until the first change (a reload of a thousand would otherwise
+                # spend seconds rewriting files and keep a thousand open)
+                self.log = StateLog(path, writer=game_data.writer(), resting=True)
             # an assistant out of residency keeps no file open while its log is empty
-            character.assistant.runtime.on_release("state_log", self.log.rest)
+            runtime.on_release("state_log", self.log.rest)
 
     @property
     def enabled(self):
@@ -195,11 +202,13 @@ def replay(character, path):
     Write what a log holds into the NPC's (and its script's) Attributes.
 
     Returns:
-        int: How many documents were restored.
+        tuple: `(restored, held)`: how many documents were restored, and whether the log held
+        any record (or damage) besides its header, i.e. whether it must be emptied.
     """
     changes, records, damaged = read_log(path)
+    held = bool(records or damaged)
     if not changes:
-        return 0
+        return 0, held
     script = character.assistant.script
     restored = []
     # one commit for them all; the log is emptied only afterwards, and replaying it again
@@ -220,7 +229,7 @@ def replay(character, path):
     logger.log_info(f"[ai_assistant] {character.key}: restored {restored} documents from "
                     f"{records} logged changes after an unclean stop"
                     + (" (the last record was cut short)" if damaged else ""))
-    return restored
+    return restored, held
 
 
 def _remove_stale_logs(character, path):

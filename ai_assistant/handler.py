@@ -15,8 +15,7 @@ As Evennia's buffs and traits contribs do, everything the assistant does lives o
 
 `AssistantMixin` adds the handler (`obj.assistant`) and the hooks that wire it to the game:
 creation (tag, tool cmdset, script), hearing the room (`at_msg_receive`) and flushing state
-before a reload or shutdown. The thinking itself happens in the core (`ai_assistant.agent`,
-`ai_assistant.sleep`, ...); the handler only hands it the NPC's ports.
+before a reload or shutdown. The thinking happens in the core; the handler hands it the ports.
 """
 
 import functools
@@ -37,7 +36,7 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
-from ai_assistant.plumbing import documents, residency
+from ai_assistant.plumbing import documents, reply_priority, residency
 from ai_assistant.plumbing.llm import LLMStats
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
@@ -416,6 +415,7 @@ class AssistantHandler:
         # when it was heard, to the fraction of a second: the "thinking" emote counts from it
         event["heard_at"] = ports.clock.now().timestamp()
         PerceptionQueue(ports).add(event)
+        reply_priority.line_heard()  # long background work waits for a quiet moment again
         if self.operating_mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
         if event["urgent"] and self.operating_mode == "awake" and self.script:

@@ -95,9 +95,10 @@ def replay_conversation(state, overrides=None):
         list[dict]: Per question: number, category, evidence, strict share, found turns,
         request tokens, the block's tokens and lines.
     """
-    from ai_assistant.agent.blocks.remembered import remembered_block
+    from ai_assistant.agent.blocks.remembered import fit_to_request, remembered_block
     from ai_assistant.memory.recall.pipeline import recall_from_corpus
     from ai_assistant.memory.search.dense import EmbeddingMatrices
+    from ai_assistant.memory.search.expansion import JournalVocabulary
     from ai_assistant.plumbing.settings import DEFAULTS, Settings, deep_merge
     from ai_assistant.plumbing.tokens import count_tokens
 
@@ -106,7 +107,7 @@ def replay_conversation(state, overrides=None):
     saved = state["settings"]
     settings = Settings(deep_merge(DEFAULTS, saved._tree),
                         {**saved._overrides, **(overrides or {})})
-    matrices = EmbeddingMatrices()
+    matrices, vocabulary = EmbeddingMatrices(), JournalVocabulary()
     figures = []
     for asked in state["questions"]:
         query = asked["query"]
@@ -117,7 +118,13 @@ def replay_conversation(state, overrides=None):
         corpus = (state["corpus"] + tuple(asked.get("journal_added") or ())
                   + tuple(state.get("others") or ()))
         _, lines = recall_from_corpus(corpus, query, state["now"], settings,
-                                      matrices=matrices, hidden=state["hidden"])  # fmt: skip
+                                      matrices=matrices, hidden=state["hidden"],
+                                      vocabulary=vocabulary)  # fmt: skip
+        # fitted to the request's budget as the reply's cycle fits it, the other sections as
+        # the saved request had them
+        rest = request_tokens(with_block(asked["request"], None))
+        lines = fit_to_request(lines, rest, settings.get("recall.request_tokens"),
+                               settings.get("recall.min_tokens"))
         block = remembered_block(None, {"recall": lines})
         request = with_block(asked["request"], block)
         text = request_text(request)

@@ -43,6 +43,7 @@ import json
 from twisted.internet import defer
 
 from ai_assistant.agent import context
+from ai_assistant.agent.blocks.remembered import messages_within_request
 from ai_assistant.plumbing.llm import LLMRequestError
 from ai_assistant.plumbing.markup import strip_markup
 from ai_assistant.plumbing.ports import LLMError, ToolCall
@@ -149,7 +150,8 @@ class _Cycle:
         self.messages = []
 
     def fresh_messages(self):
-        """The prompt, with the JSON tool protocol when native tool calling is off."""
+        """Deferred[list]: the prompt, with the JSON tool protocol when native tool calling is
+        off."""
         if self.native:
             extra = NATIVE_TOOLS_NOTE
         else:
@@ -157,7 +159,14 @@ class _Cycle:
         more = sorted(set(self.allowed) - set(self.offered))
         if more:
             extra += "\n" + MORE_TOOLS_NOTE.format(names=", ".join(more))
-        return context.build_messages(self.ports, {**self.situation, "extra_system": extra})
+        # the recall block gets what the rest of the request leaves (`recall.request_tokens`)
+        return messages_within_request(
+            self.ports, {**self.situation, "extra_system": extra},
+            lambda situation: context.build_messages(self.ports, situation), self.specs())
+
+    def specs(self):
+        """The tool specs sent beside the messages (None with the JSON tool protocol)."""
+        return [tool.spec() for tool in self.offered.values()] if self.native else None
 
     # The writers below run right after a yield, with no yield inside: fresh reads, one write.
 
@@ -228,7 +237,7 @@ def run_react_cycle(
                     and not ports.runtime.native_tools_rejected)  # fmt: skip
     cycle.cache = cache if cache is not None else ToolCache()
     purpose = cycle.situation.get("purpose") or "react"
-    cycle.messages = cycle.fresh_messages()
+    cycle.messages = yield cycle.fresh_messages()
     while summary["iterations"] < max_iterations:
         summary["iterations"] += 1
         # counting a few thousand prompt tokens is CPU work: in the pool, not on the reactor
@@ -291,7 +300,7 @@ def _ask(cycle, purpose):
         uses the JSON protocol); None when the LLM failed (`stopped` says why).
     """
     ports, summary = cycle.ports, cycle.summary
-    specs = [tool.spec() for tool in cycle.offered.values()] if cycle.native else None
+    specs = cycle.specs()
     try:
         reply = yield ports.llm.complete(cycle.messages, tools=specs, purpose=purpose)
     except LLMRequestError as err:
@@ -301,7 +310,7 @@ def _ask(cycle, purpose):
             cycle.native = False
             cycle.switched_to_json = True
             ports.log(f"{ports.name}: endpoint rejected native tools ({err}); using JSON protocol")
-            cycle.messages = cycle.fresh_messages()
+            cycle.messages = yield cycle.fresh_messages()
             return _RETRY
         summary["stopped"] = f"llm_error: {err}"
         return None

@@ -37,8 +37,10 @@ waiting together it warms at most `memory.resident_assistants`, the most recentl
 (the model's last call, a light read): only that many keep their heavy documents in memory, so
 warming more would only push out the ones warmed before; the rest warm on first use. A player's
 reply goes first (`plumbing.reply_priority`): while one is in flight, no assistant's warm-up
-starts and none goes on to its recall (opening the store, reading its memories), which would
-compete with the reply for the interpreter; they go on when it is over.
+starts. The recall (opening the store - about a second of imports - and reading its memories),
+which would compete with a reply for the interpreter, waits until the start has settled: no
+reply and no line for `reply_priority.QUIET_SECONDS`. A player who talks at once after a reload
+is answered before it starts (the store is not needed for that: see above).
 """
 
 import dataclasses
@@ -312,8 +314,9 @@ def warm_up(ports, *, cpu_runner=None, io_runner=None):
     for name, deferred in zip(("models", "client"), first, strict=True):
         deferred.addErrback(_failed, name).addCallback(_noted, name)
     done = defer.gatherResults(first, consumeErrors=True)
-    # the recall opens the store and reads its memories: background work, not beside a reply
-    done.addCallback(lambda _: reply_priority.when_no_reply(_recall, ports))
+    # the recall opens the store and reads its memories: long background work, started once
+    # the start has settled, so that it never runs beside a player's first line
+    done.addCallback(lambda _: reply_priority.when_settled(_recall, ports))
     done.addErrback(_failed, "recall").addCallback(_noted, "recall")
 
     def _warmed(_):

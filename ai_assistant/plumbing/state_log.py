@@ -56,24 +56,36 @@ class StateLog:
         path (str): The log file (its folder is created).
         writer (object, optional): Who writes it (picklable): recorded first in a new or emptied
             log, read back by `read_writer`.
+        resting (bool): Leave the file as it is, unopened, until the first record: it holds
+            no record the database lacks (at most an earlier writer's header, which that
+            first record's opening replaces with this writer's).
     """
 
-    def __init__(self, path, writer=None):
+    def __init__(self, path, writer=None, resting=False):
         self.path = path
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self._fd = None
-        self._resting = False
-        self._open()
         self.unsynced = False
         self._writer = writer
         self._empty_size = 0
-        if not self.size:
-            self._write_writer()
+        self._renew = resting  # the file is someone else's until emptied
+        self._resting = resting
+        self.size = 0
+        if not resting:
+            self._open()
+            if not self.size:
+                self._write_writer()
 
     def _open(self):
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self.size = os.fstat(self._fd).st_size
         self._resting = False
+        if self._renew:
+            self._renew = False
+            if self.size:
+                os.ftruncate(self._fd, 0)
+                self.size = 0
+            self._write_writer()
 
     def _write_writer(self):
         if self._writer is not None:

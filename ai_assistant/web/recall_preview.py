@@ -98,8 +98,11 @@ def preview(ports, text, speaker=""):
 
     Returns:
         Deferred[dict]: `{"query", "speaker", "recall_block", "people_block", "lines"}`:
-        the two blocks exactly as a prompt shows them (None where a turn shows none), and
-        every ranked item (`score`, `tier`, `source`, `audience`, `flags`, `in_block`).
+        the two blocks as a prompt shows them (None where a turn shows none) at recall's own
+        budget (a reply fits the recall block again to what the rest of its request leaves,
+        `recall.request_tokens`: a long request shows fewer lines, a short one more, chosen
+        from the same ranking), and every ranked item (`score`, `tier`, `source`, `audience`, `flags`,
+        `in_block`).
     """
     situation = preview_situation(ports, text, speaker)
     query = recall_query(ports, situation)

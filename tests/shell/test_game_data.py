@@ -102,6 +102,8 @@ class TestStaleLogs(EvenniaTest):
         durability._remove_stale_logs(self.npc, durability.log_path(self.npc))
 
     def test_its_own_log_names_this_process_and_database(self):
+        # a log is written (and so named) from its first record
+        self.npc.assistant.ports().state.set(documents.CURRENT_GOALS, ["find the map"])
         writer = read_writer(durability.log_path(self.npc))
         assert writer == (self.database, os.getpid(), game_data.process_started(os.getpid()))
 

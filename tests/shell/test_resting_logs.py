@@ -79,3 +79,17 @@ class TestRestingLogs(WithAda, EvenniaTest):
         crash(self.npc)
         pending = self.npc.assistant.ports().state.get(documents.PENDING_EVENTS)
         assert [event["text"] for event in pending][-1] == "Ada, the mill burned down"
+
+    def test_a_reload_leaves_the_empty_logs_of_assistants_not_in_use_unopened(self):
+        ada_log = durability.log_path(self.npc)
+        self.npc.assistant.hear(self.char1, "Ada, the ferry leaves at dawn", "talk")
+        self.npc.assistant.flush()
+        crash(self.npc)  # what a reload leaves: nothing in memory, an empty log on disk
+        written = os.stat(ada_log).st_mtime_ns
+        self.script.at_server_start()
+        assert ada_log not in open_files() and os.stat(ada_log).st_mtime_ns == written
+        self.npc.assistant.hear(self.char1, "Ada, the mill burned down", "talk")
+        crash(self.npc)
+        self.script.at_server_start()  # the line is replayed from the log it opened
+        pending = self.npc.assistant.ports().state.get(documents.PENDING_EVENTS)
+        assert [event["text"] for event in pending][-1] == "Ada, the mill burned down"

@@ -13,12 +13,15 @@ already show.
 """
 
 import dataclasses
+import functools
+import json
 
 from twisted.internet import defer
 
 from ai_assistant.agent.blocks.conversation import shown_history
 from ai_assistant.agent.blocks.people import observations_shown
 from ai_assistant.memory.journal import get_journal
+from ai_assistant.memory.recall.fitting import RecallLines
 from ai_assistant.memory.recall.grouping import layout
 from ai_assistant.memory.recall.pipeline import (
     RecallQuery,
@@ -30,6 +33,14 @@ from ai_assistant.memory.recall.pipeline import (
 )
 from ai_assistant.memory.search.journal_search import journal_index_cache
 from ai_assistant.plumbing.quoting import quote_untrusted
+from ai_assistant.plumbing.tokens import count_message_tokens, count_tokens
+
+TITLE = "What you remember"
+# Rounds of `fit_to_request`: the layout's estimate is within a few tokens of the block's
+# count, so the second round nearly always fits; the third takes off what is left over.
+FIT_ROUNDS = 3
+# Spare tokens too few to hold another line: the fitting stops there.
+FIT_SLACK = 8
 
 
 def _quoted_in_prompt(history):
@@ -124,3 +135,86 @@ def remembered_block(ports, situation):
     # the lines are whole and the budget bounds them: the block is never cut; each day and
     # each speaker within it is named once (`recall.grouping`)
     return quote_untrusted(layout(lines), "MEMORIES", limit=None) if lines else None
+
+
+def block_tokens(lines, count=count_tokens):
+    """Tokens the recall block of `lines` adds to a prompt, its title and spacing included."""
+    block = remembered_block(None, {"recall": lines}) if lines else None
+    return count(f"## {TITLE}\n{block}") + 2 if block else 0
+
+
+@functools.cache
+def _frame_tokens():
+    """Tokens of the block's title, delimiters and spacing (what the lines' cost leaves out)."""
+    return count_tokens(f"## {TITLE}\n{quote_untrusted('', 'MEMORIES', limit=None)}") + 2
+
+
+def fit_to_request(lines, rest_tokens, request_budget, floor=0):
+    """
+    The recall lines chosen again so that the request they go in holds at most
+    `request_budget` tokens (`recall.request_tokens`): recall gets what the request's other
+    sections (`rest_tokens`) leave, more lines when they are short, fewer when they are long.
+    Lines stay whole; the ranking is not run again (`fitting.RecallLines.fit`).
+
+    Args:
+        lines (list[str]): The pipeline's lines (`RecallLines`; any other list is kept as it is).
+        rest_tokens (int): Tokens of the request without the recall block.
+        request_budget (int): Tokens of the whole request (0: keep `lines`).
+        floor (int): Tokens the lines may take however little the rest leaves
+            (`recall.min_tokens`: a request with every tool kit still recalls; it then passes
+            `request_budget`).
+
+    Returns:
+        list[str]: The lines, oldest first.
+    """
+    if not request_budget or not isinstance(lines, RecallLines):
+        return lines
+    # what the block really takes beside the layout's estimate (its title and delimiters, less
+    # what the estimate overcounts where lines meet), measured once on the block as chosen
+    frame = block_tokens(lines, lines.count) - lines.cost if lines else _frame_tokens()
+    # the request's budget, but never less than the floor for the lines themselves
+    request_budget = max(request_budget, rest_tokens + frame + floor)
+    fitted = lines
+    for _ in range(FIT_ROUNDS):
+        spare = request_budget - rest_tokens - frame - fitted.cost
+        if spare >= 0 and (fitted.complete or spare < FIT_SLACK):
+            break  # within the budget, and no line is left to add or room for one
+        fitted = lines.fit(max(1, fitted.cost + spare))
+    while fitted and rest_tokens + block_tokens(fitted, lines.count) > request_budget:
+        fitted = lines.fit(max(1, fitted.cost - FIT_SLACK))  # the estimate was short
+    return fitted
+
+
+@defer.inlineCallbacks
+def messages_within_request(ports, situation, build, specs=None):
+    """
+    The messages `build(situation)` makes, the recall block fitted (`fit_to_request`) so that
+    they and the tool specs sent beside them hold at most `recall.request_tokens` (0: the
+    lines as the pipeline chose them, `recall.budget_tokens`).
+
+    The blocks are built on the reactor (they read the assistant's documents); the counting
+    and the fitting run in the worker pool.
+
+    Args:
+        ports (AssistantPorts): The assistant.
+        situation (dict): The prompt's situation (its "recall", the pipeline's lines).
+        build (callable): `build(situation) -> messages` (`context.build_messages`).
+        specs (list, optional): The tool specs sent beside the messages.
+
+    Returns:
+        Deferred[list[dict]]: The messages.
+    """
+    request_budget = ports.settings.get("recall.request_tokens")
+    lines = situation.get("recall")
+    if not request_budget or not isinstance(lines, RecallLines):
+        return build(situation)
+    rest = build({**situation, "recall": []})
+    fitted = yield ports.run_cpu_bound(_fit_beside, lines, rest, specs, request_budget,
+                                       ports.settings.get("recall.min_tokens"))  # fmt: skip
+    return build({**situation, "recall": fitted})
+
+
+def _fit_beside(lines, rest, specs, request_budget, floor):
+    """`fit_to_request` beside the messages `rest` and the tool specs `specs` (blocking)."""
+    rest_tokens = count_message_tokens(rest) + (count_tokens(json.dumps(specs)) if specs else 0)
+    return fit_to_request(lines, rest_tokens, request_budget, floor)

@@ -164,10 +164,9 @@ class _SharedStore:
 def _open_shared(config, uses_local_embedder, embedder, path):
     from mem0 import Memory
 
-    from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder
-
     memory = Memory.from_config(config)
     if uses_local_embedder:
+        from ai_assistant.memory.longterm.mem0_embedding import Mem0Embedder  # (mem0 is in)
         memory.embedding_model = Mem0Embedder(embedder)
     in_database = pgvector_store.is_ours(config.get("vector_store"))
     if in_database:

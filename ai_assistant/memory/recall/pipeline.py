@@ -12,7 +12,10 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
 2. **Ranking.** The journal's search (`memory.search.search_entries`) over that corpus: BM25
    over lemmas with pseudo-relevance feedback, the speaker and time boosts, context from
    neighbouring lines, fused with the local embedder's cosine (`recall.embedding_weight`),
-   relevance first (`recall.alpha_recency`, `recall.alpha_importance`).
+   relevance first (`recall.alpha_recency`, `recall.alpha_importance`). The query is widened
+   with the corpus's words nearest in meaning to its own (`search.expansion`,
+   `recall.expansion_weight`): "what hobbies does she have?" also matches "pottery" and
+   "kiln" where a line says them, which neither BM25 nor a whole line's vector sees.
 3. **Filters.** Only items visible to the viewer (`memory.audience.visible_to`); never the
    entries being answered (`exclude`); one item per source entry (the best-ranked text).
 4. **Information.** The score is scaled by how much a line says (`information`), so small talk
@@ -46,17 +49,18 @@ from ai_assistant.memory.longterm.sources import is_outranked
 from ai_assistant.memory.longterm.supersede import is_superseded
 from ai_assistant.memory.nodes import load_nodes
 from ai_assistant.memory.recall.diversity import DIVERSITY_POOL, diversify
-from ai_assistant.memory.recall.grouping import GroupedCost
+from ai_assistant.memory.recall.fitting import MemoCount, RankedLine, choose
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
 from ai_assistant.memory.recall.tiers import tier_items
 from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
+from ai_assistant.memory.search.expansion import expansion_terms
 from ai_assistant.memory.search.filters import SearchFilters
-from ai_assistant.memory.search.journal_search import search_entries
+from ai_assistant.memory.search.journal_search import journal_vocabulary, search_entries
 from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import words
-from ai_assistant.plumbing.reply_priority import replying, when_no_reply
+from ai_assistant.plumbing.reply_priority import replying, when_settled
 from ai_assistant.plumbing.tokens import count_tokens
 
 # Candidates ranked per item wanted, before the filters and the budget thin them.
@@ -116,6 +120,7 @@ def recall_params(settings):
         alpha_recency=settings.get("recall.alpha_recency"),
         alpha_importance=settings.get("recall.alpha_importance"),
         embedding_weight=settings.get("recall.embedding_weight"),
+        expansion_weight=settings.get("recall.expansion_weight"),
         context_terms=0.0,
     )
 
@@ -165,8 +170,17 @@ def _hidden(corpus):
     return sum(1 for item in corpus if audience_of(item) is not PUBLIC)
 
 
+def _expansion(corpus, text, embed, params, vocabulary):
+    """The corpus's words nearest in meaning to the query's (`search.expansion`), or None."""
+    if embed is None or not params.expansion_weight:
+        return None
+    texts = (str(item.get("content") or "") for item in corpus)
+    return expansion_terms(embed, text, texts, vocabulary)
+
+
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
-               min_information=0.0, hidden=None, diversity=0.0, whole=None):  # fmt: skip
+               min_information=0.0, hidden=None, diversity=0.0, whole=None,
+               vocabulary=None):  # fmt: skip
     """
     Rank the corpus for a query (blocking: run it in the worker pool): the first stage (the
     search), the filters and the information weight, then the second stage (`diversity`).
@@ -186,6 +200,9 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             (`recall.diversity`; needs `embed`; 0: by score alone).
         whole (WholeCorpus, optional): The corpus the items are part of (a store's
             candidates, `store_candidates`): BM25 and neighbours as over every memory.
+        vocabulary (JournalVocabulary, optional): The corpus's words and their vectors, kept
+            between calls, for the query's expansion (`params.expansion_weight`; needs
+            `embed`).
 
     Returns:
         list[Recalled]: Best first, one per source entry, visible to the viewer.
@@ -201,7 +218,9 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
                             filters=query.filters, semantic_scores=dense,
-                            index_cache=index_cache, whole=whole)  # fmt: skip
+                            index_cache=index_cache, whole=whole,
+                            expansion=_expansion(corpus, query.text, embed, params,
+                                                 vocabulary))  # fmt: skip
     recalled, seen = [], set()
     for score, item in ranked:
         if not visible_to(item, query.viewer) or _excluded(item, query.exclude):
@@ -242,29 +261,19 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
         max_line_tokens (int): The longest line shown (`recall.max_line_tokens`; 0: any).
 
     Returns:
-        list[str]: Dated lines, oldest first.
+        RecallLines: Dated lines, oldest first (a list of str), which can be chosen again for
+        another budget (`fitting.RecallLines.fit`).
     """
-    chosen, used, block = [], 0, GroupedCost(count)
+    ranked, count = [], MemoCount(count)  # the lines counted here are not counted again
     for found in recalled:
         line = recall_line(found.item)
-        if too_long(count(line) + 1, max_line_tokens):
-            continue
-        cost = block.cost(line)  # what it adds to the block laid out by day and speaker
-        if budget and used + cost > budget:
-            continue  # a shorter line further down may still fit
-        block.take(line)
-        chosen.append((found.item, line))
-        used += cost
-        if len(chosen) >= limit:
-            break
-    # oldest first; lines of the same moment in a fixed order, whatever ranked them (the
-    # inspector's preview, whose ranking may differ by a hair, shows the turn's very block)
-    chosen.sort(key=lambda pair: (str(pair[0].get("timestamp") or ""), pair[1]))
-    return [line for _, line in chosen]
+        if not too_long(count(line) + 1, max_line_tokens):
+            ranked.append(RankedLine(str(found.item.get("timestamp") or ""), line))
+    return choose(ranked, budget, limit, count)
 
 
 def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
-                       hidden=None, whole=None):
+                       hidden=None, whole=None, vocabulary=None):
     """
     Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
     `recall`, and what `bench/recall_replay.py` replays).
@@ -278,22 +287,25 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
         index_cache (JournalIndexCache, optional): The corpus's BM25 index, kept between calls.
         hidden (int, optional): How many items are private to someone, if known.
         whole (WholeCorpus, optional): The corpus the items are part of (`rank_items`).
+        vocabulary (JournalVocabulary, optional): The corpus's words, kept between calls.
 
     Returns:
         tuple: `(recalled, lines)`.
     """
-    wanted = settings.get("recall.embedding_weight") or settings.get("recall.diversity")
+    wanted = (settings.get("recall.embedding_weight") or settings.get("recall.diversity")
+              or settings.get("recall.expansion_weight"))
     embed = default_embed(settings) if wanted else None
     recalled = rank_items(corpus, query, now=now, params=recall_params(settings), embed=embed,
                           matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
                           hidden=hidden, diversity=settings.get("recall.diversity"),
-                          whole=whole)  # fmt: skip
+                          whole=whole, vocabulary=vocabulary)  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
 
 
-def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
+def _recall_in_worker(journal_entries, query, now, settings, mirror, others=(),
+                      vocabulary=None):
     corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
@@ -302,12 +314,13 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=()):
     return recall_from_corpus(corpus, query, now, settings,
                               matrices=mirror.matrices if mirror else None,
                               index_cache=mirror.index_cache if mirror else None,
-                              hidden=hidden, whole=whole)  # fmt: skip
+                              hidden=hidden, whole=whole,
+                              vocabulary=vocabulary)  # fmt: skip
 
 
 def _first_read_beside_a_reply(memories, query):
     """True when the store's first read would open the store beside a reply in flight that
-    does not wait for it (`plumbing.reply_priority`: it then waits until the reply is over)."""
+    does not wait for it (`plumbing.reply_priority`: it then waits until the replies settle)."""
     return (replying() and not query.wait_for_store and memories.available
             and memories.opening)
 
@@ -341,8 +354,8 @@ def recall(ports, query, *, runner=None):
     else:
         if _first_read_beside_a_reply(memories, query):
             # a reply in flight that does not wait for the store: its first read (opening the
-            # store, mostly) is background work, started once the reply is over
-            when_no_reply(memories.recall_mirror, runner)
+            # store, mostly) is background work, started once the replies have settled
+            when_settled(memories.recall_mirror, runner)
             mirror = None
         else:
             loading = memories.recall_mirror(runner)
@@ -353,8 +366,10 @@ def recall(ports, query, *, runner=None):
     # the nodes and profiles are made into items here: the patrol and entity consolidation
     # change those documents on the reactor, so the worker gets a snapshot
     others = tier_items(load_nodes(ports), get_profiles(ports)) if query.journal else ()
+    # the words the query's expansion draws on, one vocabulary per assistant (the tools' too)
+    vocabulary = journal_vocabulary(ports)
     result = yield runner(_recall_in_worker, journal, query, ports.clock.now(), ports.settings,
-                          mirror, others)  # fmt: skip
+                          mirror, others, vocabulary)  # fmt: skip
     return result
 
 

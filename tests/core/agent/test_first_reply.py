@@ -133,6 +133,7 @@ def no_reply_in_flight(monkeypatch):
 
     monkeypatch.setattr(reply_priority, "_in_flight", [0])
     monkeypatch.setattr(reply_priority, "_held", [])
+    monkeypatch.setattr(reply_priority, "_last_activity", [None])
     return reply_priority
 
 
@@ -170,6 +171,47 @@ def test_a_warm_up_under_way_goes_on_to_its_recall_only_after_the_reply(
     no_reply_in_flight.reply_finished()
     assert store.listed == 1
     assert warmed == [{"models": True, "client": True, "recall": True}]
+
+
+def test_the_warm_up_opens_the_store_only_once_the_start_has_settled(
+        llm_config, no_reply_in_flight, monkeypatch):
+    """Just after a start (a running reactor): the store's opening waits for a quiet moment,
+    and a player's line and reply in that moment push it back; nothing warmed is lost, and a
+    recall that needs the store meanwhile (a tool's) opens it itself."""
+    import dataclasses
+
+    from ai_assistant.memory.recall.pipeline import RecallQuery, recall
+
+    clock = task.Clock()
+    monkeypatch.setattr(no_reply_in_flight, "_clock", [clock])
+    monkeypatch.setattr(no_reply_in_flight, "_last_activity", [None])
+    store = ListingStore()
+    llm = LLMClient(llm_config, runner=sync_runner, clock=task.Clock())
+    ports = support.make_ports(llm=llm, semantic=store)
+    Journal(ports).add("Bob said the lighthouse lamp is out.", source_type="direct",
+                      source_entity="Bob")
+    warmed = []
+    warmup.warm_up(ports, cpu_runner=sync_runner, io_runner=sync_runner).addCallback(
+        warmed.append)
+    assert llm._sdk is not None and store.listed == 0  # what a reply needs: at once
+    clock.advance(0.5)
+    no_reply_in_flight.line_heard()  # Bob talks as soon as the server is back
+    no_reply_in_flight.reply_started()
+    query = RecallQuery(text="the lighthouse lamp", wait_for_store=False)
+    recalled, _ = support.result_of(recall(ports, query))  # the reply: from the journal
+    assert [each.item["content"] for each in recalled] == ["Bob said the lighthouse lamp is out."]
+    no_reply_in_flight.reply_finished()
+    clock.advance(no_reply_in_flight.QUIET_SECONDS - 0.1)
+    assert store.listed == 0 and warmed == []
+    other = support.make_ports(name="Bea", semantic=ListingStore())  # a tool's recall
+    support.result_of(recall(other, dataclasses.replace(query, wait_for_store=True)))
+    assert other.semantic.listed == 1
+    clock.advance(0.1)
+    # the warm-up's recall and the reply's left-over read: one opening, one listing
+    assert store.listed == 1
+    assert warmed == [{"models": True, "client": True, "recall": True}]
+    recalled, _ = support.result_of(recall(ports, query))
+    assert "Bob keeps the lighthouse." in [each.item["content"] for each in recalled]
 
 
 def test_a_reply_does_not_read_the_store_beside_itself_but_right_after(no_reply_in_flight):

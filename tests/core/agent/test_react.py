@@ -425,3 +425,31 @@ def test_default_registry_loads_every_family(llm_server, make_ports, clock):
     assert summary["tools"] == ["say"] and ports.world.said == ["Hi."]
     offered = tool_names(llm_server.requests[0])
     assert {"say", "whisper", "page", "inspect_location", "noop"} <= set(offered)
+
+
+def test_the_recall_block_gets_what_the_rest_of_the_request_leaves(llm_server, make_ports,
+                                                                   clock):
+    from ai_assistant.memory.recall.fitting import RankedLine, choose
+    from ai_assistant.plumbing.tokens import count_message_tokens, count_tokens
+
+    ranked = tuple(RankedLine(f"2024-02-{n % 28 + 1:02d}", f'- [{n % 28 + 1} February 2024] '
+                              f'Oskar said to me: "Crossing {n}: the ferry took {n} carts of '
+                              f'peat to the north shore."') for n in range(60))  # fmt: skip
+    lines = choose(ranked, 300, limit=60)
+
+    def request_for(request_budget):
+        ports = make_ports({"recall": {"request_tokens": request_budget, "min_tokens": 0}})
+        llm_server.requests.clear()
+        llm_server.script(Reply.tool("say", {"message": "Aye."}))
+        cycle(ports, clock, {"events": [event("Tell me about the ferry.")], "recall": lines})
+        request = llm_server.requests[0]
+        shown = request["messages"][1]["content"].count("Crossing ")
+        return count_message_tokens(request["messages"]) + count_tokens(
+            json.dumps(request["tools"])), shown
+
+    as_chosen = request_for(0)
+    assert as_chosen[1] == len(lines)
+    roomy = request_for(as_chosen[0] + 400)  # room for more than the first choice
+    assert roomy[1] > len(lines) and roomy[0] <= as_chosen[0] + 400
+    tight = request_for(as_chosen[0] - 150)  # less: the worst lines go, the request fits
+    assert 0 < tight[1] < len(lines) and tight[0] <= as_chosen[0] - 150

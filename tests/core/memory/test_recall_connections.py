@@ -129,3 +129,51 @@ def test_the_block_of_a_full_budget_is_never_cut():
     block = remembered_block(make_ports(), {"recall": lines})
     assert "[...cut]" not in block
     assert all(line.split(": ", 1)[1] in block for line in lines)  # each line's words, whole
+
+
+# Invented word vectors for the query's expansion: "hobbies" is near "pottery" and "kiln" in
+# meaning; a whole line's vector (many words) is near nothing (the dense cosine cannot see it).
+WORDS = {"hobbies": [1.0, 0.0, 0.0], "pottery": [0.8, 0.6, 0.0], "kiln": [0.7, 0.0, 0.71]}
+
+
+def word_embed(texts):
+    return [numpy.asarray(WORDS.get(text.lower(), [0.0, 0.0, 1e-3]), float) for text in texts]
+
+
+WORKSHOP = (
+    memory("pots", "Ilse said to me: \"Saturdays I fire my pottery in the kiln behind the "
+                   "mill.\"", speaker="Ilse", day=4),
+    memory("cart", "Ilse said to me: \"The cart wheel needs a new rim before the fair.\"",
+           speaker="Ilse", day=6),
+    memory("fog", "Bram said to me: \"Fog rolled in over the marsh all morning.\"",
+           speaker="Bram", day=9),
+)
+
+
+def test_the_query_expansion_reaches_a_line_that_names_an_instance_of_what_is_asked():
+    from ai_assistant.memory.search.expansion import JournalVocabulary
+    from ai_assistant.memory.search.terms import stem
+
+    query = RecallQuery(text="What hobbies does Ilse have?", limit=3)
+    plain = dataclasses.replace(PARAMS, embedding_weight=0.0, expansion_weight=0.0)
+    ranked = rank_items(corpus_of(*WORKSHOP), query, now=NOW, params=plain, embed=word_embed)
+    assert "pots" not in [r.item["id"] for r in ranked if r.score > 0.2]
+    expanded = dataclasses.replace(plain, expansion_weight=0.6)
+    vocabulary = JournalVocabulary()
+    ranked = rank_items(corpus_of(*WORKSHOP), query, now=NOW, params=expanded, embed=word_embed,
+                        vocabulary=vocabulary)  # fmt: skip
+    assert ranked[0].item["id"] == "pots"  # "pottery", "kiln": near "hobbies" in meaning
+    stems, _ = vocabulary.update(word_embed, ())
+    assert stem("pottery") in stems  # the corpus's words are kept for the next call
+
+
+def test_the_prompt_recall_expands_the_query_at_the_game_defaults(monkeypatch):
+    ports = make_ports()
+    assert ports.settings.get("recall.expansion_weight") > 0
+    monkeypatch.setattr(pipeline, "default_embed", lambda settings: word_embed)
+    mirror = mirror_of(ports)
+    mirror.merge(WORKSHOP)
+    mirror.loaded = True
+    recalled, lines = result_of(pipeline.recall(ports, RecallQuery(
+        text="What hobbies does Ilse have?", limit=1, budget=900)))
+    assert recalled[0].item["id"] == "pots" and "pottery" in lines[0]

@@ -353,3 +353,22 @@ def test_an_empty_log_rests_with_no_file_open_and_opens_again_on_the_next_record
     log.close()
     assert log.closed and not log.rest()
     assert not log.append("character", "goals", ["c"])  # closed for good, not resting
+
+
+def test_a_log_opened_resting_is_left_untouched_until_its_first_record(tmp_path):
+    path = str(tmp_path / "npc.log")
+    StateLog(path, writer="the last process").close()  # a header only, nothing to replay
+    before = os.stat(path)
+    log = StateLog(path, writer="this process", resting=True)
+    assert log.resting and os.stat(path).st_mtime_ns == before.st_mtime_ns
+    assert read_writer(path) == "the last process"
+    assert log.append("character", "goals", ["a"])
+    assert read_writer(path) == "this process"  # emptied for its new writer, then recorded
+    assert read_log(path)[:2] == ({("character", "goals"): ["a"]}, 1)
+    log.close()
+    missing = str(tmp_path / "new.log")
+    log = StateLog(missing, writer="this process", resting=True)
+    assert not os.path.exists(missing)
+    log.append_written("character", "goals")
+    assert read_writer(missing) == "this process"
+    log.close()

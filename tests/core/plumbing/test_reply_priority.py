@@ -3,7 +3,7 @@ Replies first (issue 34): background work not yet started waits while a reply is
 """
 
 import pytest
-from twisted.internet import defer
+from twisted.internet import defer, task
 
 from ai_assistant.plumbing import reply_priority
 
@@ -54,3 +54,73 @@ def test_held_work_that_returns_a_deferred_is_followed():
     assert not done.called
     gate.callback("opened")
     assert done.result == "opened"
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A start just made: `when_settled` waits on this clock (as on a running reactor)."""
+    lent = task.Clock()
+    monkeypatch.setattr(reply_priority, "_clock", [lent])
+    monkeypatch.setattr(reply_priority, "_last_activity", [None])
+    return lent
+
+
+def test_long_work_waits_for_a_quiet_moment_after_the_start(clock):
+    ran = []
+    done = reply_priority.when_settled(lambda: ran.append("open") or "opened")
+    clock.advance(reply_priority.QUIET_SECONDS - 0.1)
+    assert ran == []
+    clock.advance(0.1)
+    assert ran == ["open"] and done.result == "opened"
+    # the start has settled: work asked later runs at once
+    later = reply_priority.when_settled(ran.append, "Bea")
+    assert ran == ["open", "Bea"] and later.called
+
+
+def test_a_line_said_just_after_the_start_is_answered_before_the_long_work_starts(clock):
+    """A player talks at once after a reload: the line, then the reply, each push the work
+    back, and it starts only once the reply has been over for the quiet moment."""
+    ran = []
+    reply_priority.when_settled(ran.append, "open")
+    clock.advance(0.5)
+    reply_priority.line_heard()
+    clock.advance(reply_priority.QUIET_SECONDS - 0.1)  # the turn starts late under load
+    reply_priority.reply_started()
+    clock.advance(5.0)  # a model that takes its time: nothing starts beside the reply
+    assert ran == []
+    reply_priority.reply_finished()
+    clock.advance(reply_priority.QUIET_SECONDS - 0.1)
+    assert ran == []
+    clock.advance(0.1)
+    assert ran == ["open"]
+
+
+def test_a_game_that_never_falls_quiet_gets_the_long_work_done_between_replies(clock):
+    """A busy room hears a line every second: the work waits at most MOST_WAIT_SECONDS, then
+    for the reply in flight to end, never for a quiet moment that does not come."""
+    ran = []
+    reply_priority.when_settled(ran.append, "open")
+    for _ in range(int(reply_priority.MOST_WAIT_SECONDS) - 1):
+        reply_priority.line_heard()
+        clock.advance(1.0)
+    assert ran == []
+    reply_priority.reply_started()
+    clock.advance(1.5)
+    reply_priority.line_heard()
+    assert ran == []  # not beside the reply
+    reply_priority.reply_finished()
+    clock.advance(0)
+    assert ran == ["open"]
+
+
+def test_without_a_running_reactor_long_work_waits_only_for_the_replies(monkeypatch):
+    monkeypatch.setattr(reply_priority, "_clock", [])
+    monkeypatch.setattr(reply_priority, "_last_activity", [None])
+    ran = []
+    reply_priority.when_settled(ran.append, "now")
+    assert ran == ["now"]
+    reply_priority.reply_started()
+    reply_priority.when_settled(ran.append, "after the reply")
+    assert ran == ["now"]
+    reply_priority.reply_finished()
+    assert ran == ["now", "after the reply"]
