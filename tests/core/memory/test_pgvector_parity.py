@@ -16,6 +16,8 @@ Real mem0, the real local embedder, the embedded qdrant files and a real Postgre
 pgvector (tests/memory_store.py).
 """
 
+import contextlib
+
 import pytest
 from memory_store import empty_memory_table
 from support import make_ports, result_of, sync_runner
@@ -107,34 +109,52 @@ RECALLED = ["What does Corwen make at his forge?", "Who sells bread or honey?",
             "When does the ferry leave?", "Corwen Tamsin ferry"]
 
 
-def test_recall_ranks_the_same_on_both_stores(postgres_memory_url, tmp_path):
+@contextlib.contextmanager
+def assistants_on_both_stores(postgres_memory_url, tmp_path, key):
+    """The same assistant twice, `key`, its memories embedded and in PostgreSQL."""
     empty_memory_table(postgres_memory_url)
     opened, assistants = [], []
-    for store in ("embedded", "postgres"):
-        overrides = {"memory.store": store, "memory.postgres_url": postgres_memory_url}
-        semantic = make_semantic_store(Settings(DEFAULTS, overrides), str(tmp_path / store),
-                                       "tamsin", runner=sync_runner)
-        opened.append(semantic)
-        assistants.append(make_ports(key="tamsin", semantic=semantic, overrides=overrides))
     try:
-        for text in TOLD_IN_ORDER:
-            for ports in assistants:
-                metadata = {"source_entity": "Orla", "source_trust": 0.9,
-                            "timestamp": ports.clock.now().isoformat()}
-                result_of(ports.semantic.add(text, metadata=metadata))
-                ports.clock.advance(hours=1)
-        for text in RECALLED:
-            ranked = []
-            for ports in assistants:
-                recalled, lines = result_of(recall(ports, RecallQuery(text=text, limit=6)))
-                ranked.append(([(found.item["content"], round(found.score, 6))
-                                for found in recalled], lines))
-            assert ranked[0][0], text
-            assert ranked[1] == ranked[0], text
+        for store in ("embedded", "postgres"):
+            overrides = {"memory.store": store, "memory.postgres_url": postgres_memory_url}
+            semantic = make_semantic_store(Settings(DEFAULTS, overrides),
+                                           str(tmp_path / store), key, runner=sync_runner)
+            opened.append(semantic)
+            assistants.append(make_ports(key=key, semantic=semantic, overrides=overrides))
+        yield assistants
     finally:
         for semantic in opened:
             semantic.close()
         empty_memory_table(postgres_memory_url)
+
+
+def tell_in_order(assistants, texts, speaker):
+    """Each assistant stores `texts` as `speaker` told them, an hour apart."""
+    for text in texts:
+        for ports in assistants:
+            metadata = {"source_entity": speaker, "source_trust": 0.9,
+                        "timestamp": ports.clock.now().isoformat()}
+            result_of(ports.semantic.add(text, metadata=metadata))
+            ports.clock.advance(hours=1)
+
+
+def recalled_by_each(assistants, text, limit):
+    """What each assistant recalls for `text`: `(memories with their scores, lines)`."""
+    ranked = []
+    for ports in assistants:
+        recalled, lines = result_of(recall(ports, RecallQuery(text=text, limit=limit)))
+        ranked.append(([(found.item["content"], round(found.score, 6)) for found in recalled],
+                       lines))
+    return ranked
+
+
+def test_recall_ranks_the_same_on_both_stores(postgres_memory_url, tmp_path):
+    with assistants_on_both_stores(postgres_memory_url, tmp_path, "tamsin") as assistants:
+        tell_in_order(assistants, TOLD_IN_ORDER, "Orla")
+        for text in RECALLED:
+            ranked = recalled_by_each(assistants, text, 6)
+            assert ranked[0][0], text
+            assert ranked[1] == ranked[0], text
 
 
 # A season of an invented harbour town, told an hour apart: the query's words are common in
@@ -186,34 +206,13 @@ def test_recall_over_the_databases_candidates_equals_recall_over_every_memory(
                                  **named)
 
     monkeypatch.setattr(pgvector_recall, "recall_candidates", few_candidates)
-    empty_memory_table(postgres_memory_url)
-    opened, assistants = [], []
-    for store in ("embedded", "postgres"):
-        overrides = {"memory.store": store, "memory.postgres_url": postgres_memory_url}
-        semantic = make_semantic_store(Settings(DEFAULTS, overrides), str(tmp_path / store),
-                                       "wenna", runner=sync_runner)
-        opened.append(semantic)
-        assistants.append(make_ports(key="wenna", semantic=semantic, overrides=overrides))
-    try:
-        for text in SEASON:
-            for ports in assistants:
-                metadata = {"source_entity": "Kitto", "source_trust": 0.9,
-                            "timestamp": ports.clock.now().isoformat()}
-                result_of(ports.semantic.add(text, metadata=metadata))
-                ports.clock.advance(hours=1)
+    with assistants_on_both_stores(postgres_memory_url, tmp_path, "wenna") as assistants:
+        tell_in_order(assistants, SEASON, "Kitto")
         for text in STILL_IN_THE_JOURNAL:
             for ports in assistants:
                 Journal(ports).add(text, source_type="direct", source_entity=text.split()[0])
                 ports.clock.advance(hours=1)
         for text in ASKED:
-            ranked = []
-            for ports in assistants:
-                recalled, lines = result_of(recall(ports, RecallQuery(text=text, limit=4)))
-                ranked.append(([(found.item["content"], round(found.score, 6))
-                                for found in recalled], lines))
+            ranked = recalled_by_each(assistants, text, 4)
             assert len(ranked[0][0]) == 4, text
             assert ranked[1] == ranked[0], text
-    finally:
-        for semantic in opened:
-            semantic.close()
-        empty_memory_table(postgres_memory_url)
