@@ -39,8 +39,9 @@ warming more would only push out the ones warmed before; the rest warm on first 
 reply goes first (`plumbing.reply_priority`): while one is in flight, no assistant's warm-up
 starts. The recall (opening the store - about a second of imports - and reading its memories),
 which would compete with a reply for the interpreter, waits until the start has settled: no
-reply and no line for `reply_priority.QUIET_SECONDS`. A player who talks at once after a reload
-is answered before it starts (the store is not needed for that: see above).
+reply and no line for `reply_priority.QUIET_SECONDS` (in a game that never falls quiet, at
+most `reply_priority.MOST_WAIT_SECONDS`, then between replies). A player who talks at once
+after a reload is answered before it starts (the store is not needed for that: see above).
 """
 
 import dataclasses
@@ -315,7 +316,7 @@ def warm_up(ports, *, cpu_runner=None, io_runner=None):
         deferred.addErrback(_failed, name).addCallback(_noted, name)
     done = defer.gatherResults(first, consumeErrors=True)
     # the recall opens the store and reads its memories: long background work, started once
-    # the start has settled, so that it never runs beside a player's first line
+    # the start has settled, so that it does not run beside a player's first lines
     done.addCallback(lambda _: reply_priority.when_settled(_recall, ports))
     done.addErrback(_failed, "recall").addCallback(_noted, "recall")
 
