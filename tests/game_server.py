@@ -46,11 +46,16 @@ def free_port():
 
 class GameServer:
     """
+    Every server made in this process is in `GameServer.made` until its `cleanup()`, so that a
+    failed test can show their logs (`log_tails`).
+
     Args:
         env (dict, optional): Extra environment for the server (e.g. the LLM endpoint).
         settings (str, optional): Extra Python lines for the test's secret_settings.py.
         website (bool): Serve the game's website on a free port (`web_url`); off by default.
     """
+
+    made = []
 
     def __init__(self, env=None, settings="", website=False):
         self.dir = tempfile.mkdtemp(prefix="ai_assistant_game_")
@@ -65,6 +70,7 @@ class GameServer:
         self.extra_settings = settings
         self.log_marks = {}
         self.evennia = os.path.join(os.path.dirname(sys.executable), "evennia")
+        GameServer.made.append(self)
 
     def _env(self):
         env = {k: v for k, v in os.environ.items()
@@ -203,6 +209,35 @@ class GameServer:
             time.sleep(0.5)
         raise RuntimeError(f"server did not start on {self.telnet_port}:\n{self.logs()}")
 
+    def reload(self, client, timeout=90):
+        """
+        Reload the game through `client` (a superuser's) and wait until it is back.
+
+        Evennia's Portal starts the new Server as soon as the old one drops its connection; on
+        a busy machine the new one can read the old one's pid file before that process is gone,
+        and it then exits ("a different application entirely"). The launcher's start brings it
+        up again, as it does in `start()`.
+
+        Raises:
+            TimeoutError: The Server did not come back within `timeout` seconds (its logs are
+                in the message).
+        """
+        self.mark_logs()
+        client.send("reload")
+        deadline = time.time() + timeout
+        retried = False
+        while time.time() < deadline:
+            try:
+                client.read_until(r"(?i)server restarted|reloaded", timeout=1)
+                return
+            except TimeoutError:
+                pass
+            if not retried and "different application entirely" in self.logs():
+                retried = True
+                self._run("start")
+        tails = "\n".join(f"--- {name}\n{tail}" for name, tail in self.log_tails().items())
+        raise TimeoutError(f"the game did not come back from a reload in {timeout}s:\n{tails}")
+
     def _web_settings(self):
         if not self.website:
             return "WEBSERVER_ENABLED = False\n"
@@ -219,6 +254,16 @@ class GameServer:
         with open(path, "rb") as handle:
             handle.seek(self.log_marks.get(name, 0))
             return handle.read().decode("utf-8", errors="replace")
+
+    def log_tails(self, lines=80):
+        """The last `lines` of each of this game's logs, whatever `mark_logs()` said."""
+        folder = os.path.join(self.dir, "server", "logs")
+        tails = {}
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            with open(os.path.join(folder, name), "rb") as handle:
+                text = handle.read().decode("utf-8", errors="replace")
+            tails[name] = "\n".join(text.splitlines()[-lines:])
+        return tails
 
     def mark_logs(self):
         """From now on `logs()` shows only what is written after this (a shared game's test)."""
@@ -270,6 +315,8 @@ class GameServer:
         return [pid for pid in pids if _alive(pid)]
 
     def cleanup(self):
+        if self in GameServer.made:
+            GameServer.made.remove(self)
         shutil.rmtree(self.dir, ignore_errors=True)
         self._drop_database()
 

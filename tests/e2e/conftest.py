@@ -14,6 +14,8 @@ Under `make test` (xdist's `--dist loadfile`) a module's tests, and so its own g
 worker; the root conftest runs the e2e modules first, the shared game's first of all.
 """
 
+import os
+
 import pytest
 from game_server import GameServer, login, running_game
 
@@ -63,3 +65,15 @@ def _shared_game_test(request):
                            rf"Ada: {key} reset[^\n]*\n")
     finally:
         client.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed end-to-end test shows the end of each game's logs (CI keeps nothing else)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for server in GameServer.made:
+        for name, tail in server.log_tails().items():
+            report.sections.append((f"{os.path.basename(server.dir)} {name} (last lines)", tail))

@@ -76,8 +76,7 @@ def test_state_survives_a_reload(mechanical_game):
         client.command("@assistant/sleep Cleo", r"now asleep[^\n]*\n")
         before = client.command("@assistant Cleo", r"journal:[^\n]*\n")
         ticks_before = int(re.search(r"ticks: (\d+)", before).group(1))
-        client.send("reload")
-        client.read_until(r"(?i)server restarted|reloaded", timeout=90)
+        mechanical_game.reload(client)
         time.sleep(1)
         after = client.command("@assistant Cleo", r"journal:[^\n]*\n", timeout=60)
         assert "mode: sleep" in after and "ticker: every 60s" in after

@@ -134,8 +134,7 @@ def test_config_is_checked_before_it_is_stored_and_a_bad_stored_value_survives_a
         # a value an older version stored, written by hand, then a reload
         client.command("py me.search('Dora').attributes.add('config_overrides', "
                        "{'ticks.awake': 'banana'})", r">>>[^\n]*\n")
-        client.send("reload")
-        client.read_until(r"(?i)server restarted|reloaded", timeout=90)
+        game.reload(client)
         time.sleep(1)
         status = client.command("@assistant Dora", r"provider:[\s\S]*?journal:[^\n]*\n",
                                 timeout=60)
