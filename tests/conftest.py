@@ -4,6 +4,7 @@ Test setup: Django + Evennia initialised once, the repository importable as the 
 Tests that touch the database take pytest-django's `db` fixture.
 """
 
+import atexit
 import os
 import shutil
 import sys
@@ -43,6 +44,7 @@ def pytest_configure(config):
         # what the contrib writes (state logs, vector store, mem0's history) goes to a folder of
         # this run, never to a game's server/ai_assistant_data
         settings.AI_ASSISTANT_DATA_DIR = tempfile.mkdtemp(prefix="ai_assistant_test_data_")
+        atexit.register(shutil.rmtree, settings.AI_ASSISTANT_DATA_DIR, True)
 
         evennia._init()
     finally:

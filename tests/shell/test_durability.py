@@ -7,6 +7,7 @@ A "crash" (kill -9) is simulated by dropping everything the process held in memo
 next touch of its state is what the restarted server does.
 """
 
+import atexit
 import copy
 import os
 import shutil
@@ -25,6 +26,7 @@ from ai_assistant.plumbing.state_log import read_log
 from ai_assistant.typeclasses import AssistantCharacter
 
 GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_durability_")
+atexit.register(shutil.rmtree, GAME_DIR, True)  # a folder of this run only
 TEST_SETTINGS = {
     "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
     "llm": {"base_url": None, "api_key": None},

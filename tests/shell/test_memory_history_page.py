@@ -5,6 +5,7 @@ and after, when) merged, oldest first, with what only the assistant knows (the j
 was made from, the corrections of the audit trail that touched it, and by whom).
 """
 
+import shutil
 import tempfile
 
 from inspector_fixtures import InspectorTestCase
@@ -22,7 +23,9 @@ TWELVE = "The crew of the Gull is twelve sailors."
 class TestMemoryHistory(InspectorTestCase):
     def setUp(self):
         super().setUp()
-        self.store = make_semantic_store(Settings(DEFAULTS), tempfile.mkdtemp(), "npc-ada",
+        folder = tempfile.mkdtemp(prefix="ai_assistant_history_page_")
+        self.addCleanup(shutil.rmtree, folder, True)
+        self.store = make_semantic_store(Settings(DEFAULTS), folder, "npc-ada",
                                          runner=sync_runner)
         self.ports.semantic = self.store
         self.memory_id = result_of(Memories(self.ports).add(ELEVEN, metadata={

@@ -5,6 +5,7 @@ open files (past a default `ulimit -n` of 1,024). Its next change opens the log 
 crash after it loses nothing.
 """
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -22,6 +23,7 @@ from ai_assistant.plumbing.state_log import read_log
 from ai_assistant.typeclasses import AssistantCharacter
 
 GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_resting_logs_")
+atexit.register(shutil.rmtree, GAME_DIR, True)  # a folder of this run only
 TEST_SETTINGS = {
     "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
     "llm": {"base_url": None, "api_key": None},
