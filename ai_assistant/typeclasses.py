@@ -16,7 +16,7 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 from twisted.internet import defer, reactor
 
-from ai_assistant import durability, reactor_turns
+from ai_assistant import attribute_reads, durability, reactor_turns
 from ai_assistant.adapters import game_settings
 from ai_assistant.agent.warmup import warm_up_process
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never_raises, retire
@@ -141,6 +141,8 @@ class AssistantScript(DefaultScript):
 
     @never_raises
     def at_server_start(self):
+        # the first script to start reads what every assistant's start reads, for all at once
+        self._read_at_start()
         if self.retire_if_orphaned():
             return
         if self.obj:
@@ -153,6 +155,11 @@ class AssistantScript(DefaultScript):
             # what the first reply needs (model client, store, embedder, recall index) is made
             # ready now, off the reactor, once the start is over (agent/warmup.py)
             reactor.callLater(0, self.obj.assistant.warm_up)
+
+    @never_raises
+    def _read_at_start(self):
+        # on its own: should the batch fail, each assistant still reads its own as it starts
+        attribute_reads.read_at_start(self, SCRIPT_KEY, is_assistant)
 
     def at_script_delete(self):
         self.unsubscribe()
