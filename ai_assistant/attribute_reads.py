@@ -10,7 +10,7 @@ assistant in turn - its script's `at_server_start` reads its object, its straigh
 reload of N assistants cost about five queries each, most of a big world's reload.
 `read_at_start` does that reading for every assistant that has not started in this process, at
 the first one's `at_server_start`: their objects, their light documents and their straight ones,
-in a few queries for all (in chunks, under the database's limit on a query's parameters).
+in a few queries for all.
 
 What it reads is what each assistant would read on its own a moment later, and it is kept
 where that would be: the light documents in each owner's `ndb` cache (only where none was read
@@ -26,9 +26,6 @@ from base64 import b64decode
 from evennia.utils.dbserialize import deserialize, from_pickle
 
 from ai_assistant.plumbing import documents
-
-# objects per query: SQLite's default limit on a statement's parameters was 999 until 3.32
-CHUNK = 500
 
 # What Evennia's serializer stores in place of a database object or a session inside a value.
 _PACKED_MARKERS = (b"__packed_dbobj__", b"__packed_session__")
@@ -126,27 +123,34 @@ def read_at_start(script, script_key, is_assistant):
         owners[documents.CHARACTER].append(character)
         owners[documents.SCRIPT].append(found)
     for place, listed in owners.items():
-        for start in range(0, len(listed), CHUNK):
-            _read_owners(place, listed[start:start + CHUNK])
+        if listed:
+            _read_owners(place, listed)
 
 
 def _read_owners(place, owners):
-    """The light and straight documents of `owners` (all characters, or all scripts)."""
+    """
+    The light and straight documents of `owners` (all characters, or all scripts).
+
+    Each query asks for the documents by name and joins their owners, with no list of owners
+    in it: SQLite, without statistics, walks every Attribute for each owner listed in an
+    `IN` (a second per 500 owners in a world of a thousand), where the names' index finds
+    every assistant's documents at once. The rows of owners not starting are left out here.
+    """
     from django.db.models import F
     from evennia.typeclasses.attributes import Attribute
 
     holder = "objectdb" if place == documents.CHARACTER else "scriptdb"
+    in_place = Attribute.objects.filter(**{f"{holder}__isnull": False})
     by_id = {owner.id: owner for owner in owners}
-    light = [owner for owner in owners if owner.ndb.ai_state_cache is None]
+    light = {owner.id: {} for owner in owners if owner.ndb.ai_state_cache is None}
     if light:
         names = documents.kept_in_state(place, heavy=False)
-        caches = {owner.id: {} for owner in light}
-        rows = _raw_values(Attribute.objects.filter(**{f"{holder}__id__in": list(caches)}),
-                           names).values_list(f"{holder}__id", "db_key", "raw")
-        for owner_id, name, raw in rows:
-            caches[owner_id][name] = plain_document(raw)
-        for owner in light:
-            cache = caches[owner.id]
+        for owner_id, name, raw in _raw_values(in_place, names).values_list(
+                f"{holder}__id", "db_key", "raw"):
+            if owner_id in light:
+                light[owner_id][name] = plain_document(raw)
+        for owner_id, cache in light.items():
+            owner = by_id[owner_id]
             owner.ndb.ai_state_cache = {name: cache.get(name) for name in names}
             owner.ndb.ai_state_dirty = set()
     straight = [name for name, document in documents.REGISTRY.items()
@@ -154,14 +158,13 @@ def _read_owners(place, owners):
     if not straight:
         return
     found = {owner_id: {} for owner_id in by_id}
-    for attribute in Attribute.objects.filter(
-            **{f"{holder}__id__in": list(by_id)}, db_key__in=straight,
-            db_category__isnull=True, db_attrtype__isnull=True).annotate(
+    for attribute in in_place.filter(db_key__in=straight, db_category__isnull=True,
+                                     db_attrtype__isnull=True).annotate(
             holder_id=F(f"{holder}__id")):
-        found[attribute.holder_id][attribute.db_key] = attribute
+        if attribute.holder_id in found:
+            found[attribute.holder_id][attribute.db_key] = attribute
     for owner_id, attributes in found.items():
         backend = by_id[owner_id].attributes.backend
         for name in straight:
             # a missing one is cached as missing, as Evennia caches a lookup that found none
             backend._set_cache(name, None, attributes.get(name))
-
