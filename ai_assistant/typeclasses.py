@@ -25,10 +25,22 @@ from ai_assistant.plumbing.settings import Settings
 from ai_assistant.server_warm_up import import_tick_modules
 from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
 
+
+def _warm_up_process():
+    warm_up_process(Settings(game_settings()), prepare=import_tick_modules)
+
+
 # Evennia imports this module early in a server start, when it loads the assistants' scripts:
-# what every reply needs (libraries, models) starts loading now, in the worker pools - unless
-# the inspector app started it earlier still (`server_warm_up`), which this then follows
-warm_up_process(Settings(game_settings()), prepare=import_tick_modules)
+# what every reply needs (libraries, models) starts loading in the worker pools as soon as that
+# start is over - unless the inspector app started it earlier still (`server_warm_up`), which
+# this then follows. Not at once: a reload imports it in the reactor turn that starts every
+# script (`at_server_start`), and the warm-up's imports, in a thread, would take the interpreter
+# from that loop at each of its queries (a reload of 1,000 assistants took twice as long); a
+# server that imports it before its reactor runs starts it when the reactor does
+if reactor.running:
+    reactor.callLater(0, _warm_up_process)
+else:
+    reactor.callWhenRunning(_warm_up_process)
 
 
 def _no_timer_without_a_reactor(interval):

@@ -365,20 +365,27 @@ import evennia
 evennia._init()
 from evennia.scripts.models import ScriptDB
 from evennia.scripts.tickerhandler import TICKER_HANDLER
+if {floor!r}:
+    # Evennia's floor: the same reload with none of this contrib's start work (its scripts'
+    # at_server_start is Evennia's own, and no document is read)
+    from evennia.scripts.scripts import DefaultScript
+    from ai_assistant.typeclasses import AssistantScript
+    AssistantScript.at_server_start = DefaultScript.at_server_start
 # what Evennia's server runs at a reload once the portal has synced
 TICKER_HANDLER.restore(True)
 ScriptDB.objects.update_scripts_after_server_start()
 from ai_assistant.handler import is_assistant
 from ai_assistant.plumbing import documents
 from evennia.objects.models import ObjectDB
+assistants = [obj for obj in ObjectDB.objects.all() if is_assistant(obj)]
 # what each assistant's first idle tick reads: its light documents (the heavy ones, which grow
 # with its history, wait for the first use that needs them: plumbing/residency.py)
-states = [obj.assistant.ports().state for obj in ObjectDB.objects.all() if is_assistant(obj)]
+states = [] if {floor!r} else [obj.assistant.ports().state for obj in assistants]
 light = [name for name in documents.REGISTRY if not documents.heavy(name)]
 for state in states:
     for name in light:
         state.get(name)
-count = len(states)
+count = len(assistants)
 seconds = time.perf_counter() - started
 # and then every document of every assistant, heavy ones included (more than a reload reads)
 for state in states:
@@ -401,7 +408,7 @@ print(count, seconds, all_documents_seconds)
 RELOAD_RSS_MB = {}
 
 
-def reload_seconds(database, sqlite, game_dir, repeat=3):
+def reload_seconds(database, sqlite, game_dir, repeat=3, floor=False):
     """
     Seconds a fresh process takes to start Django + Evennia, run what Evennia's server runs at
     a reload (the tickers restored, every script's `at_server_start`: each assistant's
@@ -410,12 +417,14 @@ def reload_seconds(database, sqlite, game_dir, repeat=3):
     the seconds until, after that, every state document of every assistant is read too (the
     heavy ones, which a reload does not read: `reload_all_documents_seconds`, so nothing is
     hidden). The best of `repeat` runs of each (the machine's other work only ever adds time).
+    With `floor`, Evennia's part alone: the same steps with the assistants' scripts starting as
+    Evennia's own scripts do and no document read (every assistant is still loaded).
 
     Returns:
         tuple: `(assistants loaded, reload seconds, all-documents seconds)`.
     """
     script = RELOAD_SCRIPT.format(repo=str(REPO), sqlite=sqlite, database=database,
-                                  game_dir=game_dir)
+                                  game_dir=game_dir, floor=floor)
     best = best_all = None
     for _ in range(repeat):
         output = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
@@ -444,7 +453,7 @@ def reload_rss_mb(database, sqlite, game_dir):
     reads its own `/proc/self/status` (a fork's `ru_maxrss` would start at this process's size).
     """
     script = RELOAD_SCRIPT.format(repo=str(REPO), sqlite=sqlite, database=database,
-                                  game_dir=game_dir) + RSS_REPORT
+                                  game_dir=game_dir, floor=False) + RSS_REPORT
     output = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
                             text=True, env=os.environ.copy()).stdout.split()
     peak, now = output[output.index("rss_kb") + 1:output.index("rss_kb") + 3]
@@ -747,14 +756,22 @@ def reload_from(keep):
         database = os.path.join(folder, "bench.db3")
         shutil.copy2(os.path.join(keep, "bench.db3"), database)  # a reload may write (tickers)
         shutil.copytree(os.path.join(keep, "game"), game, dirs_exist_ok=True)
+        load = os.getloadavg()[0]
         loaded, seconds, all_documents = reload_seconds(database, True, game)
+        floor = reload_seconds(database, True, game, floor=True)[1]
         empty, empty_all = empty_game_reload(folder, "sqlite", None)
         memory = reload_memory(database, os.path.join(folder, "empty.db3"), loaded)
     return {"benchmark": "scale (reload of a kept world)",
             "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
             "reload_seconds": seconds, "reload_assistants_loaded": loaded,
+            "reload_floor_seconds": floor,
             "empty_reload_seconds": empty, "reload_all_documents_seconds": all_documents,
             "empty_reload_all_documents_seconds": empty_all, **memory,
+            "reload_x_empty": round(seconds / empty, 2),
+            "reload_floor_x_empty": round(floor / empty, 2),
+            "contrib_ms_per_assistant": round((seconds - floor) / max(loaded, 1) * 1000, 2),
+            "floor_ms_per_assistant": round((floor - empty) / max(loaded, 1) * 1000, 2),
             "targets": {"reload<2x_empty": seconds < 2 * empty}}
 
 
