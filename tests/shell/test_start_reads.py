@@ -126,3 +126,15 @@ class TestStartReads(WithAda, EvenniaTest):
         assert bob.assistant.ports().state.get(documents.PROJECTS) == [
             {"title": "Bob's ledger"}]
         assert bob.assistant.script.ticker_interval is not None
+
+    def test_the_games_settings_are_checked_once_and_again_when_they_change(self):
+        bob, cy = self.npcs[1], self.npcs[2]
+        assert bob.assistant.ports().settings._tree is cy.assistant.ports().settings._tree
+        changed = {**TEST_SETTINGS, "ticks": {"awake": 7}}
+        with override_settings(AI_ASSISTANT=changed):
+            bob.assistant.reset()
+            assert bob.assistant.ports().settings.get("ticks.awake") == 7
+            assert bob.assistant.ports().settings.get("ticks.flush_every") == 6  # its own
+        with patch.dict("os.environ", {"AI_ASSISTANT_LLM_MODEL": "llama3.1"}):
+            cy.assistant.reset()
+            assert cy.assistant.ports().settings.get("llm.model") == "llama3.1"
