@@ -40,9 +40,16 @@ def stored_documents(owner, names):
     its `attributes.all()` one per Attribute too, so a reload of many assistants, each with
     dozens of documents, would spend most of its time on queries. Reading straight from the
     table also leaves Evennia's Attribute cache empty of values that only this cache needs.
+
+    The owner's Attributes are named by a subquery of its links, not by a join: joined,
+    SQLite (without statistics) walked every Attribute of the game for each read, 7 ms a read
+    in a world of a thousand assistants, growing with the world; by the links, 1.3 ms.
     """
-    found = dict(_raw_values(owner.db_attributes.all(), names).values_list(
-        "db_key", "raw"))
+    field = owner._meta.get_field("db_attributes")
+    held = field.remote_field.through.objects.filter(
+        **{field.m2m_field_name(): owner.id}).values(field.m2m_reverse_field_name())
+    found = dict(_raw_values(field.related_model.objects.filter(id__in=held), names)
+                 .values_list("db_key", "raw"))
     return {name: plain_document(found.get(name)) for name in names}
 
 

@@ -52,7 +52,10 @@ assistants were grown and how many replicated.
 
 `--keep DIR` (SQLite) keeps the grown world (database and semantic tier) in DIR;
 `--reload-from DIR` measures only the reloads of a kept world, so a change to the load path
-can be measured on a 90-day world without growing it again.
+can be measured on a 90-day world without growing it again, and beside them Evennia's floor
+(`reload_floor_seconds`: the same reload with the assistants' scripts starting as Evennia's own
+scripts do and no document read, every assistant still loaded), which splits the reload into
+Evennia's part and this contrib's (`floor_ms_per_assistant`, `contrib_ms_per_assistant`).
 """
 
 import argparse
