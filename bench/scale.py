@@ -444,7 +444,7 @@ def reload_seconds(database, sqlite, game_dir, repeat=3, floor=False):
             cpu = float(output[output.index("cpu_seconds") + 1])
             RELOAD_CPU_SECONDS[key, floor] = round(
                 min(cpu, RELOAD_CPU_SECONDS.get((key, floor), cpu)), 3)
-        if "rss_mb" in output:
+        if "rss_mb" in output and not floor:  # the floor reads no document
             rss = float(output[output.index("rss_mb") + 1])
             RELOAD_RSS_MB[key] = round(min(rss, RELOAD_RSS_MB.get(key, rss)), 1)
     return int(output[-3]), round(best, 3), round(best_all, 3)
