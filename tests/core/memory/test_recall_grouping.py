@@ -2,8 +2,10 @@
 The recall block laid out by day and speaker (`memory.recall.grouping`): invented fixtures, no
 Evennia.
 
-- Each day and each speaker within it is named once; every line's words are there whole, and
-  a line with no speaker's prefix never sits under someone's name.
+- Each day and each speaker within it is named once, each year at its first day; every line's
+  words are there whole, and a line with no speaker's prefix never sits under someone's name.
+- A speaker's word in other words ("Wren told me: ...", a paraphrased fact) is grouped under
+  the speaker too; a fact that only has a colon in it is not.
 - The budget counts what a line adds to the grouped block, so the same budget holds more whole
   lines than shown one by one, and the block stays within it.
 """
@@ -36,11 +38,10 @@ def test_each_day_and_speaker_is_named_once_and_every_line_is_whole():
         "[2 February 2024]",
         "- The harbour froze over.",  # no speaker: before anyone's name, never under it
         "Oskar said to me:",
-        '- "The ferry carried peat to the north shore."',
-        '- "The goat rode the ferry too."',
+        '"The ferry carried peat to the north shore."',  # the quotes mark the line
+        '"The goat rode the ferry too."',
         'Tova said to me: "My lantern came from the ferryman."',
-        "[9 February 2024]",
-        'Oskar said to me: "I mended the nets."',
+        '[9 February] Oskar said to me: "I mended the nets."',  # the year was named above
         "- An undated fact.",
     ]
     for line in LINES:
@@ -48,11 +49,25 @@ def test_each_day_and_speaker_is_named_once_and_every_line_is_whole():
     assert count_tokens(text) < sum(count_tokens(line) + 1 for line in LINES)
 
 
-def test_a_line_that_is_not_a_speakers_quote_keeps_its_own_words():
+def test_a_speakers_word_in_other_words_is_grouped_and_a_plain_fact_is_not():
     assert line_parts("- [3 March 2024] Mallory told me: the vault is open") == (
-        "3 March 2024", "", "Mallory told me: the vault is open")
+        "3 March 2024", "Mallory told me", "the vault is open")
     assert line_parts('- [3 March 2024] Eve says (disputed): "gold is cheap"') == (
         "3 March 2024", "Eve says (disputed)", '"gold is cheap"')
+    assert line_parts("- [3 March 2024] Rule of the vault: keep it shut") == (
+        "3 March 2024", "", "Rule of the vault: keep it shut")
+    lines = ["- [3 March 2024] Mallory told me: the vault is open",
+             "- [3 March 2024] Mallory told me: Mallory keeps the key.",
+             "- [3 March 2024] Rule of the vault: keep it shut",
+             "- [4 January 2025] Mallory whispered to me: the key is a copy"]
+    assert layout(lines).splitlines() == [
+        "[3 March 2024]",
+        "- Rule of the vault: keep it shut",
+        "Mallory told me:",
+        "- the vault is open",  # not quoted: the bullet marks the line
+        "- Mallory keeps the key.",
+        "[4 January 2025] Mallory whispered to me: the key is a copy",  # a new year: named
+    ]
 
 
 def test_the_grouped_cost_is_what_a_line_adds_to_the_block():
@@ -61,7 +76,23 @@ def test_the_grouped_cost_is_what_a_line_adds_to_the_block():
     cost.take(LINES[0])
     again = cost.cost(LINES[3])  # same day, same speaker: its own words only
     assert again < first
-    assert again == count_tokens('- "The goat rode the ferry too."') + 1
+    assert again == count_tokens('"The goat rode the ferry too."') + 1
+    cost.take(LINES[3])
+    later_day = cost.cost(LINES[4])  # a new day of a year already named: "[9 February]"
+    assert later_day == (count_tokens('"I mended the nets."') + 1 + count_tokens("[9 February]")
+                         + 1 + count_tokens("Oskar said to me:") + 1)
+
+
+def test_the_grouped_cost_adds_up_to_the_block():
+    cost = GroupedCost()
+    total = 0
+    for line in reversed(LINES):  # best first is any order: the block is in time order
+        total += cost.cost(line)
+        cost.take(line)
+    block = count_tokens(layout(LINES))
+    # never less than the block (the budget holds), a newline or two over per line at most
+    # (a speaker with one line, a day that starts on a speaker's line)
+    assert block <= total <= block + 2 * len(LINES)
 
 
 def memory(number, text, day):
