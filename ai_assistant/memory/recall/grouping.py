@@ -4,22 +4,26 @@ The recall block's layout: lines grouped by day, then by whose words they are.
 A recalled line says its date and its speaker (`lines.recall_line`): `- [8 May 2023] Wren said
 to me: "..."`. Shown one by one, a block of thirty lines repeats the same two or three dates
 and speakers thirty times, a fifth of its tokens. Grouped, each day is named once, each speaker
-once within it, and each year once, at its first day:
+once within it, each year once, at its first day, and "said to me" once, in the block's key
+(`KEY`, shown above the block by `agent.blocks.remembered`):
 
+    (A name alone heads what that person said to me.)
     [8 May 2023]
     - The harbour froze over.
-    Wren said to me:
+    Wren:
     "I sold the boat."
     "The new one is smaller."
-    Orla said to me: "Good riddance."
+    Orla: "Good riddance."
     [9 May] Wren told me:
     - the new boat is called Tern
     - it leaks
+    Bo said: "Fair winds."
 
 so the same budget holds more whole lines. Nothing is cut or reworded: every line's own text
-follows its speaker's prefix as the line had it. A quoted line under its speaker needs no
-bullet (the quotes mark it); a line in other words ("Wren told me: the new boat ...", a fact
-the model paraphrased) keeps one. Lines without a speaker's prefix (the assistant's own
+follows its speaker as the line had it, and every other frame stays whole ("Bo said" overheard
+in the room, "whispered to me (private)", "says (disputed)"). A quoted line under its speaker
+needs no bullet (the quotes mark it); a line in other words ("Wren told me: the new boat ...",
+a fact the model paraphrased) keeps one. Lines without a speaker's prefix (the assistant's own
 memories, a fact that names its subject) come first under their day, so none reads as said by
 the speaker above it. A day whose first lines are a speaker's starts on its heading's line.
 
@@ -62,6 +66,23 @@ def line_parts(line):
     return date, "", rest
 
 
+# What a heard line's speaker said directly to the assistant: `Wren said to me: "..."`. It is
+# said once, in the block's key (`KEY`), and each speaker's heading is the name alone.
+DIRECT = " said to me"
+KEY = "(A name alone heads what that person said to me.)"
+
+
+def shown_frame(frame):
+    """A speaker's heading: the name alone for what they said to me, else the whole frame."""
+    name = frame.removesuffix(DIRECT)
+    return name if name and name != frame else frame
+
+
+def needs_key(lines):
+    """True when the block of `lines` heads a speaker with the name alone (`KEY`)."""
+    return any(line_parts(line)[1].endswith(DIRECT) for line in lines)
+
+
 def _year(date):
     match = _DAY_AND_YEAR.match(date)
     return match.group("year") if match else None
@@ -94,7 +115,8 @@ def _day_rows(heading, frames):
     for frame, said in frames.items():
         if not frame:
             continue
-        lead = f"{heading} {frame}:" if heading and not rows else f"{frame}:"
+        shown = shown_frame(frame)
+        lead = f"{heading} {shown}:" if heading and not rows else f"{shown}:"
         if len(said) == 1:
             rows.append(f"{lead} {said[0]}")
         else:
@@ -142,7 +164,7 @@ class GroupedCost:
             year = _year(date)
             cost += self._count(shown_date(date, year in self._years)) + 1
         if frame and (date, frame) not in self._frames:
-            cost += self._count(f"{frame}:") + 1
+            cost += self._count(f"{shown_frame(frame)}:") + 1
         return cost
 
     def take(self, line):
