@@ -137,6 +137,7 @@ def remembered_block(ports, situation):
     if not lines:
         return None
     block = quote_untrusted(layout(lines), "MEMORIES", limit=None)
+    # "said to me" is said once, in the key: our own words, so outside the quoted data
     return f"{KEY}\n{block}" if needs_key(lines) else block
 
 
