@@ -136,6 +136,10 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"ticks.awake": 11})
         with CaptureQueriesContext(connection) as queries:
             assert state.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 11}
+        assert len(queries) == 0  # Evennia's own cache, which its write just updated
+        self.npc.attributes.backend.reset_cache()  # not in Evennia's cache: one query
+        with CaptureQueriesContext(connection) as queries:
+            assert state.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 11}
         assert len(queries) == 1
         assert documents.CONFIG_OVERRIDES not in self.npc.ndb.ai_state_cache
 
