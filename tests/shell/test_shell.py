@@ -413,7 +413,9 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
             lin.assistant.ports().world.emote(text)
         message, options = seen.call_args.kwargs["text"]
         assert message == f"Lin the librarian {text}" and options == {"type": "pose"}
-        # another assistant in the room hears the pose as it was shown
+        # another assistant in the room overhears the pose as it was shown (in a reactor turn
+        # of its own, `heard_line.overhear`)
+        run_reactor_turns()
         events = self.npc.assistant.ports().state.get("pending_events")
         assert events[-1]["text"] == f"Lin the librarian {text}"
 
