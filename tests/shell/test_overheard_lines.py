@@ -118,6 +118,8 @@ class TestOverheardLines(WithAda, EvenniaTest):
 
     def test_what_every_listener_shares_is_worked_out_once_per_line(self):
         clock = type(self.npc.assistant.ports().clock)
+        heard_line.lines_this_turn.clear()
+        heard_line.admins_this_turn.clear()
         with patch.object(reactor, "running", True), \
                 patch.object(clock, "now", autospec=True, side_effect=clock.now) as now:
             self.npc.at_say("Bob and Cy, the bell rang twice.")

@@ -276,7 +276,9 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
             ends[0].args[1]()  # the turn ends
             self.char1.at_say("Ada, again")
             assert checked.call_count == 2
+            # the mocked `callLater` ended no turn: what this turn kept must not leak
             heard_line.admins_this_turn.clear()
+            heard_line.lines_this_turn.clear()
         admin = bool(self.char1.locks.check_lockstring(self.char1, "cmd:perm(Admin)"))
         for npc in (self.npc, other):
             events = npc.assistant.ports().state.get("pending_events")
