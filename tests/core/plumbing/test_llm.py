@@ -401,11 +401,10 @@ def test_default_runner_uses_the_thread_pool_and_never_blocks(llm_server, llm_co
 
     client._blocking_call = recording_call
     try:
-        started = time.monotonic()
         deferred = client.complete(MESSAGES)
-        assert time.monotonic() - started < 0.2  # returned before the 0.3 s answer
         results = []
         deferred.addBoth(results.append)
+        assert not results  # returned at once: the answer comes through the reactor later
         deadline = time.monotonic() + 10
         while not results and time.monotonic() < deadline:
             reactor.iterate(0.02)
@@ -441,10 +440,11 @@ def test_reactor_keeps_turning_while_the_llm_takes_two_seconds(llm_server, llm_c
         elapsed = time.monotonic() - started
         assert results and results[0].content == "slow answer"
         assert elapsed >= 1.9
-        # the reactor was free the whole time: about one beat per 50 ms, no long gap
-        assert len(beats) >= 0.6 * elapsed / 0.05
+        # the reactor was free the whole time: it kept beating, and no gap came near the
+        # 2 s a call on the reactor would have held it (a loaded machine may pause it briefly)
+        assert len(beats) >= 0.3 * elapsed / 0.05
         gaps = [later - earlier for earlier, later in zip(beats, beats[1:], strict=False)]
-        assert max(gaps) < 0.5
+        assert max(gaps) < 1.5
     finally:
         heartbeat.stop()
         threads.stop_pool()
