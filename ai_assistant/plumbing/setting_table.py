@@ -79,8 +79,6 @@ SETTINGS = (
     Setting("threads.max", 8, range=(1, 256), doc="Threads for waiting work (LLM requests)."),
     Setting("threads.cpu", 1, range=(1, 64),
         doc="Threads for computing work (embeddings, the local vector store)."),
-    Setting("threads.nice", 10, range=(0, 19),
-        doc="How much lower the worker threads' CPU priority is than the reactor's (Linux)."),
     Setting("threads.switch_interval", None, range=(0.0001, 1.0), type=float, nullable=True,
         doc="Seconds between the interpreter's lock hand-overs, process-wide (null: Python's)."),
     Setting("ticks.awake", 5, range=(1, 86_400), doc="Seconds between awake ticks."),

@@ -15,20 +15,12 @@ A game may lower the interpreter's switch interval with `threads.switch_interval
 uses 1 ms; Python's is 5 ms) so that a computing thread hands the lock back to the reactor
 sooner; it is off by default because it changes the whole process.
 
-On Linux the pools' threads run at a lower CPU priority than the reactor (`threads.nice`,
-each thread's own nice value): on a machine with more runnable threads than cores, the
-reactor's slow passes waited as long for a core as they computed (`bench.reactor`, the
-reactor's run-queue time), and a worker's numpy, tiktoken or database work, which runs
-without the interpreter lock, was among what held the cores. A lower priority costs a worker
-nothing while a core is free.
-
 The pools' threads are daemon threads and shutdown does not wait for them: an LLM call can
 take a minute, and a Server that lingers after `evennia reload` collides with its own restart.
 Work cut off that way loses nothing - state only changes in reactor callbacks, which never ran,
 and the work is retried idempotently after the restart.
 """
 
-import os
 import sys
 import threading
 
@@ -41,36 +33,11 @@ from ai_assistant.plumbing.settings import DEFAULTS
 # Process-wide by nature: one pool of each kind serves every assistant of the server.
 _pools = {}
 _sizes = {"io": DEFAULTS["threads"]["max"], "cpu": DEFAULTS["threads"]["cpu"]}
-_nice = {"value": DEFAULTS["threads"]["nice"]}
 _lock = threading.Lock()
 
 
-def lower_priority(nice):
-    """
-    Lower the calling thread's CPU priority by `nice` (Linux: a thread has a nice value of its
-    own; elsewhere, where the call would name the whole process, nothing changes).
-
-    Returns:
-        bool: True when it was lowered.
-    """
-    if nice <= 0 or not sys.platform.startswith("linux"):
-        return False
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
-    except OSError:  # not allowed here: the thread runs at the reactor's priority
-        return False
-    return True
-
-
-def _daemon_thread(*args, target=None, **kwargs):
-    nice = _nice["value"]
-
-    def run():
-        lower_priority(nice)
-        target()
-
-    thread = threading.Thread(*args, target=run, **kwargs)
+def _daemon_thread(*args, **kwargs):
+    thread = threading.Thread(*args, **kwargs)
     thread.daemon = True
     return thread
 
@@ -79,8 +46,7 @@ def configure(settings):
     """
     Size the pools from the game's settings (the shell calls this before any work starts).
 
-    Pools already started keep their size (and their threads' priority, `threads.nice`).
-    `threads.switch_interval`, when set, lowers the
+    Pools already started keep their size. `threads.switch_interval`, when set, lowers the
     interpreter's switch interval for the whole process: opt-in, since it is process-wide.
 
     Args:
@@ -89,7 +55,6 @@ def configure(settings):
     with _lock:
         _sizes["io"] = max(1, int(settings.get("threads.max")))
         _sizes["cpu"] = max(1, int(settings.get("threads.cpu")))
-        _nice["value"] = max(0, int(settings.get("threads.nice")))
     interval = settings.get("threads.switch_interval")
     if interval and interval < sys.getswitchinterval():
         sys.setswitchinterval(interval)
