@@ -203,10 +203,10 @@ class World:
     @staticmethod
     def speaker(name, number):
         """
-        A player as `hear` sees one (a key, a dbref, an account, locks that make no admin),
+        A player as `hear` sees one (an id, a key, a dbref, an account, locks that make no admin),
         without a database row.
         """
-        return SimpleNamespace(key=name, dbref=f"#{number}", has_account=True,
+        return SimpleNamespace(id=number, key=name, dbref=f"#{number}", has_account=True,
                                msg=lambda *args, **kwargs: None, locks=NOT_ADMIN)
 
     def line(self, npc):

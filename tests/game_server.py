@@ -38,6 +38,16 @@ SQLITE_FILE = os.path.join("server", "evennia.db3")
 _TEMPLATE = {}
 
 
+# Each process of a test game appends every thread's stack to `server/logs/stacks.txt` on
+# SIGUSR2 (a process forked after the settings were read keeps the file): a process that will
+# not stop tells where it hangs before `stop()` kills it.
+STACKS_ON_SIGNAL = (
+    "import faulthandler as _faulthandler, signal as _signal\n"
+    "_STACKS = open(os.path.join(GAME_DIR, 'server', 'logs', 'stacks.txt'), 'a')\n"
+    "_faulthandler.register(_signal.SIGUSR2, file=_STACKS, all_threads=True)\n"
+)
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -156,6 +166,7 @@ class GameServer:
                 # the tests that share a game each make their own players, from one address
                 "CREATION_THROTTLE_LIMIT = None\n"
                 "LOGIN_THROTTLE_LIMIT = None\n"
+                f"{STACKS_ON_SIGNAL}"
                 f"{self.extra_settings}\n"
             )
 
@@ -311,8 +322,31 @@ class GameServer:
             while time.time() < deadline and _alive(pid):
                 time.sleep(0.2)
             if _alive(pid):
+                self._report_hang(pid)
                 os.kill(pid, signal.SIGKILL)
+        # a killed process is gone a moment later, not at once
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(pid) for pid in pids):
+            time.sleep(0.1)
         return [pid for pid in pids if _alive(pid)]
+
+    def _report_hang(self, pid):
+        """Print (to the test's captured stderr) where a process that would not stop is."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            path = os.path.join(self.dir, "server", "logs", "stacks.txt")
+            written = os.path.getsize(path) if os.path.exists(path) else 0
+            os.kill(pid, signal.SIGUSR2)
+        except OSError:
+            return
+        time.sleep(1)
+        stacks = "(none written)"
+        if os.path.exists(path):
+            with open(path, errors="replace") as handle:
+                handle.seek(written)
+                stacks = handle.read() or stacks
+        print(f"process {pid} did not stop, killed: {command}\n{stacks}", file=sys.stderr)
 
     def cleanup(self):
         if self in GameServer.made:
