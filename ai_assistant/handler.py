@@ -255,9 +255,12 @@ class AssistantHandler:
             Deferred[dict]: What was warmed; never errbacks.
         """
         from ai_assistant.agent.warmup import warm_up_in_turn
+        from ai_assistant.room_warm_up import warm_room
 
         if self.obj.pk is None:  # deleted before its turn came
             return None
+        # what the first command said in its room reads, read ahead on the reactor in steps
+        warm_room(self.obj, log=self.ports().log)
         return warm_up_in_turn(self.ports())
 
     def tool_cache(self):
