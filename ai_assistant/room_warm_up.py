@@ -5,20 +5,22 @@ A fresh Server process (every start and `reload`) has read nothing yet: the firs
 says to an assistant - `talk Ada = ...` - makes Evennia read the player's nicks (two queries a
 category), load the room's objects and their foreign keys, parse each object's locks, build the
 command sets of the objects in the room (the assistant's own: a character's ~90 commands), find
-the assistant through a search whose query shape Django has not built before, and makes the
-assistant read its light documents, its tags and its room's description. Traced in the Server
-(issue 34, fifth pass) that came to ~35 ms of the reactor's time before the model was even
-asked, against ~3 ms for the same line a second time: as much as the whole warm reply.
+the assistant through a search whose query shape Django has not built before; and it makes the
+assistant read its aliases, its room's description and its documents (the light ones, and the
+heavy ones a heard line is written to: the journal, the conversation). Traced in the Server
+(issue 34, fifth pass), that came to ~35-50 ms of the reactor's time before the model was even
+asked, against ~3-5 ms for the same line a second time: more than the whole warm reply.
 
 `warm_room(npc)` does those reads ahead, when the assistant's script starts (the players of a
 reload are connected again by then), on the reactor - Attributes and the database are read
 there - in small steps handed to Twisted's cooperator (`task.cooperate`), which gives the
 reactor back between steps (after at most ~10 ms of them), so that a line said meanwhile is not
-held. Every step is a read that fills a cache Evennia itself keeps for the process (its
-Attribute and Tag caches, an object's lock and command-set handlers, a room's contents, a
-foreign key's object, the assistant's light documents in `AttributeState`): nothing is written,
-nothing is sent to anyone, no hook a game overrides is called but an exit's `at_cmdset_get`,
-which Evennia calls at every command said in its room.
+held. Every step is a read that fills a cache Evennia keeps for the process (its Attribute and
+Tag caches, an object's lock and command-set handlers, a room's contents, a foreign key's
+object) or the assistant's documents in `AttributeState` (the heavy ones only where a player is
+there to talk, for at most `memory.resident_assistants` assistants a process). Nothing is
+written, nothing is sent to anyone, and no hook a game overrides is called but an exit's
+`at_cmdset_get`, which Evennia calls at every command said in its room.
 """
 
 from evennia.objects.objects import DefaultExit
@@ -30,6 +32,25 @@ from ai_assistant.plumbing import documents
 # account ones a search reads (`DefaultObject.get_search_query_replacement`)
 NICK_CATEGORIES = ("inputline", "object", "account")
 _heavy_read = []  # process-wide: the assistants whose heavy documents were read ahead
+
+
+def warm_up(npc, ports):
+    """
+    Both warm-ups of an assistant, at a start or a reload: what a first command in its room
+    reads, on the reactor in steps (`warm_room`), and what its replies need, off the reactor
+    (`agent.warmup.warm_up_in_turn`).
+
+    Args:
+        npc (AssistantMixin): The assistant.
+        ports (AssistantPorts): Its ports.
+
+    Returns:
+        Deferred[dict]: What `warm_up_in_turn` warmed; never errbacks.
+    """
+    from ai_assistant.agent.warmup import warm_up_in_turn
+
+    warm_room(npc, log=ports.log)
+    return warm_up_in_turn(ports)
 
 
 def warm_room(npc, log=None):

@@ -123,7 +123,9 @@ class TestRoomWarmUp(WithAda, EvenniaCommandTest):
         assert self.warm() == 0
 
     def test_the_handlers_warm_up_warms_its_room(self):
-        with patch("ai_assistant.room_warm_up.warm_room") as warmed:
+        with patch("ai_assistant.room_warm_up.warm_room") as warmed, \
+                patch("ai_assistant.agent.warmup.warm_up_in_turn") as replies:
             self.npc.assistant.warm_up()
+        replies.assert_called_once()
         warmed.assert_called_once()
         assert warmed.call_args.args[0] == self.npc
