@@ -9,19 +9,18 @@ Adapters that give the core its ports inside an Evennia game (the shell side of 
 """
 
 import copy
-import pickle
 import uuid
-from base64 import b64decode
 
 from django.db import transaction
 from evennia.utils import logger
-from evennia.utils.dbserialize import deserialize, from_pickle
+from evennia.utils.dbserialize import deserialize
 
 from ai_assistant import durability, heard_line
+from ai_assistant.attribute_reads import stored_documents, straight_documents
 from ai_assistant.attribute_writes import forget_cached_attribute, write_attribute
 from ai_assistant.durability import durability_of
 from ai_assistant.plumbing import documents, residency, threads
-from ai_assistant.plumbing.environment import setting_source
+from ai_assistant.plumbing.environment import environment_values, setting_source
 from ai_assistant.plumbing.ports import AssistantPorts, SystemClock
 from ai_assistant.plumbing.settings import Settings, settings_tree
 
@@ -78,7 +77,7 @@ class AttributeState:
             # this NPC shares them, and a reload (which clears ndb) starts from the database
             if owner.ndb.ai_state_cache is None:
                 place = documents.CHARACTER if owner is self.character else documents.SCRIPT
-                owner.ndb.ai_state_cache = _stored_documents(
+                owner.ndb.ai_state_cache = stored_documents(
                     owner, documents.kept_in_state(place, heavy=False))
                 owner.ndb.ai_state_dirty = set()
             store = (owner, owner.ndb.ai_state_cache, owner.ndb.ai_state_dirty)
@@ -112,11 +111,12 @@ class AttributeState:
             missing = [other for other in documents.kept_in_state(documents.get(name).on,
                                                                   heavy=True)
                        if other not in cache]  # fmt: skip
-            cache.update(_stored_documents(owner, missing))
+            cache.update(stored_documents(owner, missing))
             value = cache[name]
         elif value is _UNREAD:  # not among those loaded: one the shell writes straight is
-            # read now and never kept, so what Evennia writes to it is seen at the next read
-            value = _stored_documents(owner, (name,))[name]
+            # read now (from Evennia's cache, which its writes keep current) and never kept
+            # here, so what Evennia writes to it is seen at the next read
+            value = straight_documents(owner, (name,))[name]
             if name not in documents.REGISTRY or not documents.REGISTRY[name].straight:
                 cache[name] = value
         return copy.deepcopy(default) if value is None else value
@@ -174,41 +174,6 @@ class AttributeState:
         for dirty in written:
             dirty.clear()
         self.durability().flushed()
-
-
-# What Evennia's serializer stores in place of a database object or a session inside a value.
-_PACKED_MARKERS = (b"__packed_dbobj__", b"__packed_session__")
-
-
-def _stored_documents(owner, names):
-    """
-    Documents `names` as stored on `owner`, read in one query, as plain copies; one never
-    stored reads as None, as a missing Attribute does.
-
-    Evennia's `attributes.get` costs a query per Attribute that is not yet in its cache, and
-    its `attributes.all()` one per Attribute too, so a reload of many assistants, each with
-    dozens of documents, would spend most of its time on queries. Reading straight from the
-    table also leaves Evennia's Attribute cache empty of values that only this cache needs.
-    """
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    # the column as stored (Cast skips the field's own unpickling), so each value is
-    # unpickled once, by `_plain_document`, into a copy no other cache shares
-    found = dict(owner.db_attributes.filter(
-        db_key__in=names, db_category__isnull=True, db_attrtype__isnull=True).order_by(
-        "id").values_list("db_key", Cast("db_value", TextField())))
-    return {name: _plain_document(found.get(name)) for name in names}
-
-
-def _plain_document(stored):
-    """A value as Evennia's `PickledObjectField` stores it (base64 of a pickle), as plain data."""
-    if stored is None:
-        return None
-    data = b64decode(stored)
-    if any(marker in data for marker in _PACKED_MARKERS):
-        return from_pickle(pickle.loads(data))
-    return pickle.loads(data)
 
 
 def game_clock():
@@ -524,7 +489,26 @@ def npc_settings(character, overrides=None):
     """
     if overrides is None:
         overrides = npc_overrides(character)
-    return Settings(game_settings(), overrides=overrides)
+    return game_view().with_overrides(overrides)
+
+
+# the game's settings as one checked view, kept while they stay the same (see `game_view`)
+_game_views = {}
+
+
+def game_view():
+    """
+    The game's settings (`game_settings`) as a `Settings` view, made again only when the
+    game's `AI_ASSISTANT` or the environment's values for it change: merging and checking
+    them for each assistant was a third of a reload's own work at 1,000 assistants.
+    """
+    config = game_config()
+    key = repr((config, environment_values(config)))
+    view = _game_views.get(key)
+    if view is None:
+        _game_views.clear()
+        view = _game_views[key] = Settings(settings_tree(config))
+    return view
 
 
 def game_config():
@@ -566,9 +550,11 @@ def build_ports(character, *, runtime):
         AssistantPorts: Fresh bundle (the LLM client is created by the NPC's handler and
         cached in its `ndb`).
     """
-    # what the shell keeps straight on the NPC, in one query: through Evennia's cache, each
-    # costs two queries the first time, paid by every assistant at a server start
-    straight = _stored_documents(character, (documents.CONFIG_OVERRIDES, documents.MEMORY_SCOPE))
+    # what the shell keeps straight on the NPC: at a server start read for every assistant at
+    # once (`attribute_reads.read_at_start`), else in one query (through Evennia's `get`, each
+    # costs two queries the first time)
+    straight = straight_documents(character, (documents.CONFIG_OVERRIDES,
+                                              documents.MEMORY_SCOPE))
     overrides = straight[documents.CONFIG_OVERRIDES] or {}
     settings = npc_settings(character, overrides)
     for problem in settings.problems:

@@ -42,7 +42,7 @@ def database_identity():
     params = connection.settings_dict
     if connection.vendor == "sqlite":
         if connection.is_in_memory_db():
-            return f"sqlite:memory:{os.getpid()}:{process_started(os.getpid())}"
+            return f"sqlite:memory:{os.getpid()}:{_own_start(os.getpid())}"
         return f"sqlite:{os.path.abspath(str(params['NAME']))}"
     host = params.get("HOST") or "localhost"
     return f"{connection.vendor}://{host}:{params.get('PORT') or ''}/{params.get('NAME')}"
@@ -102,7 +102,18 @@ def process_started(pid):
 def writer():
     """This process as the writer of a file: `(database, pid, process start)`."""
     pid = os.getpid()
-    return (database_identity(), pid, process_started(pid))
+    return (database_identity(), pid, _own_start(pid))
+
+
+# this process's start, read once per pid (a fork reads its own): every assistant's log names
+# its writer when it is opened, and a reload of a thousand would read /proc a thousand times
+_own_starts = {}
+
+
+def _own_start(pid):
+    if pid not in _own_starts:
+        _own_starts[pid] = process_started(pid)
+    return _own_starts[pid]
 
 
 def process_alive(pid, started):

@@ -36,9 +36,8 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.nodes import Nodes
 from ai_assistant.memory.perception_queue import PerceptionQueue
 from ai_assistant.memory.persona import Persona
-from ai_assistant.plumbing import documents, reply_priority, residency
+from ai_assistant.plumbing import documents, residency
 from ai_assistant.plumbing.llm import LLMStats
-from ai_assistant.plumbing.ports import iso
 from ai_assistant.plumbing.runtime import AssistantRuntime
 from ai_assistant.workspace.goals import Goals
 from ai_assistant.workspace.loop_state import LoopState
@@ -269,7 +268,8 @@ class AssistantHandler:
         return self.obj.ndb.tool_cache
 
     def flush(self):
-        """Write every changed state document to its Attribute."""
+        """Write every changed state document to its Attribute (what it overheard first)."""
+        heard_line.take_overheard(self)
         self.ports().state.flush()
 
     # --- stores (each the only code that reads or writes its documents) ---------------------
@@ -379,17 +379,19 @@ class AssistantHandler:
 
     # --- perception -------------------------------------------------------------------------
 
-    def hear(self, sender, text, kind):
+    def hear(self, sender, text, kind, overheard=False):
         """
-        Perceive something and queue it as an event.
+        Perceive something and queue it as an event (`heard_line`).
 
         Args:
             sender (Object): Who caused it.
             text (str): What was said or done.
             kind (str): "talk", "say", "whisper", "pose", "arrive", "depart".
+            overheard (bool): Heard in the room (`receive`): a line not said to this NPC is
+                taken in a reactor turn of its own (`heard_line.overhear`).
 
         Returns:
-            dict or None: The queued event (None for the NPC's own echo).
+            dict or None: The queued event (None for the NPC's own echo, or a line overheard).
         """
         ports = self.ports()
         names = [self.obj.key, *self.obj.aliases.all()]
@@ -397,30 +399,23 @@ class AssistantHandler:
                                              from_self=sender is self.obj)
         if classification == "self":
             return None
+        facts = heard_line.line_facts(sender, kind, text, ports.clock)
+        if overheard and not heard_line.said_to(sender, classification):
+            heard_line.overhear(self, sender, text, kind, classification, facts)
+            return None
+        heard_line.take_overheard(self)  # what it overheard before comes first
         if classification == "direct_addressing" and not sender.has_account:
             # other NPCs (and other assistants) are heard, not answered: no endless NPC chatter
             classification = "room_chatter"
-        event = perception.make_event(
-            kind=kind,
-            text=text,
-            sender=sender.key,
-            sender_id=sender.dbref,
-            classification=classification,
-            time=iso(ports.clock.now()),
-            urgent_priority=ports.settings.get("perception.urgent_priority"),
-        )
-        # an admin's words may order what a player's may not (`tools.agency`): the same
-        # lock as the @assistant command decides who is an admin
-        event["admin"] = heard_line.is_admin(sender)
-        # when it was heard, to the fraction of a second: the "thinking" emote counts from it
-        event["heard_at"] = ports.clock.now().timestamp()
-        PerceptionQueue(ports).add(event)
-        reply_priority.line_heard()  # long background work waits for a quiet moment again
-        if self.operating_mode == "sleep" and sender.has_account:
+        return heard_line.take(self, sender, text, kind, classification, facts)
+
+    def after_hearing(self, ports, sender, event):
+        """An event was queued: a sleeper may show a sign or wake; an urgent one is answered."""
+        mode = self.operating_mode
+        if mode == "sleep" and sender.has_account:
             self._heard_while_asleep(ports, sender, event)
-        if event["urgent"] and self.operating_mode == "awake" and self.script:
+        if event["urgent"] and mode == "awake" and self.script:
             self.script.poke()
-        return event
 
     def _heard_while_asleep(self, ports, sender, event):
         """A player talked to the sleeper: one sign of sleep; a light sleeper wakes."""
@@ -450,9 +445,9 @@ class AssistantHandler:
         message = heard_line.plain_text(str(message or ""))
         msg_type = (meta or {}).get("type") or kwargs.get("type")
         if msg_type in ("say", "whisper"):
-            self.hear(sender, perception.extract_speech(message), msg_type)
+            self.hear(sender, perception.extract_speech(message), msg_type, overheard=True)
         elif msg_type == "pose":
-            self.hear(sender, message, "pose")
+            self.hear(sender, message, "pose", overheard=True)
         elif msg_type in ("move", "teleport") or (msg_type or "").startswith("move"):
             # announce_move_from runs before the move, announce_move_to after: look once the
             # move has finished to know which this was

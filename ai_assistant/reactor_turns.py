@@ -60,3 +60,5 @@ class TurnQueue:
 
 # the assistants' tick work and flushes, in the Server process
 ticks = TurnQueue()
+# the lines assistants overheard, one listener's per turn (`heard_line.overhear`)
+overheard = TurnQueue()

@@ -16,7 +16,7 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 from twisted.internet import defer, reactor
 
-from ai_assistant import durability, reactor_turns
+from ai_assistant import attribute_reads, durability, reactor_turns
 from ai_assistant.adapters import game_settings
 from ai_assistant.agent.warmup import warm_up_process
 from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never_raises, retire
@@ -25,10 +25,22 @@ from ai_assistant.plumbing.settings import Settings
 from ai_assistant.server_warm_up import import_tick_modules
 from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
 
+
+def _warm_up_process():
+    warm_up_process(Settings(game_settings()), prepare=import_tick_modules)
+
+
 # Evennia imports this module early in a server start, when it loads the assistants' scripts:
-# what every reply needs (libraries, models) starts loading now, in the worker pools - unless
-# the inspector app started it earlier still (`server_warm_up`), which this then follows
-warm_up_process(Settings(game_settings()), prepare=import_tick_modules)
+# what every reply needs (libraries, models) starts loading in the worker pools as soon as that
+# start is over - unless the inspector app started it earlier still (`server_warm_up`), which
+# this then follows. Not at once: a reload imports it in the reactor turn that starts every
+# script (`at_server_start`), and the warm-up's imports, in a thread, would take the interpreter
+# from that loop at each of its queries (a reload of 1,000 assistants took twice as long); a
+# server that imports it before its reactor runs starts it when the reactor does
+if reactor.running:
+    reactor.callLater(0, _warm_up_process)
+else:
+    reactor.callWhenRunning(_warm_up_process)
 
 
 def _no_timer_without_a_reactor(interval):
@@ -141,6 +153,8 @@ class AssistantScript(DefaultScript):
 
     @never_raises
     def at_server_start(self):
+        # the first script to start reads what every assistant's start reads, for all at once
+        self._read_at_start()
         if self.retire_if_orphaned():
             return
         if self.obj:
@@ -153,6 +167,11 @@ class AssistantScript(DefaultScript):
             # what the first reply needs (model client, store, embedder, recall index) is made
             # ready now, off the reactor, once the start is over (agent/warmup.py)
             reactor.callLater(0, self.obj.assistant.warm_up)
+
+    @never_raises
+    def _read_at_start(self):
+        # on its own: should the batch fail, each assistant still reads its own as it starts
+        attribute_reads.read_at_start(self, SCRIPT_KEY, is_assistant)
 
     def at_script_delete(self):
         self.unsubscribe()

@@ -106,7 +106,7 @@ def searches(npc, number=0):
 
 def measure(npcs):
     """The figures of the module doc, for `npcs[1:]` (the first one warms the process)."""
-    from ai_assistant.adapters import _stored_documents
+    from ai_assistant.attribute_reads import stored_documents
     from ai_assistant.memory.longterm.mirror import MIRROR_CACHE
     from ai_assistant.plumbing import documents, residency
     from ai_assistant.tools.catalogue import load_all_tools
@@ -135,7 +135,7 @@ def measure(npcs):
             if documents.heavy(name):
                 owner = npc.assistant.script if documents.on_script(name) else npc
                 before = traced()
-                value = _stored_documents(owner, (name,))
+                value = stored_documents(owner, (name,))
                 heavy[name] = heavy.get(name, 0) + traced() - before
                 del value
     before = traced()

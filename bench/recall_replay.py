@@ -38,7 +38,7 @@ from bench.game_recall import (
 from bench.prompt_size import request_tokens
 
 STATE_FILE = "conversation_{number}.pickle"
-_BLOCK = re.compile(r"## What you remember\n<<<BEGIN MEMORIES>>>.*?<<<END MEMORIES>>>",
+_BLOCK = re.compile(r"## What you remember\n(?:\(.*\)\n)?<<<BEGIN MEMORIES>>>.*?<<<END MEMORIES>>>",
                     re.DOTALL)  # fmt: skip
 _TURN = "## Your turn"
 

@@ -52,7 +52,10 @@ assistants were grown and how many replicated.
 
 `--keep DIR` (SQLite) keeps the grown world (database and semantic tier) in DIR;
 `--reload-from DIR` measures only the reloads of a kept world, so a change to the load path
-can be measured on a 90-day world without growing it again.
+can be measured on a 90-day world without growing it again, and beside them Evennia's floor
+(`reload_floor_seconds`: the same reload with the assistants' scripts starting as Evennia's own
+scripts do and no document read, every assistant still loaded), which splits the reload into
+Evennia's part and this contrib's (`floor_ms_per_assistant`, `contrib_ms_per_assistant`).
 """
 
 import argparse
@@ -358,28 +361,37 @@ if {sqlite!r}:
     settings.DATABASES["default"]["NAME"] = {database!r}
 settings.GAME_DIR = {game_dir!r}
 settings.TEST_ENVIRONMENT = True
-started = time.perf_counter()
+started, cpu_started = time.perf_counter(), time.process_time()
 import django
 django.setup()
 import evennia
 evennia._init()
 from evennia.scripts.models import ScriptDB
 from evennia.scripts.tickerhandler import TICKER_HANDLER
+if {floor!r}:
+    # Evennia's floor: the same reload with none of this contrib's start work (its scripts'
+    # at_server_start is Evennia's own, and no document is read)
+    from evennia.scripts.scripts import DefaultScript
+    from ai_assistant.typeclasses import AssistantScript
+    AssistantScript.at_server_start = DefaultScript.at_server_start
 # what Evennia's server runs at a reload once the portal has synced
 TICKER_HANDLER.restore(True)
 ScriptDB.objects.update_scripts_after_server_start()
 from ai_assistant.handler import is_assistant
 from ai_assistant.plumbing import documents
 from evennia.objects.models import ObjectDB
+assistants = [obj for obj in ObjectDB.objects.all() if is_assistant(obj)]
 # what each assistant's first idle tick reads: its light documents (the heavy ones, which grow
 # with its history, wait for the first use that needs them: plumbing/residency.py)
-states = [obj.assistant.ports().state for obj in ObjectDB.objects.all() if is_assistant(obj)]
+states = [] if {floor!r} else [obj.assistant.ports().state for obj in assistants]
 light = [name for name in documents.REGISTRY if not documents.heavy(name)]
 for state in states:
     for name in light:
         state.get(name)
-count = len(states)
+count = len(assistants)
 seconds = time.perf_counter() - started
+# the CPU the process spent on it, every thread (a busy machine adds waiting to the seconds)
+print("cpu_seconds", time.process_time() - cpu_started)
 # and then every document of every assistant, heavy ones included (more than a reload reads)
 for state in states:
     for name in documents.REGISTRY:
@@ -399,9 +411,11 @@ print(count, seconds, all_documents_seconds)
 # `rss_mb` of the latest reload process of each database reloaded (its file, or the name of
 # a PostgreSQL database), the least of the repeats: `reload_figures` reads it
 RELOAD_RSS_MB = {}
+# the least CPU seconds of the repeats, by (database, floor): `reload_from` reports them
+RELOAD_CPU_SECONDS = {}
 
 
-def reload_seconds(database, sqlite, game_dir, repeat=3):
+def reload_seconds(database, sqlite, game_dir, repeat=3, floor=False):
     """
     Seconds a fresh process takes to start Django + Evennia, run what Evennia's server runs at
     a reload (the tickers restored, every script's `at_server_start`: each assistant's
@@ -410,12 +424,14 @@ def reload_seconds(database, sqlite, game_dir, repeat=3):
     the seconds until, after that, every state document of every assistant is read too (the
     heavy ones, which a reload does not read: `reload_all_documents_seconds`, so nothing is
     hidden). The best of `repeat` runs of each (the machine's other work only ever adds time).
+    With `floor`, Evennia's part alone: the same steps with the assistants' scripts starting as
+    Evennia's own scripts do and no document read (every assistant is still loaded).
 
     Returns:
         tuple: `(assistants loaded, reload seconds, all-documents seconds)`.
     """
     script = RELOAD_SCRIPT.format(repo=str(REPO), sqlite=sqlite, database=database,
-                                  game_dir=game_dir)
+                                  game_dir=game_dir, floor=floor)
     best = best_all = None
     for _ in range(repeat):
         output = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
@@ -423,8 +439,12 @@ def reload_seconds(database, sqlite, game_dir, repeat=3):
         seconds, all_documents = float(output[-2]), float(output[-1])
         best = seconds if best is None else min(best, seconds)
         best_all = all_documents if best_all is None else min(best_all, all_documents)
-        if "rss_mb" in output:
-            key = database or os.environ.get("EVENNIA_DB_NAME")
+        key = database or os.environ.get("EVENNIA_DB_NAME")
+        if "cpu_seconds" in output:
+            cpu = float(output[output.index("cpu_seconds") + 1])
+            RELOAD_CPU_SECONDS[key, floor] = round(
+                min(cpu, RELOAD_CPU_SECONDS.get((key, floor), cpu)), 3)
+        if "rss_mb" in output and not floor:  # the floor reads no document
             rss = float(output[output.index("rss_mb") + 1])
             RELOAD_RSS_MB[key] = round(min(rss, RELOAD_RSS_MB.get(key, rss)), 1)
     return int(output[-3]), round(best, 3), round(best_all, 3)
@@ -444,7 +464,7 @@ def reload_rss_mb(database, sqlite, game_dir):
     reads its own `/proc/self/status` (a fork's `ru_maxrss` would start at this process's size).
     """
     script = RELOAD_SCRIPT.format(repo=str(REPO), sqlite=sqlite, database=database,
-                                  game_dir=game_dir) + RSS_REPORT
+                                  game_dir=game_dir, floor=False) + RSS_REPORT
     output = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
                             text=True, env=os.environ.copy()).stdout.split()
     peak, now = output[output.index("rss_kb") + 1:output.index("rss_kb") + 3]
@@ -736,8 +756,11 @@ def keep_world(keep, database, game_dir):
     shutil.copy2(database, os.path.join(keep, "bench.db3"))
 
 
-def reload_from(keep):
-    """The reload figures of a world kept by `--keep`, measured with the code as it is now."""
+def reload_from(keep, repeat=3):
+    """
+    The reload figures of a world kept by `--keep`, measured with the code as it is now, with
+    Evennia's floor beside them and the CPU each took (the least of `repeat` runs each).
+    """
     sys.path.insert(0, str(REPO))
     for name in [name for name in os.environ if name.startswith("EVENNIA_DB_")]:
         del os.environ[name]
@@ -747,14 +770,35 @@ def reload_from(keep):
         database = os.path.join(folder, "bench.db3")
         shutil.copy2(os.path.join(keep, "bench.db3"), database)  # a reload may write (tickers)
         shutil.copytree(os.path.join(keep, "game"), game, dirs_exist_ok=True)
-        loaded, seconds, all_documents = reload_seconds(database, True, game)
-        empty, empty_all = empty_game_reload(folder, "sqlite", None)
-        memory = reload_memory(database, os.path.join(folder, "empty.db3"), loaded)
+        load = os.getloadavg()[0]
+        RELOAD_CPU_SECONDS.clear()
+        loaded, seconds, all_documents = reload_seconds(database, True, game, repeat)
+        floor = reload_seconds(database, True, game, repeat, floor=True)[1]
+        empty, empty_all = empty_game_reload(folder, "sqlite", None, repeat)
+        empty_db = os.path.join(folder, "empty.db3")
+        memory = reload_memory(database, empty_db, loaded)
+        cpu = {"reload": RELOAD_CPU_SECONDS.get((database, False)),
+               "floor": RELOAD_CPU_SECONDS.get((database, True)),
+               "empty": RELOAD_CPU_SECONDS.get((empty_db, False))}
     return {"benchmark": "scale (reload of a kept world)",
             "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
             "reload_seconds": seconds, "reload_assistants_loaded": loaded,
+            "reload_floor_seconds": floor,
             "empty_reload_seconds": empty, "reload_all_documents_seconds": all_documents,
             "empty_reload_all_documents_seconds": empty_all, **memory,
+            "reload_x_empty": round(seconds / empty, 2),
+            "reload_floor_x_empty": round(floor / empty, 2),
+            "contrib_ms_per_assistant": round((seconds - floor) / max(loaded, 1) * 1000, 2),
+            "floor_ms_per_assistant": round((floor - empty) / max(loaded, 1) * 1000, 2),
+            "reload_cpu_seconds": cpu["reload"], "reload_floor_cpu_seconds": cpu["floor"],
+            "empty_reload_cpu_seconds": cpu["empty"],
+            "reload_cpu_x_empty": round(cpu["reload"] / cpu["empty"], 2),
+            "reload_floor_cpu_x_empty": round(cpu["floor"] / cpu["empty"], 2),
+            "contrib_cpu_ms_per_assistant": round(
+                (cpu["reload"] - cpu["floor"]) / max(loaded, 1) * 1000, 2),
+            "floor_cpu_ms_per_assistant": round(
+                (cpu["floor"] - cpu["empty"]) / max(loaded, 1) * 1000, 2),
             "targets": {"reload<2x_empty": seconds < 2 * empty}}
 
 
@@ -912,7 +956,7 @@ def main(argv=None):
     if args.keep and args.database != "sqlite":
         parser.error("--keep keeps a SQLite world")
     if args.reload_from:
-        document = reload_from(args.reload_from)
+        document = reload_from(args.reload_from, args.reload_repeat)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
         print(json.dumps(document, indent=2))

@@ -217,6 +217,9 @@ class Settings:
         self.problems = []
         tree = tree if tree is not None else settings_tree()
         self._tree = _checked_tree(tree, self.problems)
+        self._take_overrides(overrides)
+
+    def _take_overrides(self, overrides):
         self._overrides = {}
         for key, value in dict(overrides or {}).items():
             try:
@@ -265,9 +268,16 @@ class Settings:
             overrides (dict): More flat dotted-key overrides.
 
         Returns:
-            Settings: A new view with these overrides on top of the current ones.
+            Settings: A new view with these overrides on top of the current ones. It shares
+            this view's tree, checked once (a game's thousand assistants each take a view of
+            the game's settings), and the problems found checking it.
         """
-        return Settings(self._tree, {**self._overrides, **(overrides or {})})
+        view = Settings.__new__(Settings)
+        view._tree = self._tree
+        view.problems = [problem for problem in self.problems
+                         if problem["source"] == "game settings"]
+        view._take_overrides({**self._overrides, **(overrides or {})})
+        return view
 
     @staticmethod
     def game_wide(dotted_key):

@@ -113,6 +113,19 @@ def test_strict_match_wants_the_whole_turn_or_the_whole_memory_made_from_it():
         "D1:1", "D1:2"]
 
 
+def test_the_replay_puts_its_block_in_place_of_the_saved_one_key_and_all():
+    from bench.recall_replay import with_block
+
+    saved = {"messages": [{"role": "user", "content": (
+        "## What you remember\n(A name alone heads what that person said to me.)\n"
+        "<<<BEGIN MEMORIES>>>\n[8 May 2023] Nadia: \"I repainted the boat.\"\n"
+        "<<<END MEMORIES>>>\n\n## Your turn\nAct.")}]}  # fmt: skip
+    block = "<<<BEGIN MEMORIES>>>\n[9 May 2023]\n- The harbour froze.\n<<<END MEMORIES>>>"
+    content = with_block(saved, block)["messages"][0]["content"]
+    assert content == f"## What you remember\n{block}\n\n## Your turn\nAct."
+    assert "Nadia" not in content and "A name alone" not in content  # the old key went too
+
+
 def test_shares_are_means_over_questions_and_pooled_over_turns():
     figures = [
         {"evidence": ["a"], "evidence_in_prompt": 1.0, "evidence_in_prompt_strict": 1.0,

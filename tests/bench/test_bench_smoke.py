@@ -283,3 +283,34 @@ def test_recall_query_smoke(tmp_path):
     # the whole scope of 30 (every row a candidate or a neighbour) and its statistics
     assert document["rows_returned"] > 30
     assert document["plan"][-1].startswith("Execution Time")
+
+
+def test_scale_reload_of_a_kept_world_with_evennias_floor(tmp_path):
+    """`--reload-from`: a kept world's reload, Evennia's floor beside it and the empty game's."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    world, out = tmp_path / "world", tmp_path / "reload.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "2", "--days", "1",
+                    "--lines", "3", "--reload-repeat", "1", "--keep", str(world),
+                    "--out", str(tmp_path / "scale.json")],
+                   cwd=root, check=True, capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "bench.scale", "--reload-from", str(world),
+                    "--reload-repeat", "1", "--out", str(out)],
+                   cwd=root, check=True, capture_output=True, timeout=600)
+    document = json.loads(out.read_text())
+    assert document["reload_assistants_loaded"] == 2
+    assert 0 < document["empty_reload_seconds"] and 0 < document["reload_floor_seconds"]
+    assert document["reload_x_empty"] == pytest.approx(
+        document["reload_seconds"] / document["empty_reload_seconds"], abs=0.01)
+    assert document["reload_floor_x_empty"] == pytest.approx(
+        document["reload_floor_seconds"] / document["empty_reload_seconds"], abs=0.01)
+    assert document["contrib_ms_per_assistant"] == pytest.approx(
+        (document["reload_seconds"] - document["reload_floor_seconds"]) / 2 * 1000, abs=0.01)
+    assert len(document["load_average"]) == 2
+    # the CPU each took, which a busy machine does not inflate as it does the seconds
+    for kind in ("reload", "reload_floor", "empty_reload"):
+        assert 0 < document[f"{kind}_cpu_seconds"], kind
+    assert document["reload_cpu_x_empty"] == pytest.approx(
+        document["reload_cpu_seconds"] / document["empty_reload_cpu_seconds"], abs=0.01)

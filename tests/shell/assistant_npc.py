@@ -60,6 +60,7 @@ class AssistantsInPlace:
             if npc.assistant.script:
                 npc.assistant.script.unsubscribe()
         reactor_turns.ticks.clear()  # flushes and tick work of assistants now gone
+        reactor_turns.overheard.clear()  # and the lines they overheard
         super().tearDown()
 
 

@@ -10,7 +10,7 @@ scope), and deleting an assistant deletes its long-term memories.
 import re
 from unittest.mock import patch
 
-from assistant_npc import AssistantsInPlace, WithAda
+from assistant_npc import AssistantsInPlace, WithAda, run_reactor_turns
 from django.test import override_settings
 from evennia.commands.default.general import CmdSay, CmdWhisper
 from evennia.utils import create
@@ -108,7 +108,9 @@ class TestMessagePaths(WithAda, EvenniaCommandTest):
         assert texts(seen) == [f'Ada says, "{BRACES}"', f"Ada smiles {BRACES}"]
         assert texts(told) == [f'Ada says, "{BRACES}"', f"Ada smiles {BRACES}",
                                f'Ada whispers: "{BRACES}"', BRACES]
-        # another assistant hears the speech and the emote as they were shown
+        # another assistant overhears the speech and the emote as they were shown, in reactor
+        # turns of its own (`heard_line.overhear`)
+        run_reactor_turns()
         assert self.heard(self.bob)[-2:] == [BRACES, f"Ada smiles {BRACES}"]
 
     def test_a_status_notice_reaches_the_players_but_not_the_other_assistants(self):
@@ -132,6 +134,7 @@ class TestMessagePaths(WithAda, EvenniaCommandTest):
         world.emote(perception.THINKING_EMOTE)
         world.emote("(OOC: brb)")
         world.emote("waves at the door.")
+        run_reactor_turns()  # it overhears in reactor turns of its own
         # it dropped the notices unheard before; now it is not sent them at all
         assert self.heard(self.bob) == ["Ada waves at the door."]
 

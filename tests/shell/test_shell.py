@@ -136,6 +136,10 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         self.npc.attributes.add(documents.CONFIG_OVERRIDES, {"ticks.awake": 11})
         with CaptureQueriesContext(connection) as queries:
             assert state.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 11}
+        assert len(queries) == 0  # Evennia's own cache, which its write just updated
+        self.npc.attributes.backend.reset_cache()  # not in Evennia's cache: one query
+        with CaptureQueriesContext(connection) as queries:
+            assert state.get(documents.CONFIG_OVERRIDES) == {"ticks.awake": 11}
         assert len(queries) == 1
         assert documents.CONFIG_OVERRIDES not in self.npc.ndb.ai_state_cache
 
@@ -276,7 +280,9 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
             ends[0].args[1]()  # the turn ends
             self.char1.at_say("Ada, again")
             assert checked.call_count == 2
+            # the mocked `callLater` ended no turn: what this turn kept must not leak
             heard_line.admins_this_turn.clear()
+            heard_line.lines_this_turn.clear()
         admin = bool(self.char1.locks.check_lockstring(self.char1, "cmd:perm(Admin)"))
         for npc in (self.npc, other):
             events = npc.assistant.ports().state.get("pending_events")
@@ -413,7 +419,9 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
             lin.assistant.ports().world.emote(text)
         message, options = seen.call_args.kwargs["text"]
         assert message == f"Lin the librarian {text}" and options == {"type": "pose"}
-        # another assistant in the room hears the pose as it was shown
+        # another assistant in the room overhears the pose as it was shown (in a reactor turn
+        # of its own, `heard_line.overhear`)
+        run_reactor_turns()
         events = self.npc.assistant.ports().state.get("pending_events")
         assert events[-1]["text"] == f"Lin the librarian {text}"
 

@@ -22,7 +22,7 @@ from ai_assistant.agent.blocks.conversation import shown_history
 from ai_assistant.agent.blocks.people import observations_shown
 from ai_assistant.memory.journal import get_journal
 from ai_assistant.memory.recall.fitting import RecallLines
-from ai_assistant.memory.recall.grouping import layout
+from ai_assistant.memory.recall.grouping import KEY, layout, needs_key
 from ai_assistant.memory.recall.pipeline import (
     RecallQuery,
     build_corpus,
@@ -134,7 +134,11 @@ def remembered_block(ports, situation):
         lines = _journal_lines(ports, situation)
     # the lines are whole and the budget bounds them: the block is never cut; each day and
     # each speaker within it is named once (`recall.grouping`)
-    return quote_untrusted(layout(lines), "MEMORIES", limit=None) if lines else None
+    if not lines:
+        return None
+    block = quote_untrusted(layout(lines), "MEMORIES", limit=None)
+    # "said to me" is said once, in the key: our own words, so outside the quoted data
+    return f"{KEY}\n{block}" if needs_key(lines) else block
 
 
 def block_tokens(lines, count=count_tokens):

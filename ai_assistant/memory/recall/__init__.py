@@ -12,7 +12,8 @@ Recall: what the assistant remembers that bears on a query, from every tier. All
 - `tiers`: the memory nodes and the entity profiles as items recall ranks;
 - `lines`: a memory of the long-term store as a journal-shaped item, and the dated line a
   recalled item is shown as;
-- `grouping`: the prompt's block laid out by day and speaker, and what a line costs in it;
+- `grouping`: the prompt's block laid out by day and speaker (what repeats said once), and
+  what a line costs in it;
 - `information`: how much a line says (greetings and "ok" say little).
 
 The long-term memories it ranks come from the store's recall mirror (`longterm.mirror`), which

@@ -25,7 +25,8 @@ One ranking serves the prompt ("What you remember") and the lookup tools:
    (`recall.diversity`).
 6. **Budget.** Best first, whole lines are taken while they fit `recall.budget_tokens`, then
    shown oldest first, each with its date (`lines.recall_line`), the block grouped by day and
-   speaker (`grouping`: the budget counts what a line adds to that layout). A line is never
+   speaker, each year and "said to me" said once (`grouping`: the budget counts what a line
+   adds to that layout). A line is never
    cut: the budget is kept by choosing fewer lines. One longer than `recall.max_line_tokens`
    (a pasted page) is left out of the prompt (`too_long`): it would crowd out a dozen facts in
    every prompt one of its words matches, and cut to fit, half of it would read as the whole.

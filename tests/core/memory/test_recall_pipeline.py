@@ -19,7 +19,7 @@ from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.longterm import mirror as recall_mirror
 from ai_assistant.memory.longterm.mirror import MemoryMirror, ensure_loaded, mirror_of
 from ai_assistant.memory.recall import pipeline
-from ai_assistant.memory.recall.grouping import layout
+from ai_assistant.memory.recall.grouping import KEY, layout
 from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import memory_item, recall_line
 from ai_assistant.memory.recall.long_term import search_long_term
@@ -276,7 +276,8 @@ def test_what_sleep_consolidates_is_recalled_after_the_journal_forgot_it():
     lines = result_of(recall_lines(ports, situation))
     assert lines == ["- [8 May 2023] Wenna said to me: \"I adopted a puppy named Brindle.\""]
     block = remembered_block(ports, {**situation, "recall": lines})
-    assert block.startswith("<<<BEGIN MEMORIES>>>") and "Brindle" in block
+    # the key says once what a name alone heads; the lines are quoted data below it
+    assert block.startswith(f"{KEY}\n<<<BEGIN MEMORIES>>>") and "Brindle" in block
 
 
 def test_what_the_notes_on_people_show_is_not_recalled_again():

@@ -93,6 +93,22 @@ def test_bad_stored_values_are_ignored_and_listed_never_raised():
     assert Settings(DEFAULTS).problems == []
 
 
+def test_a_view_with_overrides_takes_the_checked_tree_and_the_games_problems_along():
+    game = Settings(deep_merge(DEFAULTS, {"ticks": {"sleep": "soon"}}))
+    npc = game.with_overrides({"ticks.awake": 9, "llm.temperature": 99})
+    # the game's tree is checked once: the view reads the same checked tree
+    assert npc._tree is game._tree and npc.get("ticks.sleep") == 60
+    assert npc.get("ticks.awake") == 9 and npc.get("llm.temperature") == game.get(
+        "llm.temperature")
+    assert {(p["key"], p["source"]) for p in npc.problems} == {
+        ("ticks.sleep", "game settings"), ("llm.temperature", "per-NPC config")}
+    # a view of a view keeps the overrides below its own, and not its per-NPC problems
+    again = npc.with_overrides({"ticks.awake": 11})
+    assert again.get("ticks.awake") == 11 and again.get("llm.temperature") == game.get(
+        "llm.temperature")
+    assert [p["key"] for p in again.problems] == ["ticks.sleep"]
+    assert game.get("ticks.awake") == 5 and [p["key"] for p in game.problems] == ["ticks.sleep"]
+
 def test_the_environment_is_read_by_the_contrib_itself_with_its_precedence():
     environ = {"AI_ASSISTANT_LLM_BASE_URL": "http://127.0.0.1:11434/v1",
                "OPENAI_BASE_URL": "https://elsewhere.example/v1",
