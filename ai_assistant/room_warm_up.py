@@ -66,14 +66,18 @@ def warm_room(npc, log=None):
     Returns:
         Deferred: Fires with the number of steps taken when done; never errbacks.
     """
-    steps = [0]
+    steps, log = [0], log or (lambda message: None)
 
     def counted():
-        for _ in room_steps(npc, log or (lambda message: None)):
+        for _ in room_steps(npc, log):
             steps[0] += 1
             yield None
 
-    return task.cooperate(counted()).whenDone().addCallback(lambda _: steps[0])
+    def failed(failure):  # outside a step's own reads (the room's contents): logged, no more
+        log(f"warm-up of the room stopped: {failure.getErrorMessage()}")
+
+    return task.cooperate(counted()).whenDone().addErrback(failed).addCallback(
+        lambda _: steps[0])
 
 
 def room_steps(npc, log):

@@ -118,6 +118,13 @@ class TestRoomWarmUp(WithAda, EvenniaCommandTest):
         assert done and "broken" in logged[0] and "no such table" in logged[0]
         assert "-inputline" in self.char1.nicks.backend._catcache  # the reads around it ran
 
+    def test_a_room_that_cannot_be_read_stops_the_warm_up_with_a_log_line(self):
+        logged, done = [], []
+        with patch.object(type(self.room1), "contents", property(lambda room: 1 / 0)):
+            warm_room(self.npc, log=logged.append).addCallback(done.append)
+            run_reactor_turns()
+        assert done == [0] and "warm-up of the room stopped" in logged[0]
+
     def test_an_assistant_nowhere_warms_nothing(self):
         self.npc.location = None
         assert self.warm() == 0
