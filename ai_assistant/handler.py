@@ -247,17 +247,17 @@ class AssistantHandler:
 
     def warm_up(self):
         """
-        Make ready, in the background, what this assistant's next reply needs (see
-        `agent.warmup`): called at every server start and reload.
+        Make ready, in the background, what this assistant's next reply needs and what a first
+        command in its room reads (`room_warm_up.warm_up`): at every server start and reload.
 
         Returns:
             Deferred[dict]: What was warmed; never errbacks.
         """
-        from ai_assistant.agent.warmup import warm_up_in_turn
+        from ai_assistant.room_warm_up import warm_up
 
         if self.obj.pk is None:  # deleted before its turn came
             return None
-        return warm_up_in_turn(self.ports())
+        return warm_up(self.obj, self.ports())
 
     def tool_cache(self):
         """The NPC's `ToolCache` (tool results reused within a tick)."""
