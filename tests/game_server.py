@@ -38,16 +38,6 @@ SQLITE_FILE = os.path.join("server", "evennia.db3")
 _TEMPLATE = {}
 
 
-# Each process of a test game appends every thread's stack to `server/logs/stacks.txt` on
-# SIGUSR2 (a process forked after the settings were read keeps the file): a process that will
-# not stop tells where it hangs before `stop()` kills it.
-STACKS_ON_SIGNAL = (
-    "import faulthandler as _faulthandler, signal as _signal\n"
-    "_STACKS = open(os.path.join(GAME_DIR, 'server', 'logs', 'stacks.txt'), 'a')\n"
-    "_faulthandler.register(_signal.SIGUSR2, file=_STACKS, all_threads=True)\n"
-)
-
-
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -166,7 +156,7 @@ class GameServer:
                 # the tests that share a game each make their own players, from one address
                 "CREATION_THROTTLE_LIMIT = None\n"
                 "LOGIN_THROTTLE_LIMIT = None\n"
-                f"{STACKS_ON_SIGNAL}"
+                f"{self._stacks_on_signal()}"
                 f"{self.extra_settings}\n"
             )
 
@@ -248,6 +238,18 @@ class GameServer:
                 self._run("start")
         tails = "\n".join(f"--- {name}\n{tail}" for name, tail in self.log_tails().items())
         raise TimeoutError(f"the game did not come back from a reload in {timeout}s:\n{tails}")
+
+    def _stacks_on_signal(self):
+        """
+        Settings lines: each process of the game appends every thread's stack to its
+        `server/logs/stacks.txt` on SIGUSR2 (a process forked after the settings were read keeps
+        the file), so that one that will not stop tells where it hangs before `stop()` kills it.
+        The path is this game's own, whatever folder a process reading the settings runs in.
+        """
+        path = os.path.join(self.dir, "server", "logs", "stacks.txt")
+        return ("import faulthandler as _faulthandler, signal as _signal\n"
+                f"_STACKS = open({path!r}, 'a')\n"
+                "_faulthandler.register(_signal.SIGUSR2, file=_STACKS, all_threads=True)\n")
 
     def _web_settings(self):
         if not self.website:
