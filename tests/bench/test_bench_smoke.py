@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+
 DATA = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo" / (
     "locomo_dev.json"
 )
@@ -92,19 +94,32 @@ def test_ticks_smoke(tmp_path):
     assert (tmp_path / "t.json").exists()
 
 
-def test_assistant_memory_smoke(tmp_path):
+KEPT_ASSISTANTS = 3
+
+
+@pytest.fixture(scope="module")
+def kept_world(tmp_path_factory):
+    """A 3-assistant, 2-day world kept by `bench.scale --keep`, built once for this module."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("kept")
+    world = folder / "world"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", str(KEPT_ASSISTANTS),
+                    "--days", "2", "--lines", "4", "--reload-repeat", "1", "--keep", str(world),
+                    "--out", str(folder / "scale.json")],
+                   cwd=ROOT, check=True, capture_output=True, timeout=600)  # fmt: skip
+    return world
+
+
+def test_assistant_memory_smoke(tmp_path, kept_world):
     """What each assistant of a kept 3-assistant, 2-day world holds, holder by holder."""
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
-    world, out = tmp_path / "world", tmp_path / "memory.json"
-    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "3", "--days", "2",
-                    "--lines", "4", "--reload-repeat", "1", "--keep", str(world),
-                    "--out", str(tmp_path / "scale.json")],
-                   cwd=root, check=True, capture_output=True, timeout=600)  # fmt: skip
-    subprocess.run([sys.executable, "-m", "bench.assistant_memory", "--world", str(world),
-                    "--out", str(out)], cwd=root, check=True, capture_output=True, timeout=600)
+    out = tmp_path / "memory.json"
+    subprocess.run([sys.executable, "-m", "bench.assistant_memory", "--world", str(kept_world),
+                    "--out", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=600)
     document = json.loads(out.read_text())
     assert document["assistants_measured"] == 2
     held = document["kb_per_assistant"]
@@ -285,29 +300,25 @@ def test_recall_query_smoke(tmp_path):
     assert document["plan"][-1].startswith("Execution Time")
 
 
-def test_scale_reload_of_a_kept_world_with_evennias_floor(tmp_path):
+def test_scale_reload_of_a_kept_world_with_evennias_floor(tmp_path, kept_world):
     """`--reload-from`: a kept world's reload, Evennia's floor beside it and the empty game's."""
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
-    world, out = tmp_path / "world", tmp_path / "reload.json"
-    subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "2", "--days", "1",
-                    "--lines", "3", "--reload-repeat", "1", "--keep", str(world),
-                    "--out", str(tmp_path / "scale.json")],
-                   cwd=root, check=True, capture_output=True, timeout=600)  # fmt: skip
-    subprocess.run([sys.executable, "-m", "bench.scale", "--reload-from", str(world),
+    out = tmp_path / "reload.json"
+    subprocess.run([sys.executable, "-m", "bench.scale", "--reload-from", str(kept_world),
                     "--reload-repeat", "1", "--out", str(out)],
-                   cwd=root, check=True, capture_output=True, timeout=600)
+                   cwd=ROOT, check=True, capture_output=True, timeout=600)
     document = json.loads(out.read_text())
-    assert document["reload_assistants_loaded"] == 2
+    assert document["reload_assistants_loaded"] == KEPT_ASSISTANTS
     assert 0 < document["empty_reload_seconds"] and 0 < document["reload_floor_seconds"]
     assert document["reload_x_empty"] == pytest.approx(
         document["reload_seconds"] / document["empty_reload_seconds"], abs=0.01)
     assert document["reload_floor_x_empty"] == pytest.approx(
         document["reload_floor_seconds"] / document["empty_reload_seconds"], abs=0.01)
     assert document["contrib_ms_per_assistant"] == pytest.approx(
-        (document["reload_seconds"] - document["reload_floor_seconds"]) / 2 * 1000, abs=0.01)
+        (document["reload_seconds"] - document["reload_floor_seconds"]) / KEPT_ASSISTANTS * 1000,
+        abs=0.01)
     assert len(document["load_average"]) == 2
     # the CPU each took, which a busy machine does not inflate as it does the seconds
     for kind in ("reload", "reload_floor", "empty_reload"):

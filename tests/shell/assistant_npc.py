@@ -8,6 +8,9 @@ because Evennia's test cases build their rooms in `setUp`, which runs after pyte
 and because they must work the same under Evennia's own test runner.
 """
 
+import atexit
+import shutil
+import tempfile
 from unittest.mock import patch
 
 from evennia.utils import create
@@ -24,6 +27,13 @@ MECHANICAL = {
     "llm": {"base_url": None, "api_key": None},
     "memory": {"enabled": False},
 }
+
+
+def game_dir(name):
+    """A game folder for one test module (its state logs), removed when the process ends."""
+    folder = tempfile.mkdtemp(prefix=f"ai_assistant_{name}_")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def run_reactor_turns(limit=100):

@@ -7,14 +7,12 @@ A "crash" (kill -9) is simulated by dropping everything the process held in memo
 next touch of its state is what the restarted server does.
 """
 
-import atexit
 import copy
 import os
 import shutil
-import tempfile
 from unittest.mock import patch
 
-from assistant_npc import WithAda, run_reactor_turns
+from assistant_npc import MECHANICAL, WithAda, game_dir, run_reactor_turns
 from django.test import override_settings
 from evennia.typeclasses.attributes import Attribute
 from evennia.utils import create
@@ -25,13 +23,8 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.state_log import read_log
 from ai_assistant.typeclasses import AssistantCharacter
 
-GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_durability_")
-atexit.register(shutil.rmtree, GAME_DIR, True)  # a folder of this run only
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
+GAME_DIR = game_dir("durability")
+TEST_SETTINGS = MECHANICAL
 NDB = ("ai_runtime", "ai_ports", "ai_state_cache", "ai_state_dirty", "llm_client",
        "llm_client_signature", "assistant_script")
 

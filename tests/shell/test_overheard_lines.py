@@ -5,12 +5,10 @@ before anyone is shown the line - and the others overhear it in reactor turns of
 each in the order the lines were said.
 """
 
-import atexit
 import shutil
-import tempfile
 from unittest.mock import patch
 
-from assistant_npc import WithAda, run_reactor_turns
+from assistant_npc import MECHANICAL, WithAda, game_dir, run_reactor_turns
 from django.test import override_settings
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
@@ -22,13 +20,8 @@ from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.state_log import read_log
 from ai_assistant.typeclasses import AssistantCharacter
 
-GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_overheard_")
-atexit.register(shutil.rmtree, GAME_DIR, True)  # a folder of this run only
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
+GAME_DIR = game_dir("overheard")
+TEST_SETTINGS = MECHANICAL
 
 
 def logged_lines(npc):

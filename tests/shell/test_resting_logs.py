@@ -5,12 +5,10 @@ open files (past a default `ulimit -n` of 1,024). Its next change opens the log 
 crash after it loses nothing.
 """
 
-import atexit
 import os
 import shutil
-import tempfile
 
-from assistant_npc import WithAda
+from assistant_npc import MECHANICAL, WithAda, game_dir
 from django.test import override_settings
 from evennia.utils import create
 from evennia.utils.test_resources import EvenniaTest
@@ -22,13 +20,8 @@ from ai_assistant.plumbing.residency import Residency
 from ai_assistant.plumbing.state_log import read_log
 from ai_assistant.typeclasses import AssistantCharacter
 
-GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_resting_logs_")
-atexit.register(shutil.rmtree, GAME_DIR, True)  # a folder of this run only
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False, "resident_assistants": 1},
-}
+GAME_DIR = game_dir("resting_logs")
+TEST_SETTINGS = {**MECHANICAL, "memory": {"enabled": False, "resident_assistants": 1}}
 
 
 def open_files():

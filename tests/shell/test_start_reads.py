@@ -6,12 +6,10 @@ write-ahead log that holds records is still replayed before its state is read, a
 writes to a straight document afterwards is what is read.
 """
 
-import atexit
 import shutil
-import tempfile
 from unittest.mock import patch
 
-from assistant_npc import WithAda
+from assistant_npc import MECHANICAL, WithAda, game_dir
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -23,13 +21,8 @@ from ai_assistant import adapters, durability
 from ai_assistant.plumbing import documents
 from ai_assistant.typeclasses import AssistantCharacter
 
-GAME_DIR = tempfile.mkdtemp(prefix="ai_assistant_start_reads_")
-atexit.register(shutil.rmtree, GAME_DIR, True)  # a folder of this run only
-TEST_SETTINGS = {
-    "typeclass": "ai_assistant.typeclasses.AssistantCharacter",
-    "llm": {"base_url": None, "api_key": None},
-    "memory": {"enabled": False},
-}
+GAME_DIR = game_dir("start_reads")
+TEST_SETTINGS = MECHANICAL
 NAMES = ("Bob", "Cy", "Dee")
 
 
