@@ -25,7 +25,7 @@ find_python312 = $(shell \
 	  done; \
 	fi)
 
-.PHONY: inspector-css venv test test-fast test-postgres test-evennia postgres browser screenshots lint demo stop build-world reload clean-venv ports
+.PHONY: inspector-css venv test test-fast test-postgres test-evennia security-report postgres browser screenshots lint demo stop build-world reload clean-venv ports
 
 $(VPY):
 	@PY="$(call find_python312)"; \
@@ -54,6 +54,16 @@ PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: venv
 	$(VPY) -m pytest $(PARALLEL) --durations=15 $(PYTEST_ARGS)
+
+# The attack suites' cases, written to bench/results/security.json (a plain test run writes
+# nothing there); one process, since each suite merges its section into the one file.
+SECURITY_SUITES := tests/core/tools/test_security.py tests/core/memory/test_provenance.py \
+	tests/core/memory/test_provenance_tiers.py tests/core/memory/test_trust_conflicts.py \
+	tests/core/memory/test_trust_fairness.py tests/core/workspace/test_session_provenance.py
+
+security-report: venv
+	AI_ASSISTANT_SECURITY_REPORT=$(CURDIR)/bench/results/security.json \
+		$(VPY) -m pytest -n 0 -q $(SECURITY_SUITES)
 
 # Evennia's own server tests with the demo's settings, in a throwaway copy of the game (never
 # this folder's database or ai_assistant_data): the initial setup, which spawns Ada, must leave

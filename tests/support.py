@@ -114,13 +114,16 @@ def result_of(deferred):
     return results[0]
 
 
-SECURITY_RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "bench", "results", "security.json")
+# The attack suites write their cases only when asked (`make security-report` names the file):
+# a plain test run leaves the repository's files as they are.
+SECURITY_REPORT = "AI_ASSISTANT_SECURITY_REPORT"
 
 
 def record_security_cases(section, cases, *, key=None, sort=False):
     """
-    Write the attack suites' cases to `bench/results/security.json`, under `section`.
+    Write the attack suites' cases under `section` of the report named by the environment
+    variable `AI_ASSISTANT_SECURITY_REPORT` (`bench/results/security.json` under `make
+    security-report`); nothing is written when it is not set.
 
     Args:
         section (str): The suite's section of the file.
@@ -129,9 +132,12 @@ def record_security_cases(section, cases, *, key=None, sort=False):
             the others kept. Without it, `cases` replace the whole section.
         sort (bool): Order the section by `key`.
     """
+    path = os.environ.get(SECURITY_REPORT)
+    if not path:
+        return
     data = {}
-    if os.path.exists(SECURITY_RESULTS):
-        with open(SECURITY_RESULTS) as handle:
+    if os.path.exists(path):
+        with open(path) as handle:
             try:
                 data = json.load(handle)
             except json.JSONDecodeError:
@@ -142,6 +148,6 @@ def record_security_cases(section, cases, *, key=None, sort=False):
         if sort:
             cases.sort(key=lambda case: case[key])
     data[section] = cases
-    os.makedirs(os.path.dirname(SECURITY_RESULTS), exist_ok=True)
-    with open(SECURITY_RESULTS, "w") as handle:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as handle:
         json.dump(data, handle, indent=2, ensure_ascii=False)
