@@ -21,6 +21,12 @@ for shared in ("core/memory", "core/sleep", "core/agent", "e2e"):
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.conf.settings")
 # mem0 must neither phone home nor write to the home folder, whoever imports it first.
 os.environ.setdefault("MEM0_TELEMETRY", "False")
+# mem0 takes its own folder once per process and writes to it again at every store it makes: a
+# folder of this run, not the first test's temporary one, which mem0 would fill again after
+# that test removed it
+if "MEM0_DIR" not in os.environ:
+    os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="ai_assistant_test_mem0_")
+    atexit.register(shutil.rmtree, os.environ["MEM0_DIR"], True)
 
 
 # Set by tests/test_layers.py: run only the tests marked `core`, with neither Django nor Evennia,

@@ -74,7 +74,7 @@ class GameServer:
 
     def _env(self):
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("OPENAI_", "AI_ASSISTANT_", "DJANGO_SETTINGS"))}
+               if not k.startswith(("OPENAI_", "AI_ASSISTANT_", "DJANGO_SETTINGS", "MEM0_DIR"))}
         env.update(
             EVENNIA_SUPERUSER_USERNAME=self.username,
             EVENNIA_SUPERUSER_PASSWORD=self.password,
