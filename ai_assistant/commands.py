@@ -13,6 +13,7 @@ from evennia.commands.default.general import CmdPose as EvenniaCmdPose
 
 from ai_assistant.admin_commands import CmdAssistant, run_tool_as
 from ai_assistant.handler import TOOL_CMDSET_KEY, is_assistant
+from ai_assistant.heard_line import unpuppeted_assistants
 from ai_assistant.player_text import clean_player_text
 from ai_assistant.tools.catalogue import load_all_tools
 
@@ -57,11 +58,11 @@ class CmdTalk(Command):
         caller.msg(f'You say to {npc.get_display_name(caller)}, "{message}"')
         # the player's words go in through the mapping, which is never parsed for `$func()`
         # or `{key}` markers: they reach the room as typed
-        # the other assistants here are not sent it: they perceive no untyped line
-        # (`AssistantHandler.receive`), and Evennia formatted it for each (`bench.reactor`)
-        deaf = [obj for obj in here if obj is npc or not obj.sessions.count()]
+        # the other assistants here are not sent it: Evennia would format it for each, and
+        # each would drop it (`bench.reactor`)
         caller.location.msg_contents(
-            '{speaker} says to {listener}, "{speech}"', exclude=[caller, *deaf], from_obj=caller,
+            '{speaker} says to {listener}, "{speech}"',
+            exclude=[caller, npc, *unpuppeted_assistants(here)], from_obj=caller,
             mapping={"speaker": caller, "listener": npc, "speech": message},
         )
         npc.assistant.hear(caller, message, "talk")

@@ -184,7 +184,22 @@ def not_sent_notice(location, text):
     """
     if not is_out_of_character("pose", text):
         return None
+    return unpuppeted_assistants(location.contents)
+
+
+def unpuppeted_assistants(objects):
+    """
+    The assistants among `objects` that nobody puppets. They perceive no notice without a
+    character's words and no untyped line (`AssistantHandler.receive`), so a room's message
+    need not be formatted for them; one an admin puppets is sent it, for the admin.
+
+    Args:
+        objects (iterable): A room's contents, or some of them.
+
+    Returns:
+        list: Those objects.
+    """
     # an assistant's class has the `assistant` handler (`handler.AssistantMixin`, whose
-    # module imports this one); one an admin puppets shows it to the admin, as before
-    return [obj for obj in location.contents
+    # module imports this one)
+    return [obj for obj in objects
             if hasattr(type(obj), "assistant") and not obj.sessions.count()]
