@@ -88,6 +88,17 @@ def empty_memory_table(url):
             connection.execute(f"DELETE FROM {pgvector_store.TABLE}")
 
 
+def unread_rows(url):
+    """How many rows of the postgres store at `url` have no terms yet (recall would write them)."""
+    import psycopg
+
+    from ai_assistant.memory.longterm import pgvector_store
+
+    with psycopg.connect(url) as connection:
+        return connection.execute(f"SELECT count(*) FROM {pgvector_store.TABLE} "
+                                  f"WHERE {pgvector_store.TERMS_COLUMN} IS NULL").fetchone()[0]
+
+
 @pytest.fixture(autouse=True)
 def memory_store_under_test(request, monkeypatch):
     """On the PostgreSQL run, the default settings keep memories in pgvector (see above)."""

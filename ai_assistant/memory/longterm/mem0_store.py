@@ -410,7 +410,24 @@ class Mem0Store:
             stored[0]["marked"] = {memory["id"]: mark for memory, mark in marks}
             if metadata.get("supersedes"):
                 stored[0]["supersedes"] = list(metadata["supersedes"])
+        self._fill_terms()
         return stored
+
+    def _fill_terms(self):
+        """
+        On the postgres store, give the rows this writer just wrote their terms and times
+        (`pgvector_recall.fill_terms`): the writer (a night's consolidation, a correction) pays
+        for them, not the next recall, which runs while a player waits for a reply. One the
+        writer could not fill is filled by that recall instead, so a failure here is only
+        logged: the memory is stored.
+        """
+        if not self._shared.in_database:
+            return
+        try:
+            with self._memory.vector_store.connection_pool.connection() as connection:
+                pgvector_recall.fill_terms(connection, self.key)
+        except Exception as error:  # noqa: BLE001 - the write stands; recall fills the rest
+            self._log(f"[ai_assistant] terms of new memories left to recall: {error}")
 
     def _search_current_first(self, query, limit, filters):
         """
@@ -499,6 +516,7 @@ class Mem0Store:
         if self._get(memory_id) is None:
             return None
         self._memory.update(memory_id, text=text, metadata=metadata or None)
+        self._fill_terms()
         return self._get(memory_id)
 
     def _list(self, limit, filters):

@@ -184,13 +184,23 @@ class PostgresVectors:
         return [str(r[0]) for r in rows]
 
     def write(self, scope, points):
+        import psycopg
         from psycopg.types.json import Json
 
-        self._query(
-            f"INSERT INTO {self.table} (id, vector, payload) VALUES (%s, %s::vector, %s) "
-            "ON CONFLICT (id) DO UPDATE SET vector = EXCLUDED.vector, payload = EXCLUDED.payload",
-            [(point_id, json.dumps([float(v) for v in vector]), Json(payload))
-             for point_id, vector, payload in points], many=True)
+        from ai_assistant.memory.longterm.pgvector_recall import fill_terms
+
+        with psycopg.connect(self.url) as connection:
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"INSERT INTO {self.table} (id, vector, payload) VALUES (%s, %s::vector, %s) "
+                    "ON CONFLICT (id) DO UPDATE SET vector = EXCLUDED.vector, "
+                    "payload = EXCLUDED.payload",
+                    [(point_id, json.dumps([float(v) for v in vector]), Json(payload))
+                     for point_id, vector, payload in points])
+            connection.commit()
+            # the moved rows' terms and times, written here rather than by each assistant's
+            # first recall after the move, while a player waits
+            fill_terms(connection, scope, self.table)
 
 
 def move_memories(source, target, *, batch=BATCH, sample=SAMPLE, progress=None):

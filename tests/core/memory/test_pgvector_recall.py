@@ -10,7 +10,7 @@ throwaway one; the outage test starts a cluster of its own and stops it under th
 import time
 
 import pytest
-from memory_store import empty_memory_table
+from memory_store import empty_memory_table, unread_rows
 from support import Log, make_ports, result_of, sync_runner
 
 from ai_assistant.memory.journal import Journal
@@ -193,21 +193,61 @@ def stored_terms(url, memory_id):
 def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres_memory_url):
     ada = assistant("ada")
     said = told(ada, "Orla went to the mill and went home with three hives.")
-    assert stored_terms(postgres_memory_url, said) == (None, None, None)  # not read yet
-    memories, _, scope_words = result_of(Memories(ada).recall_candidates("Where did Orla go?"))
-    # the lemma-then-stem terms recall's ranking reads ("went" is "go"), each with its count
+    # the writer gives the row the lemma-then-stem terms recall's ranking reads ("went" is
+    # "go"), each with its count: recall, while a player waits, has none to write
     terms, counts, length = stored_terms(postgres_memory_url, said)
     assert dict(zip(terms, counts, strict=True)) == {"orla": 1, "go": 2, "mill": 1, "home": 1,
                                                     "three": 1, "hive": 1}
-    assert length == 7 and scope_words["documents"] == 1 and scope_words["length"] == 7
+    assert length == 7 and unread_rows(postgres_memory_url) == 0
+    memories, _, scope_words = result_of(Memories(ada).recall_candidates("Where did Orla go?"))
+    assert scope_words["documents"] == 1 and scope_words["length"] == 7
     assert scope_words["frequencies"]["go"] == 1
     assert [memory["id"] for memory in memories] == [said]
-    # mem0 rewrites the text: the terms are cleared, and the next recall reads the new ones
+    # mem0 rewrites the text: the trigger clears the terms and the writer reads the new ones
     result_of(Memories(ada).update(said, "Orla keeps three hives behind the mill."))
-    assert stored_terms(postgres_memory_url, said) == (None, None, None)
-    _, _, scope_words = result_of(Memories(ada).recall_candidates("hives"))
     assert "go" not in stored_terms(postgres_memory_url, said)[0]
+    _, _, scope_words = result_of(Memories(ada).recall_candidates("hives"))
     assert "go" not in scope_words["frequencies"] and scope_words["frequencies"]["hive"] == 1
+
+
+def test_a_row_written_without_its_terms_gets_them_from_the_next_recall(assistant,
+                                                                         postgres_memory_url):
+    import psycopg
+
+    ada = assistant("ada")
+    said = told(ada, "Orla went to the mill.")
+    # a text changed in the database itself (the trigger empties its terms), as a writer that
+    # could not fill them leaves it
+    with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
+        connection.execute(
+            f"UPDATE {pgvector_store.TABLE} SET payload = jsonb_set(payload, '{{data}}', "
+            "'\"Orla keeps bees.\"') WHERE id = %s", (said,))
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)
+    memories, _, _ = result_of(Memories(ada).recall_candidates("bees"))
+    assert [memory["id"] for memory in memories] == [said]
+    assert stored_terms(postgres_memory_url, said)[0] == ["orla", "keep", "bee"]
+
+
+def test_a_write_whose_terms_cannot_be_filled_still_stands(assistant, postgres_memory_url,
+                                                            monkeypatch):
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    ada = assistant("ada")
+    log = Log()
+    ada.semantic._log = log
+
+    def refused(connection, scope, *args, **kwargs):
+        raise RuntimeError("connection reset")
+
+    monkeypatch.setattr(pgvector_recall, "fill_terms", refused)
+    said = told(ada, "Orla went to the mill.")
+    assert stored_terms(postgres_memory_url, said) == (None, None, None)
+    assert [line for line in log if "terms of new memories" in line] == [
+        "[ai_assistant] terms of new memories left to recall: connection reset"]
+    monkeypatch.undo()
+    memories, _, _ = result_of(Memories(ada).recall_candidates("mill"))
+    assert [memory["id"] for memory in memories] == [said]
+    assert stored_terms(postgres_memory_url, said)[0] == ["orla", "go", "mill"]
 
 
 def test_terms_read_from_a_text_rewritten_meanwhile_are_not_kept(assistant, postgres_memory_url,
@@ -218,6 +258,9 @@ def test_terms_read_from_a_text_rewritten_meanwhile_are_not_kept(assistant, post
 
     ada = assistant("ada")
     said = told(ada, "Orla went to the mill.")
+    with psycopg.connect(postgres_memory_url, autocommit=True) as connection:  # as moved in
+        connection.execute(f"UPDATE {pgvector_store.TABLE} SET {pgvector_store.TERMS_COLUMN} "
+                           "= NULL WHERE id = %s", (said,))
     read_terms = pgvector_recall.row_terms
     read = []
 

@@ -14,7 +14,7 @@ import sys
 import textwrap
 
 import pytest
-from memory_store import empty_memory_table
+from memory_store import empty_memory_table, unread_rows
 from support import result_of, sync_runner
 
 from ai_assistant.memory.longterm import pgvector_store
@@ -68,6 +68,8 @@ def test_a_move_copies_every_memory_and_checks_it(game):
         assert (report["copied"], report["skipped"], report["scopes"]) == (TOTAL, 0, 2)
         assert report["checked"] == TOTAL  # every vector of so few compared
         assert postgres.counts() == {key: len(texts) for key, texts in MEMORIES.items()}
+        # the moved rows have the terms recall reads: no assistant's first recall writes them
+        assert unread_rows(postgres.url) == 0
         again = move_memories(embedded, postgres)  # idempotent: nothing written twice
         assert (again["copied"], again["skipped"], again["problems"]) == (0, TOTAL, [])
     finally:
