@@ -259,7 +259,7 @@ def seed_journal_code(name, count):
 
 
 def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, memories=300,
-        llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None):  # fmt: skip
+        llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None, blocks=None):  # fmt: skip
     """
     Run the benchmark (see the module doc).
 
@@ -267,6 +267,9 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         game (tuple, optional): `(server, llm)`: a started `GameServer` whose LLM is the
             `ScriptedLLMServer` `llm`, lent by the caller, who stops it (the smoke tests share
             one between benches). Without it the bench starts its own.
+        blocks (str, optional): A file for the reactor's long passes under load
+            (`bench.reactor_blocks`: its watchdog's beat is a little reactor work of its own,
+            so a run with it is for finding the passes, not for the ratio).
 
     Returns:
         dict: The results document.
@@ -285,6 +288,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     clients, crew = [], []
     # a lent server is the lender's to stop (it must be started with SERVER_SETTINGS)
     left_running, corpus, machine_load, reactor_cpu = None, [0, 0], {}, {}
+    long_passes = None
     try:
         started = time.perf_counter()
         if game is None:
@@ -343,11 +347,20 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         requests_before = len(llm.requests)
         for talker in crew:
             talker.start()
+        if blocks:
+            admin.command(f"py from bench.reactor_blocks import start; "
+                          f"self.msg(start({str(blocks)!r}))", r"reactor watchdog[^\n]*\n")
         time.sleep(warmup)
-        load_started = time.perf_counter()
+        load_started, load_began = time.perf_counter(), time.time()
         loaded, reactor_cpu["load"] = reactor_cpu_during(
             server_pid, lambda: measure_looks(looker, looks, interval))
         load_seconds = time.perf_counter() - load_started
+        if blocks:
+            from bench.reactor_blocks import summarise
+
+            time.sleep(0.1)  # the watchdog writes a pass when it ends
+            long_passes = summarise(blocks, load_began, time.time())
+            log(f"long passes: {long_passes}")
         machine_load["load"] = round(os.getloadavg()[0], 2)
         requests = len(llm.requests) - requests_before
         log(f"load: {summary(loaded)}")
@@ -424,7 +437,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         },
         "server_tracebacks": tracebacks,
         "processes_left_running": left_running,  # None: a lent server
-    }
+    } | ({"long_passes_under_load": long_passes} if blocks else {})
 
 
 def main(argv=None, game=None):
@@ -441,9 +454,13 @@ def main(argv=None, game=None):
     parser.add_argument("--warmup", type=float, default=WARMUP_SECONDS,
                         help="seconds of load before the looks under load are measured")
     parser.add_argument("--out", default=str(RESULTS / "reactor.json"))
+    parser.add_argument("--blocks", default=None,
+                        help="record the reactor's passes over 4 ms under load in this file "
+                             "(where a slow look waits; adds a 1 ms beat to the reactor)")
     args = parser.parse_args(argv)
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
-                   args.memories, args.llm_delay, warmup=args.warmup, game=game)  # fmt: skip
+                   args.memories, args.llm_delay, warmup=args.warmup, game=game,
+                   blocks=args.blocks)  # fmt: skip
     print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met",
                                                "reactor_cpu_ms_per_s", "machine_load_average")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -62,6 +62,7 @@ def test_reactor_smoke(tmp_path, bench_game):
 
     document = reactor.main(["--assistants", "2", "--looks", "10", "--talkers", "1",
                              "--journal", "20", "--memories", "12", "--warmup", "2",
+                             "--blocks", str(tmp_path / "passes.jsonl"),
                              "--out", str(tmp_path / "reactor.json")], game=bench_game)
     assert json.loads((tmp_path / "reactor.json").read_text())["load"] == document["load"]
     for run in ("baseline", "load"):
@@ -82,3 +83,7 @@ def test_reactor_smoke(tmp_path, bench_game):
     assert document["during_load"]["reactor_cpu_ms_per_llm_request"] > 0.0
     assert document["processes_left_running"] is None
     assert document["server_tracebacks"] == 0
+    # the watchdog ran in the Server: its file is there, and the passes it saw are summed up
+    assert (tmp_path / "passes.jsonl").exists()
+    passes = document["long_passes_under_load"]
+    assert passes["passes"] >= 0 and passes["total_ms"] >= passes["max_ms"] >= 0
