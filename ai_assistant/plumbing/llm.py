@@ -28,6 +28,12 @@ concurrency cap live in `plumbing.llm_resilience`):
   timeout`.
 - HTTP client logs: httpx and openai log every request at INFO; they are kept at WARNING
   unless `llm.log_requests` is on (`quiet_http_logs`).
+
+The SDK client itself (`openai.OpenAI`: its HTTP connection pool and TLS context) is one per
+endpoint, key and timeout for the process (`shared_sdk`), like the breaker: building one loads
+the certificate store (milliseconds of a worker's time, with the interpreter lock) and opens
+connections of its own, so a world of many assistants on one model server built and kept one
+per assistant. The SDK's clients are safe to share between threads.
 """
 
 import random
@@ -246,16 +252,10 @@ class LLMClient:
         return self._sdk
 
     def _build_sdk(self):
-        import openai
-
         quiet_http_logs(bool(self.config.get("log_requests", False)))
-        return openai.OpenAI(
-            base_url=self.base_url,
-            # local servers (Ollama, llama.cpp) need no key, but the SDK insists on one
-            api_key=self.config.get("api_key") or "not-needed",
-            timeout=self.timeout,
-            max_retries=0,
-        )
+        # local servers (Ollama, llama.cpp) need no key, but the SDK insists on one
+        return shared_sdk(self.base_url, self.config.get("api_key") or "not-needed",
+                          self.timeout)
 
     # -- stats document ------------------------------------------------------------------------
 
@@ -540,6 +540,34 @@ def forget_announcements():
 
 # ----------------------------------------------------------------------------------------------
 # Helpers
+
+
+_SDKS = {}  # (base_url, api_key, timeout) -> openai.OpenAI, for the process
+_SDKS_LOCK = threading.Lock()
+
+
+def shared_sdk(base_url, api_key, timeout):
+    """
+    The process's `openai.OpenAI` client for one endpoint, key and timeout (built on first use;
+    its own retries are off, `LLMClient`'s apply).
+
+    Args:
+        base_url (str or None): The endpoint (None: the SDK's default).
+        api_key (str): The key sent.
+        timeout (float): Seconds per request (a call's deadline may cut it shorter).
+
+    Returns:
+        openai.OpenAI: The client every assistant with this configuration uses.
+    """
+    key = (base_url, api_key, float(timeout))
+    with _SDKS_LOCK:
+        sdk = _SDKS.get(key)
+        if sdk is None:
+            import openai
+
+            sdk = _SDKS[key] = openai.OpenAI(base_url=base_url, api_key=api_key,
+                                             timeout=float(timeout), max_retries=0)
+        return sdk
 
 
 def make_llm_client(config, **kwargs):

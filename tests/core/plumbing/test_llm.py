@@ -105,6 +105,20 @@ def test_usage_missing_is_counted_locally(llm_server, make_client, clock):
     assert reply.prompt_tokens == tokens.count_message_tokens(MESSAGES) > 0
 
 
+def test_assistants_on_one_endpoint_share_one_sdk_client_and_keep_their_own_stats(
+        llm_server, make_client, clock):
+    ada_state, bea_state = MemoryState(), MemoryState()
+    ada, bea = make_client(state=ada_state), make_client(state=bea_state)
+    slower = make_client(timeout=99.0)
+    # one connection pool and certificate store for the endpoint, not one per assistant
+    assert ada.sdk is bea.sdk and slower.sdk is not ada.sdk
+    llm_server.script(Reply.text("Hi Ada.", usage=(10, 3)), Reply.text("Hi Bea.", usage=(20, 4)))
+    assert call(ada, clock, purpose="chat").content == "Hi Ada."
+    assert call(bea, clock, purpose="chat").content == "Hi Bea."
+    assert ada.stats()["prompt_tokens"] == 10 and bea.stats()["prompt_tokens"] == 20
+    assert ada.stats()["calls"] == bea.stats()["calls"] == 1
+
+
 def test_retries_429_then_500_then_success_honouring_retry_after(llm_server, make_client, clock):
     llm_server.script(Reply.error(429, retry_after=2), Reply.error(500), Reply.text("at last"))
     client = make_client(backoff_base=0.5, backoff_max=0.5)
