@@ -143,14 +143,10 @@ class PostgresVectors:
 
         self.url, self.table = url, TABLE
 
-    def _query(self, statement, params=(), *, many=False):
+    def _query(self, statement, params=()):
         import psycopg
 
         with psycopg.connect(self.url) as connection:
-            if many:
-                with connection.cursor() as cursor:
-                    cursor.executemany(statement, params)
-                return []
             return connection.execute(statement, params).fetchall()
 
     def batches(self, size=BATCH):
