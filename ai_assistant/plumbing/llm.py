@@ -28,12 +28,8 @@ concurrency cap live in `plumbing.llm_resilience`):
   timeout`.
 - HTTP client logs: httpx and openai log every request at INFO; they are kept at WARNING
   unless `llm.log_requests` is on (`quiet_http_logs`).
-
-The SDK client itself (`openai.OpenAI`: its HTTP connection pool and TLS context) is one per
-endpoint, key and timeout for the process (`shared_sdk`), like the breaker: each one loads the
-certificate store (about 20 ms of CPU, 0.8 MB held) and opens connections of its own, which a
-world of many assistants on one model server would pay per assistant. The SDK's clients are
-safe to share between threads, and a call's own timeout is passed with its request.
+- the SDK client (`openai.OpenAI`) is one per endpoint, key and timeout for the process, like
+  the breaker (`plumbing.llm_sdk.shared_sdk`).
 """
 
 import random
@@ -52,6 +48,7 @@ from ai_assistant.plumbing.llm_resilience import (  # the errors are caught by c
     get_global_semaphore,
     quiet_http_logs,
 )
+from ai_assistant.plumbing.llm_sdk import shared_sdk
 from ai_assistant.plumbing.ports import (
     LLMBadResponse,
     LLMReply,
@@ -540,34 +537,6 @@ def forget_announcements():
 
 # ----------------------------------------------------------------------------------------------
 # Helpers
-
-
-_SDKS = {}  # (base_url, api_key, timeout) -> openai.OpenAI, for the process
-_SDKS_LOCK = threading.Lock()
-
-
-def shared_sdk(base_url, api_key, timeout):
-    """
-    The process's `openai.OpenAI` client for one endpoint, key and timeout (built on first use;
-    its own retries are off, `LLMClient`'s apply).
-
-    Args:
-        base_url (str or None): The endpoint (None: the SDK's default).
-        api_key (str): The key sent.
-        timeout (float): Seconds per request (a call's deadline may cut it shorter).
-
-    Returns:
-        openai.OpenAI: The client every assistant with this configuration uses.
-    """
-    key = (base_url, api_key, float(timeout))
-    with _SDKS_LOCK:
-        sdk = _SDKS.get(key)
-        if sdk is None:
-            import openai
-
-            sdk = _SDKS[key] = openai.OpenAI(base_url=base_url, api_key=api_key,
-                                             timeout=float(timeout), max_retries=0)
-        return sdk
 
 
 def make_llm_client(config, **kwargs):

@@ -323,18 +323,14 @@ class Mem0Store:
             per_half (int): Candidates by vector and by words (each).
 
         Returns:
-            Deferred[tuple]: `(memories, sources, scope_words)`
-            (`pgvector_recall.recall_candidates`).
-            Errbacks with `MemoryStoreUnavailable` while the database is unreachable.
+            Deferred[tuple]: `(memories, sources, scope_words)` (`pgvector_recall`'s); errbacks
+            with `MemoryStoreUnavailable` while the database is unreachable.
         """
-        if not self.ranks_in_database:
+        if not self.ranks_in_database or self._closed:
             from twisted.internet import defer
 
-            return defer.fail(RuntimeError("this store keeps no memories in a database"))
-        if self._closed:
-            from twisted.internet import defer
-
-            return defer.fail(RuntimeError("the semantic store is closed"))
+            return defer.fail(RuntimeError("the semantic store is closed" if self._closed else
+                                           "this store keeps no memories in a database"))
         # a read: it needs no lock (PostgreSQL isolates it), so it never waits behind a write
         return self._runner(self._guarded, self._recall_candidates, str(query),
                             tuple(str(entry) for entry in entry_ids), int(per_half),
@@ -413,21 +409,10 @@ class Mem0Store:
         self._fill_terms()
         return stored
 
-    def _fill_terms(self):
-        """
-        On the postgres store, give the rows this writer just wrote their terms and times
-        (`pgvector_recall.fill_terms`): the writer (a night's consolidation, a correction) pays
-        for them, not the next recall, which runs while a player waits for a reply. One the
-        writer could not fill is filled by that recall instead, so a failure here is only
-        logged: the memory is stored.
-        """
-        if not self._shared.in_database:
-            return
-        try:
-            with self._memory.vector_store.connection_pool.connection() as connection:
-                pgvector_recall.fill_terms(connection, self.key)
-        except Exception as error:  # noqa: BLE001 - the write stands; recall fills the rest
-            self._log(f"[ai_assistant] terms of new memories left to recall: {error}")
+    def _fill_terms(self):  # on the postgres store the writer gives its rows their terms
+        if self._shared.in_database:
+            pgvector_recall.fill_after_write(self._memory.vector_store.connection_pool,
+                                             self.key, self._log)
 
     def _search_current_first(self, query, limit, filters):
         """

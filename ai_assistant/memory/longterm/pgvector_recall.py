@@ -243,6 +243,25 @@ def fill_terms(connection, scope, table=pgvector_store.TABLE, batch=FILL_BATCH):
         filled += len(rows)
 
 
+def fill_after_write(pool, scope, log):
+    """
+    Give the rows a writer just wrote their terms and times (`fill_terms`; blocking): the writer
+    (a night's consolidation, a correction) pays for them, not the next recall, which runs
+    while a player waits for a reply. A row the writer could not fill is filled by that recall
+    instead, so a failure here is only logged: the memory is stored.
+
+    Args:
+        pool (psycopg_pool.ConnectionPool): mem0's pool on the memory database.
+        scope (str): The assistant's `user_id`.
+        log (callable): `log(message)`.
+    """
+    try:
+        with pool.connection() as connection:
+            fill_terms(connection, scope)
+    except Exception as error:  # noqa: BLE001 - the write stands; recall fills the rest
+        log(f"[ai_assistant] terms of new memories left to recall: {error}")
+
+
 def _as_json(payload, key):
     """A payload's value as `payload->key` reads it (absent: NULL)."""
     from psycopg.types.json import Jsonb
