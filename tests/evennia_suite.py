@@ -39,7 +39,7 @@ def run(labels=DEFAULT_LABELS, timeout=600):
         os.makedirs(os.path.join(folder, "server", "logs"), exist_ok=True)
         bin_dir = os.path.dirname(sys.executable)
         env = {name: value for name, value in os.environ.items()
-               if not name.startswith(("OPENAI_", "AI_ASSISTANT_", "DJANGO_SETTINGS"))}
+               if not name.startswith(("OPENAI_", "AI_ASSISTANT_", "DJANGO_SETTINGS", "MEM0_DIR"))}
         env.update(MEM0_TELEMETRY="False", PATH=bin_dir + os.pathsep + env.get("PATH", ""))
         return subprocess.run(
             [os.path.join(bin_dir, "evennia"), "test", "--settings", "settings.py", *labels],

@@ -72,7 +72,10 @@ def test_the_suite_next_to_a_running_game_leaves_its_logs_alone():
              os.path.join(ROOT, "tests", "shell", "test_durability.py"),
              "-k", "tick_counts or earlier_npc or flush_empties"],
             cwd=server.dir, capture_output=True, text=True, timeout=600,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            # under `make test-postgres` its test database is a name of its own (pytest-django's
+            # suffix for parallel environments): `evennia test` in another worker drops and
+            # makes again the plain `test_<name>` one
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TOX_PARALLEL_ENV": "isolation"},
         )
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         assert re.search(r"\b3 passed", run.stdout), run.stdout[-2000:]
