@@ -190,6 +190,16 @@ def stored_terms(url, memory_id):
             (memory_id,)).fetchone()
 
 
+def rewrite_in_database(url, memory_id, text):
+    """Change a memory's text in the table itself, as no writer of the store does."""
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"UPDATE {pgvector_store.TABLE} SET payload = jsonb_set(payload, "
+                           "'{data}', %s) WHERE id = %s", (Jsonb(text), memory_id))
+
+
 def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres_memory_url):
     ada = assistant("ada")
     said = told(ada, "Orla went to the mill and went home with three hives.")
@@ -212,16 +222,11 @@ def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres
 
 def test_a_row_written_without_its_terms_gets_them_from_the_next_recall(assistant,
                                                                          postgres_memory_url):
-    import psycopg
-
     ada = assistant("ada")
     said = told(ada, "Orla went to the mill.")
     # a text changed in the database itself (the trigger empties its terms), as a writer that
     # could not fill them leaves it
-    with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
-        connection.execute(
-            f"UPDATE {pgvector_store.TABLE} SET payload = jsonb_set(payload, '{{data}}', "
-            "'\"Orla keeps bees.\"') WHERE id = %s", (said,))
+    rewrite_in_database(postgres_memory_url, said, "Orla keeps bees.")
     assert stored_terms(postgres_memory_url, said) == (None, None, None)
     memories, _, _ = result_of(Memories(ada).recall_candidates("bees"))
     assert [memory["id"] for memory in memories] == [said]
@@ -267,10 +272,7 @@ def test_terms_read_from_a_text_rewritten_meanwhile_are_not_kept(assistant, post
     def rewritten_meanwhile(payload):
         read.append(payload["data"])
         # mem0 rewrites the text after recall read it (recall holds no lock)
-        with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
-            connection.execute(
-                f"UPDATE {pgvector_store.TABLE} SET payload = jsonb_set(payload, '{{data}}', "
-                "'\"Orla keeps bees.\"') WHERE id = %s", (said,))
+        rewrite_in_database(postgres_memory_url, said, "Orla keeps bees.")
         return read_terms(payload)
 
     monkeypatch.setattr(pgvector_recall, "row_terms", rewritten_meanwhile)
