@@ -124,8 +124,11 @@ def test_assistant_memory_smoke(tmp_path, kept_world):
     assert document["assistants_measured"] == 2
     held = document["kb_per_assistant"]
     assert held["heavy_documents"]["journal"] > 0 and held["light_documents"] > 0
+    # Each figure is rounded to 0.1 KB on its own, so the parts' sum may stray from the
+    # rounded total by half a tenth per figure.
+    parts = held["heavy_documents"]
     assert held["heavy_documents_total"] == pytest.approx(
-        sum(held["heavy_documents"].values()), abs=0.2)
+        sum(parts.values()), abs=0.05 * (len(parts) + 1) + 1e-9)
     assert document["heavy_documents_cached_after_release"] == 0
     assert document["search_journal_ms"]["after_release"] > 0
 
