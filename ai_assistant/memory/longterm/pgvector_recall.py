@@ -23,7 +23,12 @@ game process holds no per-assistant corpus: one statement, within the assistant'
 - the scope's word statistics: how many memories it holds, their length in terms, and in how
   many of them each term of the candidates, of the query and of the journal occurs;
 - and, in the same round trip, which of the given journal entries have memories made from
-  them (recall leaves those entries out: an entry and its memories are one item).
+  them (recall leaves those entries out: an entry and its memories are one item; an empty
+  memory, which recall never shows, stands for none, as in the mirror).
+
+Each row carries what recall reads of it and no more: a candidate its payload less mem0's own
+keys, a neighbour's neighbour only its words, time and speaker, and each its cosine to the
+query, which recall fuses as it is (the process embeds no candidate to score it).
 
 With these the recall pipeline ranks the candidates as it ranks every memory on the embedded
 store (`index.WholeCorpus`: BM25's idf and average length are the scope's, and neighbours are
@@ -84,6 +89,7 @@ scope AS MATERIALIZED (
     SELECT t.id, t.payload, t.vector <=> q.vector AS distance,
            coalesce(t.{terms}, '{{}}') AS terms, coalesce(t.{counts}, '{{}}') AS counts,
            coalesce(t.{length}, 0) AS length, t.payload->>'source_entity' AS speaker,
+           t.payload->>'entry_id' AS entry,
            coalesce(t.payload->>'audience', '') <> '' AS private,
            row_number() OVER (ORDER BY t.{moment}, t.{made}, t.id) AS place
     FROM {table} t, query q
@@ -103,10 +109,11 @@ wanted_terms AS (
         SELECT term FROM content
         UNION ALL SELECT term FROM asked WHERE NOT EXISTS (SELECT 1 FROM content)) chosen
 ),
+-- (BM25's arithmetic in float8: numeric, PostgreSQL's exact decimals, is many times slower)
 totals AS (
     SELECT count(*) AS documents, coalesce(sum(length), 0) AS length,
            count(*) FILTER (WHERE private) AS private,
-           greatest(coalesce(avg(length), 1), 1e-9) AS average
+           greatest(coalesce(avg(length)::float8, 1), 1e-9) AS average
     FROM scope
 ),
 -- each wanted term in each row that holds it, how often
@@ -115,11 +122,11 @@ held AS (
     FROM scope s, wanted_terms w, unnest(s.terms, s.counts) c(term, count)
     WHERE s.terms && w.terms AND c.term = ANY(w.terms)
 ),
-frequency AS (SELECT term, count(*) AS documents FROM held GROUP BY term),
+frequency AS (SELECT term, count(*)::float8 AS documents FROM held GROUP BY term),
 -- BM25 as recall's index computes it (`search.index`), over the whole scope
 matching AS (
     SELECT h.id, row_number() OVER (ORDER BY sum(
-               ln(1 + (x.documents - f.documents + 0.5) / (f.documents + 0.5))
+               ln(1 + (x.documents::float8 - f.documents + 0.5) / (f.documents + 0.5))
                * h.count * (%(k1)s + 1)
                / (h.count + %(k1)s * (1 - %(b)s + %(b)s * h.length / x.average)))
            DESC, h.place DESC) AS place
@@ -160,7 +167,13 @@ frequencies AS (
     FROM scope s, unnest(s.terms) term
     WHERE term IN (SELECT term FROM vocabulary) GROUP BY term
 )
-SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, c.id::text, c.payload,
+-- a ranked row's payload less what mem0 keeps for itself; a context row's, only what lends
+-- relevance (its words, time and speaker)
+SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, c.id::text,
+       CASE WHEN c.ranked THEN c.payload - %(unread)s::text[] ELSE jsonb_strip_nulls(
+           jsonb_build_object('data', c.payload->'data', 'timestamp', c.payload->'timestamp',
+                              'created_at', c.payload->'created_at',
+                              'source_entity', c.payload->'source_entity')) END,
        1 - c.distance, coalesce(f.score, 0)::float8, c.place::float8
 FROM chosen c LEFT JOIN fused f ON f.id = c.id
 UNION ALL
@@ -171,10 +184,8 @@ SELECT 'totals', NULL, jsonb_build_object('documents', documents, 'length', leng
                                           'private', private), NULL, NULL, NULL
 FROM totals
 UNION ALL
-SELECT DISTINCT 'source', t.payload->>'entry_id', NULL::jsonb, NULL::float8, NULL::float8,
-       NULL::float8
-FROM {table} t
-WHERE t.payload->>'user_id' = %(scope)s AND t.payload->>'entry_id' = ANY(%(entries)s)
+SELECT DISTINCT 'source', entry, NULL::jsonb, NULL::float8, NULL::float8, NULL::float8
+FROM scope WHERE entry = ANY(%(entries)s)
 """
 
 
@@ -305,7 +316,8 @@ def query_params(scope, vector, text, *, entry_ids=(), journal_entries=(), now=N
             "words": asked, "query_terms": terms, "speakers": speakers,
             "more_terms": sorted(set(terms).union(journal_terms)), "scope": str(scope),
             "per_half": int(per_half), "rrf_k": RRF_K, "k1": BM25_K1, "b": BM25_B,
-            "radius": NEIGHBOURS, "entries": [str(entry) for entry in entry_ids]}
+            "radius": NEIGHBOURS, "entries": [str(entry) for entry in entry_ids],
+            "unread": sorted(_CORE_KEYS - {"data", "created_at"})}
 
 
 def no_words():

@@ -55,7 +55,7 @@ from ai_assistant.memory.recall.information import information
 from ai_assistant.memory.recall.lines import MEMORY_TIER, recall_line, source_key
 from ai_assistant.memory.recall.store_candidates import fetch_candidates
 from ai_assistant.memory.recall.tiers import tier_items
-from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed
+from ai_assistant.memory.search.dense import EmbeddingMatrices, default_embed, embeddings, unit_rows
 from ai_assistant.memory.search.expansion import expansion_terms
 from ai_assistant.memory.search.filters import SearchFilters
 from ai_assistant.memory.search.journal_search import journal_vocabulary, search_entries
@@ -146,24 +146,40 @@ def _excluded(item, exclude):
     return item.get("tier") == MEMORY_TIER and str(item.get("entry_id")) in exclude
 
 
-def _dense(corpus, text, embed, matrices):
+def _dense(corpus, text, embed, matrices, known=None):
     """
-    `(cosines, matrix)`: the cosine of the query to every item and the items' unit vectors, in
-    the corpus's order (blocking), or `(None, matrix)` when the query has no vector.
+    `(cosines, rows)`: the cosine of the query to every item, in the corpus's order (None
+    when the query has no vector), and `rows(positions)`, those items' unit vectors (blocking).
+
+    `known` holds the cosines of the corpus's first items when a store computed them (its
+    candidates, `store_candidates.CandidateSet.cosines`): only the items after them go through
+    the assistant's `matrices`, and a candidate is embedded only when the second stage wants
+    its vector.
     """
     texts = tuple(str(item.get("content") or "") for item in corpus)
-    matrix = matrices.matrix(embed, texts)
     vector = numpy.asarray(embed([text])[0], dtype=numpy.float32)
     norm = numpy.linalg.norm(vector)
-    return (matrix @ (vector / norm) if norm else None), matrix
+    head = 0 if known is None else len(known)
+    matrix = matrices.matrix(embed, texts[head:]) if len(texts) > head else None
+    cosines = None
+    if norm:
+        tail = matrix @ (vector / norm) if matrix is not None else numpy.zeros(0)
+        cosines = tail if not head else numpy.concatenate([numpy.asarray(known, float), tail])
+
+    def rows(positions):
+        fresh = [position for position in positions if position < head]
+        made = dict(zip(fresh, unit_rows(embeddings(embed, [texts[p] for p in fresh])) if fresh
+                        else (), strict=True))
+        return numpy.asarray([made[p] if p < head else matrix[p - head] for p in positions])
+
+    return cosines, rows
 
 
-def _second_stage(corpus, recalled, matrix, weight):
+def _second_stage(corpus, recalled, rows, weight):
     """The hits reordered so that each next one adds the most (`diversity.diversify`)."""
     head = recalled[:DIVERSITY_POOL]
     position = {id(item): number for number, item in enumerate(corpus)}
-    vectors = matrix[[position[id(found.item)] for found in head]]
-    return diversify(recalled, vectors, weight)
+    return diversify(recalled, rows([position[id(found.item)] for found in head]), weight)
 
 
 def _hidden(corpus):
@@ -181,7 +197,7 @@ def _expansion(corpus, text, embed, params, vocabulary):
 
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
                min_information=0.0, hidden=None, diversity=0.0, whole=None,
-               vocabulary=None):  # fmt: skip
+               vocabulary=None, known_cosines=None):  # fmt: skip
     """
     Rank the corpus for a query (blocking: run it in the worker pool): the first stage (the
     search), the filters and the information weight, then the second stage (`diversity`).
@@ -204,6 +220,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
         vocabulary (JournalVocabulary, optional): The corpus's words and their vectors, kept
             between calls, for the query's expansion (`params.expansion_weight`; needs
             `embed`).
+        known_cosines (sequence, optional): The query's cosines to the corpus's first items,
+            computed by the store that found them (`_dense`).
 
     Returns:
         list[Recalled]: Best first, one per source entry, visible to the viewer.
@@ -212,9 +230,10 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
         return []
     hidden = _hidden(corpus) if hidden is None else hidden
     fetch = query.limit * OVERFETCH + hidden + len(query.exclude)
-    dense = matrix = None
+    dense = rows = None
     if embed is not None and (params.embedding_weight or diversity):
-        dense, matrix = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices())
+        dense, rows = _dense(corpus, query.text, embed, matrices or EmbeddingMatrices(),
+                             known_cosines)
         if not params.embedding_weight:
             dense = None
     ranked = search_entries(list(corpus), query.text, now=now, params=params, limit=fetch,
@@ -238,8 +257,8 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
             score *= SUPERSEDED_SHARE  # a corrected fact, or a claim a trusted source denies
         recalled.append(Recalled(score, item))
     recalled.sort(key=lambda found: -found.score)
-    if diversity and matrix is not None:
-        recalled = _second_stage(corpus, recalled, matrix, diversity)
+    if diversity and rows is not None:
+        recalled = _second_stage(corpus, recalled, rows, diversity)
     return recalled[: query.limit]
 
 
@@ -274,7 +293,7 @@ def select_lines(recalled, budget, limit, count=count_tokens, max_line_tokens=0)
 
 
 def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cache=None,
-                       hidden=None, whole=None, vocabulary=None):
+                       hidden=None, whole=None, vocabulary=None, known_cosines=None):
     """
     Rank a corpus for a query and choose the lines that fit (blocking: the worker's part of
     `recall`, and what `bench/recall_replay.py` replays).
@@ -289,6 +308,8 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
         hidden (int, optional): How many items are private to someone, if known.
         whole (WholeCorpus, optional): The corpus the items are part of (`rank_items`).
         vocabulary (JournalVocabulary, optional): The corpus's words, kept between calls.
+        known_cosines (sequence, optional): The store's cosines of the first items
+            (`rank_items`).
 
     Returns:
         tuple: `(recalled, lines)`.
@@ -300,7 +321,8 @@ def recall_from_corpus(corpus, query, now, settings, *, matrices=None, index_cac
                           matrices=matrices, index_cache=index_cache,
                           min_information=settings.get("recall.min_information"),
                           hidden=hidden, diversity=settings.get("recall.diversity"),
-                          whole=whole, vocabulary=vocabulary)  # fmt: skip
+                          whole=whole, vocabulary=vocabulary,
+                          known_cosines=known_cosines)  # fmt: skip
     return recalled, select_lines(recalled, query.budget, query.limit,
                                   max_line_tokens=settings.get("recall.max_line_tokens"))
 
@@ -310,13 +332,16 @@ def _recall_in_worker(journal_entries, query, now, settings, mirror, others=(),
     corpus = build_corpus(journal_entries, mirror, others)
     tail = corpus[len(mirror.entries()):] if mirror is not None else corpus
     hidden = (mirror.private_count() if mirror is not None else 0) + _hidden(tail)
-    # a store's candidates are part of every memory: ranked as over all of them
-    whole = mirror.whole_corpus(tail) if hasattr(mirror, "whole_corpus") else None
+    # a store's candidates are part of every memory: ranked as over all of them, with the
+    # cosines the store computed (their vectors stay in its database)
+    whole = known = None
+    if hasattr(mirror, "whole_corpus"):
+        whole, known = mirror.whole_corpus(tail), mirror.cosines()
     return recall_from_corpus(corpus, query, now, settings,
                               matrices=mirror.matrices if mirror else None,
                               index_cache=mirror.index_cache if mirror else None,
-                              hidden=hidden, whole=whole,
-                              vocabulary=vocabulary)  # fmt: skip
+                              hidden=hidden, whole=whole, vocabulary=vocabulary,
+                              known_cosines=known)  # fmt: skip
 
 
 def _first_read_beside_a_reply(memories, query):

@@ -9,9 +9,9 @@ reading interface as the mirror (`entries`, `source_entries`, `private_count`), 
 the ranking over them the ranking over every memory (`whole_corpus`): BM25 weighs a word by
 how many of all the memories hold it, not how many candidates do, and an item shares
 relevance with its neighbours in time, not with the next candidate. From there both stores
-share the ranking (the candidates' vectors are the assistant's `matrices`, rows reused by
-text between queries, which the second stage's diversity needs too), the filters and the
-budget.
+share the ranking, the filters and the budget; the candidates' cosines to the query are the
+database's (`cosines`, from the stored vectors), so the process embeds a candidate only when
+the second stage's diversity wants its vector.
 
 `fetch_candidates` runs on the reactor and never fails: while the database is unreachable
 recall answers from what is in hand (the journal, nodes and profiles); the store's breaker
@@ -30,8 +30,8 @@ from ai_assistant.memory.recall.lines import memory_item
 from ai_assistant.memory.search.dense import EmbeddingMatrices
 from ai_assistant.memory.search.index import WholeCorpus, content_terms
 
-# The vectors of the items last ranked (candidates, journal entries, nodes, profiles), kept
-# per assistant so a row is embedded again only for a text the last query did not rank.
+# The vectors of the items last ranked after the candidates (journal entries, nodes, profiles),
+# kept per assistant so a row is embedded again only for a text the last query did not rank.
 TAIL_MATRICES = "recall_tail_matrices"
 
 
@@ -45,14 +45,14 @@ class CandidateSet:
         memories (list[dict]): As the store lists them, each with its `cosine` to the query
             and its `place` in the scope's time order.
         sources (set): Journal entry ids (as text) that have memories made from them.
-        matrices (EmbeddingMatrices): The assistant's vectors of the ranked items.
+        matrices (EmbeddingMatrices): The assistant's vectors of the items ranked after them.
         scope_words (dict, optional): The scope's word statistics (`{"documents", "length",
             "private", "frequencies"}`, `pgvector_recall.recall_candidates`); None: the
             candidates are taken as the whole scope.
 
     Attributes:
         loaded (bool): Always True (the store answered).
-        matrices (EmbeddingMatrices): The vectors of what was ranked last (kept by text).
+        matrices (EmbeddingMatrices): The vectors of the journal's, nodes' and profiles' items.
         index_cache: None (a candidate set is searched once).
     """
 
@@ -67,6 +67,7 @@ class CandidateSet:
         self._lock = threading.Lock()
         self._items = None
         self._places = None
+        self._cosines = None
         self._context_only = ()
 
     def entries(self):
@@ -79,9 +80,16 @@ class CandidateSet:
                 made = sorted(self._memories, key=_place)
                 self._items = tuple(memory_item(memory) for memory in made)
                 self._places = tuple(_place(memory) for memory in made)
+                self._cosines = tuple(float(memory.get("cosine") or 0.0) for memory in made)
                 self._context_only = tuple(position for position, memory in enumerate(made)
                                            if memory.get("context_only"))
             return self._items
+
+    def cosines(self):
+        """The query's cosine to each candidate, in `entries` order, as the database computed
+        it from the stored vectors (the ranking embeds no candidate to score it)."""
+        self.entries()
+        return self._cosines
 
     def source_entries(self):
         """The journal entry ids (as text) whose memories are in the store."""

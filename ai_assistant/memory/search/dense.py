@@ -53,7 +53,8 @@ def embeddings(embed, texts):
     return [found[text] for text in texts]
 
 
-def _unit_rows(vectors):
+def unit_rows(vectors):
+    """`vectors` as a float32 matrix of unit rows (a zero vector stays zero)."""
     matrix = numpy.asarray(vectors, dtype=numpy.float32)
     norms = numpy.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -66,10 +67,10 @@ def _reused_rows(known_texts, matrix, embed, texts):
     rows = numpy.fromiter((row_of.get(text, -1) for text in texts), numpy.int64, len(texts))
     fresh = rows < 0
     if fresh.all():
-        return _unit_rows(embeddings(embed, texts))
+        return unit_rows(embeddings(embed, texts))
     result = matrix[numpy.maximum(rows, 0)]  # a copy: the old matrix may still be in use
     if fresh.any():
-        result[fresh] = _unit_rows(embeddings(embed, list(itertools.compress(texts, fresh))))
+        result[fresh] = unit_rows(embeddings(embed, list(itertools.compress(texts, fresh))))
     return result
 
 
@@ -97,12 +98,12 @@ class EmbeddingMatrices:
             return matrix
         if matrix is not None and len(texts) > len(known_texts) and (
                 texts[: len(known_texts)] == known_texts):
-            added = _unit_rows(embeddings(embed, texts[len(known_texts):]))
+            added = unit_rows(embeddings(embed, texts[len(known_texts):]))
             matrix = numpy.vstack([matrix, added])
         elif matrix is not None:
             matrix = _reused_rows(known_texts, matrix, embed, texts)
         else:
-            matrix = _unit_rows(embeddings(embed, texts))
+            matrix = unit_rows(embeddings(embed, texts))
         with self._lock:
             self._matrices[key] = (texts, matrix)
         return matrix
@@ -122,7 +123,7 @@ def dense_similarities(embed, query, texts, matrices=None):
     texts = tuple(texts)
     if not texts:
         return []
-    vector = _unit_rows([embed([query])[0]])[0]
+    vector = unit_rows([embed([query])[0]])[0]
     if matrices is None:
         matrices = EmbeddingMatrices()
     return (matrices.matrix(embed, texts) @ vector).tolist()

@@ -18,7 +18,7 @@ import threading
 
 import numpy
 
-from ai_assistant.memory.search.dense import _embed_key, _unit_rows, embeddings
+from ai_assistant.memory.search.dense import _embed_key, embeddings, unit_rows
 from ai_assistant.memory.search.terms import STOPWORDS, stem, words
 
 NEIGHBOURS = 10  # the nearest journal words considered per query word
@@ -72,7 +72,7 @@ class JournalVocabulary:
                     if term not in self._rows and term not in fresh:
                         fresh[term] = word
             if fresh:
-                self._append(list(fresh), _unit_rows(embeddings(embed, list(fresh.values()))))
+                self._append(list(fresh), unit_rows(embeddings(embed, list(fresh.values()))))
             size = len(self._stems)
             return tuple(self._stems), (self._matrix[:size] if size else None)
 
@@ -114,7 +114,7 @@ def expansion_terms(embed, query, texts, vocabulary=None, neighbours=NEIGHBOURS,
     stems, matrix = (vocabulary or JournalVocabulary()).update(embed, texts)
     if matrix is None:
         return {}
-    vectors = _unit_rows(embeddings(embed, query_words))
+    vectors = unit_rows(embeddings(embed, query_words))
     count = min(neighbours + 1, len(stems))  # one more: the word itself is usually nearest
     expansion = {}
     for word, vector in zip(query_words, vectors, strict=True):

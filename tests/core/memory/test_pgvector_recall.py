@@ -35,12 +35,13 @@ def assistant(postgres_memory_url, tmp_path):
     empty_memory_table(postgres_memory_url)
     opened = []
 
-    def _make(key):
+    def _make(key, **overrides):
         store = make_semantic_store(postgres_settings(postgres_memory_url),
                                     str(tmp_path / "data"), key, runner=sync_runner)
         opened.append(store)
         return make_ports(key=key, semantic=store, overrides={
-            "memory.store": "postgres", "memory.postgres_url": postgres_memory_url})
+            "memory.store": "postgres", "memory.postgres_url": postgres_memory_url,
+            **overrides})
 
     yield _make
     for store in opened:
@@ -283,3 +284,61 @@ def test_terms_read_from_a_text_rewritten_meanwhile_are_not_kept(assistant, post
     monkeypatch.setattr(pgvector_recall, "row_terms", read_terms)
     result_of(Memories(ada).recall_candidates("bees"))
     assert stored_terms(postgres_memory_url, said)[0] == ["orla", "keep", "bee"]
+
+
+def test_candidates_bring_their_cosines_and_neighbours_only_what_lends_relevance(assistant):
+    from ai_assistant.memory.embedder import get_embedder
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    ada = assistant("ada")
+    lines = [f"The tide log's entry {word}: the pier lamps were lit at dusk."
+             for word in ("one", "two", "three", "four", "five", "six", "seven", "eight")]
+    lines[0] = "Orla keeps her bee hives behind the mill."
+    for line in lines:
+        told(ada, line)
+    embedder = get_embedder()
+    memories, _, _ = pgvector_recall.recall_candidates(
+        ada.semantic._memory.vector_store.connection_pool, ada.semantic.key,
+        embedder.embed("bee hives"), "bee hives", per_half=1)
+    by_text = {memory["memory"]: memory for memory in memories}
+    assert by_text[lines[0]]["cosine"] == pytest.approx(
+        float(embedder.embed(lines[0]) @ embedder.embed("bee hives")), abs=1e-5)
+    context = [memory for memory in memories if memory["context_only"]]
+    ranked = [memory for memory in memories if not memory["context_only"]]
+    assert context and ranked  # a candidate, its neighbours, and theirs only lending
+    # a neighbour's neighbour brings its words, time and speaker, nothing recall never reads
+    assert all(set(memory["metadata"]) == {"timestamp", "source_entity"} for memory in context)
+    assert all(memory["metadata"]["source_trust"] == 0.9 for memory in ranked)
+    assert not any({"text_lemmatized", "hash", "user_id"} & set(memory["metadata"])
+                   for memory in memories)
+
+
+def test_the_ranking_embeds_none_of_the_memories_the_store_sent(assistant, monkeypatch):
+    from ai_assistant.memory.embedder import get_embedder
+
+    # the second stage, which wants the vectors of the best hits, is left out here
+    ada = assistant("ada", **{"recall.diversity": 0.0})
+    facts = ["Wenna painted the ferry steps a sea green in spring.",
+             "Kitto sold mackerel nets at the harbour market.",
+             "The chapel bell was recast after the winter storm."]
+    for fact in facts:
+        told(ada, fact)
+    embedder, embedded = get_embedder(), []
+    encode = embedder._encode
+    monkeypatch.setattr(embedder, "_encode", lambda texts: embedded.extend(texts) or encode(texts))
+    recalled, _ = result_of(recall(ada, RecallQuery(text="who painted the ferry steps?",
+                                                    limit=3)))
+    assert recalled[0].item["content"] == facts[0]
+    assert embedded and not set(facts) & set(embedded)  # the query only, never a memory
+
+
+def test_an_empty_memory_stands_for_no_journal_entry(assistant, postgres_memory_url):
+    ada = assistant("ada")
+    kept = told(ada, "Orla keeps her bee hives behind the mill.", entry_id=7)
+    emptied = told(ada, "Bram sold his copper lantern.", entry_id=8)
+    rewrite_in_database(postgres_memory_url, emptied, "   ")
+    memories, sources, _ = result_of(Memories(ada).recall_candidates(
+        "hives and lanterns", entry_ids=["7", "8", "9"]))
+    # as in the mirror: entry 8's only memory says nothing, so recall keeps the entry itself
+    assert sources == {"7"}
+    assert [memory["id"] for memory in memories] == [kept]

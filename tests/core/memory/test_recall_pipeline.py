@@ -372,3 +372,32 @@ def test_search_journal_is_the_same_pipeline_over_the_journal_and_every_memory()
     by_id = {item["id"]: item for item in result["results"]}
     assert set(by_id) == {"m1", 1}  # the journal's entry and the memory; not the secret
     assert by_id["m1"]["tier"] == "memory" and by_id["m1"]["entry_id"] == 41
+
+
+def test_a_stores_cosines_replace_its_candidates_embeddings_in_the_same_ranking():
+    import numpy
+
+    from ai_assistant.memory.search import dense
+
+    embedded = []
+
+    def embed(texts):
+        embedded.extend(texts)
+        return [[float(len(text)), float(text.count("e")) + 1.0, float(text.count("o"))]
+                for text in texts]
+
+    texts = ("the ferry leaves at dawn", "bees behind the mill", "a lantern sold", "old nets",
+             "the chapel bell rang")
+    corpus = tuple({"content": text} for text in texts)
+    whole, whole_rows = pipeline._dense(corpus, "who keeps bees", embed,
+                                        dense.EmbeddingMatrices())
+    known = whole[:3]  # as the store computed them for its three candidates
+    dense._EMBED_CACHE.clear()  # nothing embedded before is known to the process
+    embedded.clear()
+    cosines, rows = pipeline._dense(corpus, "who keeps bees", embed, dense.EmbeddingMatrices(),
+                                    known)
+    assert numpy.allclose(cosines, whole)
+    assert "who keeps bees" in embedded and not set(texts[:3]) & set(embedded)
+    embedded.clear()
+    assert numpy.allclose(rows([4, 1]), whole_rows([4, 1]))
+    assert embedded == [texts[1]]  # the one candidate the second stage asked for

@@ -366,9 +366,9 @@ def test_embedding_matrices_reuse_rows_when_the_texts_change_not_only_grow(monke
     calls.clear()
     changed = matrices.matrix(embed, ("beta", "gamma", "delta", "alpha"))
     assert calls == [["delta"]]
-    expected = dense._unit_rows(embed(["beta", "gamma", "delta", "alpha"]))
+    expected = dense.unit_rows(embed(["beta", "gamma", "delta", "alpha"]))
     assert numpy.allclose(changed, expected)
-    assert numpy.allclose(first, dense._unit_rows(embed(["alpha", "beta", "gamma"])))  # kept
+    assert numpy.allclose(first, dense.unit_rows(embed(["alpha", "beta", "gamma"])))  # kept
 
 
 def test_the_process_wide_vectors_drop_their_oldest_when_full(monkeypatch):
