@@ -158,14 +158,13 @@ chosen AS (
     SELECT s.id, s.place, s.terms, s.payload, s.distance, p.steps <= %(radius)s::int AS ranked
     FROM places p JOIN scope s ON s.place = p.place
 ),
-vocabulary AS (
-    SELECT DISTINCT term FROM chosen c, unnest(c.terms) term
-    UNION SELECT unnest(%(more_terms)s::text[])
-),
+-- in how many of the scope's memories each term occurs that a chosen row, the query or the
+-- journal holds (one pass over the scope's terms)
 frequencies AS (
     SELECT term, count(*) AS documents
-    FROM scope s, unnest(s.terms) term
-    WHERE term IN (SELECT term FROM vocabulary) GROUP BY term
+    FROM scope s LEFT JOIN chosen c ON c.place = s.place, unnest(s.terms) term
+    GROUP BY term
+    HAVING bool_or(c.place IS NOT NULL) OR term = ANY(%(more_terms)s::text[])
 )
 -- a ranked row's payload less what mem0 keeps for itself; a context row's, only what lends
 -- relevance (its words, time and speaker)
