@@ -4,6 +4,7 @@ Reactor responsiveness: how long a plain `look` takes while many assistants are 
     .venv/bin/python -m bench.reactor [--assistants 20] [--looks 200] [--interval 0.1]
                                       [--talkers 4] [--journal 300] [--memories 300]
                                       [--llm-delay 1.0] [--warmup 8] [--out PATH]
+                                      [--blocks PATH] [--reload] [--gc-freeze]
 
 A real Evennia server is started from this repository (`tests/game_server.py`) with its LLM
 pointed at the scripted OpenAI-compatible server (`tests/scripted_llm.py`), which answers every
@@ -26,6 +27,11 @@ request after `--llm-delay` seconds: a ReAct request with a `say` tool call, a s
    assistants in turn, each every 0.5 s, for the whole run. After a warm-up (`--warmup`
    seconds) the looker
    measures again.
+
+With `--reload` the server is reloaded once the assistants are grown, as a live game starts
+with its world, and the load begins when that start has settled (its warm-ups over: at most
+`SETTLE_SECONDS`). `--gc-freeze` sets `threads.gc_freeze` in the server's settings, so the
+objects held once a start settles are left out of the garbage collector's full passes.
 
 The target (issue 30): p99 under load within 1.5x the baseline's p99, or baseline + 20 ms,
 whichever is larger. Every process started from the game folder is stopped at the end.
@@ -52,6 +58,14 @@ sys.path.insert(0, str(REPO / "tests"))
 MARKER = "BENCH-ROOM-END"
 TALK_EVERY = 0.5
 WARMUP_SECONDS = 8.0
+# After `--reload`: the longest wait for the start to settle (its warm-ups wait for a quiet
+# moment and take a few seconds each; `threads.gc_freeze` logs when it is over).
+SETTLE_SECONDS = 60.0
+SETTLED_LINE = "the start has settled"
+# `--gc-freeze`: appended to the server's settings
+GC_FREEZE_SETTINGS = ('AI_ASSISTANT = dict(globals().get("AI_ASSISTANT", {}))\n'
+                      'AI_ASSISTANT["threads"] = {**AI_ASSISTANT.get("threads", {}), '
+                      '"gc_freeze": True}\n')
 TARGET_RATIO = 1.5
 TARGET_SLACK_MS = 20.0
 # the players are created from one address within seconds; the server imports this module
@@ -258,8 +272,29 @@ def seed_journal_code(name, count):
     )
 
 
+def reload_and_settle(server, admin, pid_file, log):
+    """
+    Reload the server (`--reload`) and wait until its start has settled: the line
+    `threads.gc_freeze` logs, or `SETTLE_SECONDS`.
+
+    Returns:
+        int or None: The new Server's pid.
+    """
+    started = time.perf_counter()
+    server.mark_logs()
+    server.reload(admin)
+    deadline = time.time() + SETTLE_SECONDS
+    while time.time() < deadline and SETTLED_LINE not in server.logs():
+        time.sleep(0.5)
+    settled = [line for line in server.logs().splitlines() if SETTLED_LINE in line]
+    log(f"reloaded and settled in {time.perf_counter() - started:.1f}s"
+        + (f": {settled[-1].split(SETTLED_LINE, 1)[1].strip(' :')}" if settled else ""))
+    return int(pid_file.read_text().strip()) if pid_file.exists() else None
+
+
 def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, memories=300,
-        llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None, blocks=None):  # fmt: skip
+        llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None, blocks=None,
+        reload_world=False, gc_freeze=False):  # fmt: skip
     """
     Run the benchmark (see the module doc).
 
@@ -270,6 +305,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         blocks (str, optional): A file for the reactor's long passes under load
             (`bench.reactor_blocks`: its watchdog's beat is a little reactor work of its own,
             so a run with it is for finding the passes, not for the ratio).
+        reload_world (bool): Reload the server once the world is grown (`--reload`).
+        gc_freeze (bool): `threads.gc_freeze` in the server's settings (a server of its own).
 
     Returns:
         dict: The results document.
@@ -281,7 +318,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         llm = ScriptedLLMServer(responder=make_responder(llm_delay)).start()
         server = GameServer(env={"AI_ASSISTANT_LLM_BASE_URL": llm.base_url,
                                  "AI_ASSISTANT_LLM_API_KEY": "bench-key"},
-                            settings=SERVER_SETTINGS)  # fmt: skip
+                            settings=SERVER_SETTINGS + (GC_FREEZE_SETTINGS if gc_freeze
+                                                        else ""))  # fmt: skip
     else:
         server, llm = game
         llm.responder = make_responder(llm_delay)
@@ -341,6 +379,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                 raise RuntimeError(grown.strip().splitlines()[-1])
             log(f"{grown.strip().splitlines()[-1]} "
                 f"in {time.perf_counter() - grow_started:.1f}s")
+        if reload_world:
+            server_pid = reload_and_settle(server, admin, pid_file, log)
         for number, client in enumerate(players):
             client.drain(0.1)
             crew.append(Talker(client, awake, number * 3))
@@ -408,6 +448,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             "sleeper_tick_s": 5,
             "llm_delay_s": llm_delay,
             "warmup_s": warmup,
+            "reloaded_after_growing": reload_world,
+            "gc_freeze": gc_freeze,
         },
         "baseline": base,
         "load": load,
@@ -454,13 +496,19 @@ def main(argv=None, game=None):
     parser.add_argument("--warmup", type=float, default=WARMUP_SECONDS,
                         help="seconds of load before the looks under load are measured")
     parser.add_argument("--out", default=str(RESULTS / "reactor.json"))
+    parser.add_argument("--reload", action="store_true",
+                        help="reload the server once the world is grown, and load it once that "
+                             "start has settled")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="threads.gc_freeze in the server's settings")
     parser.add_argument("--blocks", default=None,
                         help="record the reactor's passes over 4 ms under load in this file "
                              "(where a slow look waits; adds a 1 ms beat to the reactor)")
     args = parser.parse_args(argv)
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
                    args.memories, args.llm_delay, warmup=args.warmup, game=game,
-                   blocks=args.blocks)  # fmt: skip
+                   blocks=args.blocks, reload_world=args.reload,
+                   gc_freeze=args.gc_freeze)  # fmt: skip
     print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met",
                                                "reactor_cpu_ms_per_s", "machine_load_average")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -10,10 +10,15 @@ writes one JSON line: when it ended, how long it lasted and how many samples eac
 
 It observes what a slow `look` waits behind, with the same pass lengths a player meets: a
 stack that shows a system call (a file write, a socket send, a database commit) may be waiting
-for the call or for the interpreter lock afterwards, which this cannot tell apart.
+for the call or for the interpreter lock afterwards, which this cannot tell apart. One thing
+that holds the lock is told apart: the garbage collector, which runs in whichever thread
+allocated last and stops every other. Each collection is written as a line of its own
+(`{"gc": generation, "ms", "collected"}`), and each long pass says how many of its
+milliseconds a collection took (`gc_ms`).
 """
 
 import collections
+import gc
 import json
 import re
 import sys
@@ -45,20 +50,53 @@ def start(path, threshold=THRESHOLD):
 
     task.LoopingCall(tick).start(0.001)
     reactor_thread = threading.get_ident()
-    threading.Thread(target=_watch, args=(beat, reactor_thread, path, threshold),
+    collected = collections.deque()
+    gc.callbacks.append(gc_recorder(collected))
+    threading.Thread(target=_watch, args=(beat, reactor_thread, path, threshold, None,
+                                          collected),
                      daemon=True, name="reactor-blocks").start()
     return f"reactor watchdog writing to {path}"
 
 
-def _watch(beat, reactor_thread, path, threshold, stop=None):
-    """Watch `beat` (see the module doc) until `stop` (a `threading.Event`) is set."""
+def gc_recorder(sink):
+    """
+    A `gc.callbacks` entry that appends each collection to `sink` as `(began, ended,
+    generation, collected)` (`time.perf_counter` seconds).
+    """
+    began = []
+
+    def on_collection(phase, info):
+        now = time.perf_counter()
+        if phase == "start":
+            began[:] = [now]
+        else:
+            sink.append((began[0] if began else now, now, info.get("generation"),
+                         info.get("collected", 0)))
+
+    return on_collection
+
+
+def _watch(beat, reactor_thread, path, threshold, stop=None, collected=None):
+    """Watch `beat` (see the module doc) until `stop` (a `threading.Event`) is set, writing
+    the collections `collected` receives (`gc_recorder`) as they come."""
+    recent = collections.deque(maxlen=64)  # the last collections, for the passes they fell in
     with open(path, "a", encoding="utf-8") as out:
         current = None  # [the beat it began after, {stack: samples}, seconds so far]
         while stop is None or not stop.is_set():
             time.sleep(0.0005)
+            while collected:
+                began, ended, generation, freed = collected.popleft()
+                recent.append((began, ended))
+                out.write(json.dumps({"t": time.time(), "gc": generation,
+                                      "ms": round((ended - began) * 1000, 2),
+                                      "collected": freed}) + "\n")
             stale = time.perf_counter() - beat[0]
             if current is not None and current[0] != beat[0]:  # the pass is over
+                ended = time.perf_counter()
+                in_gc = sum(max(0.0, min(ended, stop_) - max(current[0], start_))
+                            for start_, stop_ in recent)
                 out.write(json.dumps({"t": time.time(), "ms": round(current[2] * 1000, 2),
+                                      "gc_ms": round(in_gc * 1000, 2),
                                       "stacks": current[1]}) + "\n")
                 out.flush()
                 current = None
@@ -86,14 +124,17 @@ def summarise(path, start=None, end=None, top=12):
     the milliseconds of them spent at each innermost frame.
 
     Returns:
-        dict: `{"passes", "total_ms", "median_ms", "p90_ms", "max_ms", "by_frame_ms"}`.
+        dict: `{"passes", "total_ms", "median_ms", "p90_ms", "max_ms", "by_frame_ms", "gc"}`;
+        `gc`: the collections in that time (how many of each generation, their milliseconds
+        in all and the longest), and the long passes a collection fell in, with its share of
+        their time.
     """
-    passes = []
+    passes, runs = [], []
     with open(path, encoding="utf-8") as lines:
         for line in lines:
             record = json.loads(line)
             if (start is None or record["t"] >= start) and (end is None or record["t"] <= end):
-                passes.append(record)
+                (runs if "gc" in record else passes).append(record)
     lengths = sorted(record["ms"] for record in passes)
     by_frame = collections.Counter()
     for record in passes:
@@ -104,7 +145,15 @@ def summarise(path, start=None, end=None, top=12):
     def share(fraction):
         return lengths[min(len(lengths) - 1, int(len(lengths) * fraction))] if lengths else 0.0
 
+    in_gc = [record for record in passes if record.get("gc_ms")]
     return {"passes": len(passes), "total_ms": round(sum(lengths), 1),
             "median_ms": share(0.5), "p90_ms": share(0.9),
             "max_ms": lengths[-1] if lengths else 0.0,
-            "by_frame_ms": {frame: round(ms, 1) for frame, ms in by_frame.most_common(top)}}
+            "by_frame_ms": {frame: round(ms, 1) for frame, ms in by_frame.most_common(top)},
+            "gc": {"collections": dict(sorted(collections.Counter(
+                       str(run["gc"]) for run in runs).items())),
+                   "total_ms": round(sum(run["ms"] for run in runs), 1),
+                   "max_ms": max((run["ms"] for run in runs), default=0.0),
+                   "passes_with_a_collection": len(in_gc),
+                   "their_ms": round(sum(record["ms"] for record in in_gc), 1),
+                   "collecting_ms": round(sum(record["gc_ms"] for record in in_gc), 1)}}

@@ -42,6 +42,10 @@ which would compete with a reply for the interpreter, waits until the start has 
 reply and no line for `reply_priority.QUIET_SECONDS` (in a game that never falls quiet, at
 most `reply_priority.MOST_WAIT_SECONDS`, then between replies). A player who talks at once
 after a reload is answered before it starts (the store is not needed for that: see above).
+
+When the start's warm-ups are over the start has settled, and what the process holds then lives
+as long as it does: a game that asks for it (`threads.gc_freeze`) has those objects left out of
+the garbage collector's full passes from then on (`_start_settled`).
 """
 
 import dataclasses
@@ -66,6 +70,7 @@ _finished = []  # ... and is over
 _held = []  # Deferreds of the work `after_process_warm_up` holds until then
 _early = []  # the Event of the process-wide warm-up started before the reactor (`start_early`)
 _watched = []  # the Deferred that fires when that thread is done (`_watch_early`)
+_settled = []  # the start's warm-ups were over once (`_start_settled`)
 
 
 def _load_models(settings):
@@ -349,6 +354,20 @@ def _last_active(ports):
     return LLMStats(ports.state).read().get("last_call_at") or 0
 
 
+def _start_settled(ports):
+    """
+    What waits for a start to settle, once per process: the objects held then live as long as
+    the process, so the collector's full passes may skip them (`threads.freeze_held_objects`,
+    when the game asks for it with `threads.gc_freeze`).
+    """
+    from ai_assistant.plumbing import threads
+
+    frozen = threads.freeze_held_objects(ports.settings)
+    if frozen:
+        ports.log(f"the start has settled: {frozen} objects left out of the garbage "
+                  "collector's full passes (threads.gc_freeze)")
+
+
 def _take_most_recently_active():
     """
     The waiting assistant to warm next: the most recently active one, while fewer than
@@ -379,9 +398,12 @@ def _take_most_recently_active():
     return chosen
 
 
-def _next():
+def _next(last=None):
     taken = _take_most_recently_active()
     if taken is None:
+        if last is not None and not _settled:  # the start's warm-ups are over
+            _settled.append(True)
+            _start_settled(last)
         return
     ports, waiter = taken
     _busy.append(ports)
@@ -389,7 +411,7 @@ def _next():
     def _done(result):
         _busy.remove(ports)
         waiter.callback(result)
-        _next()
+        _next(ports)
 
     # the next assistant's warm-up starts only while no player's reply is in flight
     reply_priority.when_no_reply(warm_up, ports).addCallback(_done)

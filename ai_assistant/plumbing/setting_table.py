@@ -81,6 +81,8 @@ SETTINGS = (
         doc="Threads for computing work (embeddings, the local vector store)."),
     Setting("threads.switch_interval", None, range=(0.0001, 1.0), type=float, nullable=True,
         doc="Seconds between the interpreter's lock hand-overs, process-wide (null: Python's)."),
+    Setting("threads.gc_freeze", False, game_wide=True,
+        doc="Process-wide: once a start settles, the collector's full passes skip what is held."),
     Setting("ticks.awake", 5, range=(1, 86_400), doc="Seconds between awake ticks."),
     Setting("ticks.sleep", 60, range=(1, 86_400), doc="Seconds between sleep ticks."),
     Setting("ticks.flush_every", 12, range=(1, 100_000),

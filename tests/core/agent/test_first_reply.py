@@ -127,6 +127,28 @@ def test_a_start_warms_only_the_resident_bound_most_recently_active_first(monkey
     gates[-1].callback({"recall": True})
 
 
+def test_once_the_starts_warm_ups_are_over_what_is_held_is_frozen_once(monkeypatch):
+    from ai_assistant.plumbing import threads
+
+    log, frozen = support.Log(), []
+    monkeypatch.setattr(warmup, "_settled", [])
+    monkeypatch.setattr(threads, "freeze_held_objects",
+                        lambda settings: frozen.append(settings.get("threads.gc_freeze")) or 1234)
+    started, gates = gated_warm_ups(monkeypatch)
+    game = {"threads": {"gc_freeze": True}}
+    for name in ("Ada", "Bea"):
+        warmup.warm_up_in_turn(support.make_ports(name=name, log=log, settings=game))
+    gates[0].callback({"recall": True})
+    assert frozen == []  # Bea's warm-up is still under way: the start has not settled
+    gates[1].callback({"recall": True})
+    assert frozen == [True]
+    assert "1234 objects left out of the garbage collector's full passes" in log.text()
+    # an assistant made later warms alone: nothing more is frozen
+    warmup.warm_up_in_turn(support.make_ports(name="Cid", log=log, settings=game))
+    gates[2].callback({"recall": True})
+    assert frozen == [True] and started == ["Ada", "Bea", "Cid"]
+
+
 @pytest.fixture
 def no_reply_in_flight(monkeypatch):
     from ai_assistant.plumbing import reply_priority
