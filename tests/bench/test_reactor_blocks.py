@@ -68,8 +68,10 @@ def test_a_collection_is_written_and_counted_in_the_pass_it_fell_in(tmp_path):
         watcher.join(timeout=5)
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert any(record["gc"] == 2 and record["ms"] >= 0 for record in records if "gc" in record)
-    (slow,) = [record for record in records if "gc" not in record and record["ms"] >= 80]
+    (slow,) = [record for record in records if "gc" not in record
+               and any(reactor_blocks.innermost(stack).endswith(" a_long_pass")
+                       for stack in record["stacks"])]
     assert 0 < slow["gc_ms"] <= slow["ms"]
     found = reactor_blocks.summarise(str(path))["gc"]
     assert found["collections"]["2"] >= 1 and found["passes_with_a_collection"] >= 1
-    assert found["collecting_ms"] >= slow["gc_ms"]
+    assert found["collecting_ms"] + 0.05 >= slow["gc_ms"]  # its sum is rounded to 0.1 ms
