@@ -16,7 +16,7 @@ uses 1 ms; Python's is 5 ms) so that a computing thread hands the lock back to t
 sooner; it is off by default because it changes the whole process.
 
 A full pass of the garbage collector stops every thread, the reactor's too, for as long as it
-takes to visit every object the process holds: 0.1-0.2 s in a Server with a score of grown
+takes to visit every object the process holds: 0.2 s in a Server with twenty grown
 assistants (`bench.reactor --blocks`). With `threads.gc_freeze` the objects held once a start
 has settled (Django, Evennia, the world and the assistants warmed at the start) move to the
 collector's permanent generation (`freeze_held_objects`), so its full passes visit only what

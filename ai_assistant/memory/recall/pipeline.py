@@ -167,10 +167,12 @@ def _dense(corpus, text, embed, matrices, known=None):
         cosines = tail if not head else numpy.concatenate([numpy.asarray(known, float), tail])
 
     def rows(positions):
-        fresh = [position for position in positions if position < head]
-        made = dict(zip(fresh, unit_rows(embeddings(embed, [texts[p] for p in fresh])) if fresh
-                        else (), strict=True))
-        return numpy.asarray([made[p] if p < head else matrix[p - head] for p in positions])
+        candidates = [position for position in positions if position < head]
+        embedded = {}
+        if candidates:  # the store kept their vectors: embedded here, for these few only
+            vectors = unit_rows(embeddings(embed, [texts[p] for p in candidates]))
+            embedded = dict(zip(candidates, vectors, strict=True))
+        return numpy.asarray([embedded[p] if p < head else matrix[p - head] for p in positions])
 
     return cosines, rows
 
