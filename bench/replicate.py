@@ -208,26 +208,16 @@ def varied_memories(rows, variation, scope, embedder):
 def write_rows(url, points):
     """
     Insert `(id, vector, payload)` rows into the postgres store's table (one transaction),
-    then give them their terms and times, as the store gives the rows it writes
-    (`pgvector_recall.fill_terms`): a replica's memories are as its template's were.
+    with their terms and times, as the store gives the rows it writes
+    (`pgvector_recall.write_memories`): a replica's memories are as its template's were.
     """
     import psycopg
-    from psycopg.types.json import Json
 
-    from ai_assistant.memory.longterm.pgvector_recall import fill_terms
-    from ai_assistant.memory.longterm.pgvector_store import TABLE
+    from ai_assistant.memory.longterm.pgvector_recall import write_memories
 
+    scopes = {str(payload.get("user_id")) for _, _, payload in points}
     with psycopg.connect(url) as connection:
-        with connection.cursor() as cursor:
-            for start in range(0, len(points), WRITE_BATCH):
-                cursor.executemany(
-                    f"INSERT INTO {TABLE} (id, vector, payload) VALUES (%s, %s::vector, %s)",
-                    [(point_id, "[" + ",".join(f"{x:.7g}" for x in vector) + "]",
-                      Json(payload))
-                     for point_id, vector, payload in points[start:start + WRITE_BATCH]])
-        connection.commit()
-        for scope in sorted({str(payload.get("user_id")) for _, _, payload in points}):
-            fill_terms(connection, scope, TABLE)
+        write_memories(connection, points, scopes, batch=WRITE_BATCH)
 
 
 def interleaved(points_by_replica, order_key):

@@ -43,6 +43,7 @@ tokenizer is Python's, so the store, not the database, computes them (`fill_term
 Every call here blocks (a database round trip): the store runs it off the reactor.
 """
 
+import json
 from collections import Counter
 
 from ai_assistant.memory.longterm import pgvector_store
@@ -251,6 +252,29 @@ def fill_terms(connection, scope, table=pgvector_store.TABLE, batch=FILL_BATCH):
         connection.commit()
         tried.update(row_id for row_id, _ in rows)
         filled += len(rows)
+
+
+def write_memories(connection, points, scopes, table=pgvector_store.TABLE, batch=FILL_BATCH):
+    """
+    Write memories into the table beside mem0 (a move between stores, a bench's replicas): the
+    `(id, vector, payload)` rows, a row of the same id replaced, `batch` at a time in one
+    transaction, then the terms and times of `scopes` (`fill_terms`), as the store's own
+    writes leave its rows (blocking).
+    """
+    from psycopg import sql
+    from psycopg.types.json import Json
+
+    insert = sql.SQL("INSERT INTO {table} (id, vector, payload) VALUES (%s, %s::vector, %s) "
+                     "ON CONFLICT (id) DO UPDATE SET vector = EXCLUDED.vector, "
+                     "payload = EXCLUDED.payload").format(table=sql.Identifier(table))
+    with connection.cursor() as cursor:
+        for start in range(0, len(points), batch):
+            cursor.executemany(insert, [
+                (point_id, json.dumps([float(value) for value in vector]), Json(payload))
+                for point_id, vector, payload in points[start:start + batch]])
+    connection.commit()
+    for scope in sorted(set(scopes)):
+        fill_terms(connection, scope, table)
 
 
 def fill_after_write(pool, scope, log):

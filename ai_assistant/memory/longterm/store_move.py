@@ -181,22 +181,13 @@ class PostgresVectors:
 
     def write(self, scope, points):
         import psycopg
-        from psycopg.types.json import Json
 
-        from ai_assistant.memory.longterm.pgvector_recall import fill_terms
+        from ai_assistant.memory.longterm.pgvector_recall import write_memories
 
+        # with the moved rows' terms and times, rather than by each assistant's first recall
+        # after the move, while a player waits
         with psycopg.connect(self.url) as connection:
-            with connection.cursor() as cursor:
-                cursor.executemany(
-                    f"INSERT INTO {self.table} (id, vector, payload) VALUES (%s, %s::vector, %s) "
-                    "ON CONFLICT (id) DO UPDATE SET vector = EXCLUDED.vector, "
-                    "payload = EXCLUDED.payload",
-                    [(point_id, json.dumps([float(v) for v in vector]), Json(payload))
-                     for point_id, vector, payload in points])
-            connection.commit()
-            # the moved rows' terms and times, written here rather than by each assistant's
-            # first recall after the move, while a player waits
-            fill_terms(connection, scope, self.table)
+            write_memories(connection, points, [scope], self.table)
 
 
 def move_memories(source, target, *, batch=BATCH, sample=SAMPLE, progress=None):
