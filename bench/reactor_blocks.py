@@ -146,14 +146,14 @@ def summarise(path, start=None, end=None, top=12):
         return lengths[min(len(lengths) - 1, int(len(lengths) * fraction))] if lengths else 0.0
 
     in_gc = [record for record in passes if record.get("gc_ms")]
-    return {"passes": len(passes), "total_ms": round(sum(lengths), 1),
+    return {"passes": len(passes), "total_ms": round(sum(lengths), 2),
             "median_ms": share(0.5), "p90_ms": share(0.9),
             "max_ms": lengths[-1] if lengths else 0.0,
             "by_frame_ms": {frame: round(ms, 1) for frame, ms in by_frame.most_common(top)},
             "gc": {"collections": dict(sorted(collections.Counter(
                        str(run["gc"]) for run in runs).items())),
-                   "total_ms": round(sum(run["ms"] for run in runs), 1),
+                   "total_ms": round(sum(run["ms"] for run in runs), 2),
                    "max_ms": max((run["ms"] for run in runs), default=0.0),
                    "passes_with_a_collection": len(in_gc),
-                   "their_ms": round(sum(record["ms"] for record in in_gc), 1),
-                   "collecting_ms": round(sum(record["gc_ms"] for record in in_gc), 1)}}
+                   "their_ms": round(sum(record["ms"] for record in in_gc), 2),
+                   "collecting_ms": round(sum(record["gc_ms"] for record in in_gc), 2)}}

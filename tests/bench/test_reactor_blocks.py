@@ -74,4 +74,4 @@ def test_a_collection_is_written_and_counted_in_the_pass_it_fell_in(tmp_path):
     assert 0 < slow["gc_ms"] <= slow["ms"]
     found = reactor_blocks.summarise(str(path))["gc"]
     assert found["collections"]["2"] >= 1 and found["passes_with_a_collection"] >= 1
-    assert found["collecting_ms"] + 0.05 >= slow["gc_ms"]  # its sum is rounded to 0.1 ms
+    assert found["collecting_ms"] >= slow["gc_ms"]
