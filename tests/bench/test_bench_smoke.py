@@ -295,12 +295,15 @@ def test_recall_query_smoke(tmp_path):
 
     out = tmp_path / "recall_query.json"
     document = recall_query.main(["--scopes", "2", "--memories", "30", "--runs", "2",
-                                  "--out", str(out)])
+                                  "--recall", "--out", str(out)])
     assert json.loads(out.read_text())["execution_ms_median"] == document["execution_ms_median"]
     assert document["rows_given_terms"] == 30 and len(document["execution_ms"]) == 2
     # the whole scope of 30 (every row a candidate or a neighbour) and its statistics
     assert document["rows_returned"] > 30
     assert document["plan"][-1].startswith("Execution Time")
+    # and a whole recall on each scope, its first and a second
+    assert document["recall_first_ms"]["count"] == document["recall_second_ms"]["count"] == 2
+    assert 0 < document["recall_second_ms"]["median"] <= document["recall_second_ms"]["max"]
 
 
 def test_scale_reload_of_a_kept_world_with_evennias_floor(tmp_path, kept_world):
