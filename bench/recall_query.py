@@ -137,21 +137,26 @@ def measure_recall(url, scopes, questions=RECALL_QUESTIONS):
     from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
     overrides = {"memory.store": "postgres", "memory.postgres_url": url}
-    first, second = [], []
+    timings = {"recall_first_ms": [], "recall_second_ms": []}
+    stores = []
     with tempfile.TemporaryDirectory(prefix="ai_assistant_recall_query_") as folder:
-        for scope in range(scopes):
-            store = make_semantic_store(Settings(DEFAULTS, overrides), folder, f"scope{scope}",
-                                        runner=sync_runner)
-            try:
-                ports = make_ports(key=f"scope{scope}", semantic=store, overrides=overrides)
-                for times, question in ((first, questions[scope % len(questions)]),
-                                        (second, questions[(scope + 1) % len(questions)])):
+        try:
+            # every assistant's store open, as in a game (they share one pool)
+            for scope in range(scopes):
+                stores.append(make_semantic_store(Settings(DEFAULTS, overrides), folder,
+                                                  f"scope{scope}", runner=sync_runner))
+            assistants = [make_ports(key=f"scope{scope}", semantic=store, overrides=overrides)
+                          for scope, store in enumerate(stores)]
+            for offset, timing in enumerate(timings):
+                for scope, ports in enumerate(assistants):
                     started = time.perf_counter()
-                    result_of(search_long_term(ports, question))
-                    times.append((time.perf_counter() - started) * 1000)
-            finally:
+                    result_of(search_long_term(ports, questions[(scope + offset)
+                                                                % len(questions)]))
+                    timings[timing].append((time.perf_counter() - started) * 1000)
+        finally:
+            for store in stores:
                 store.close()
-    return {"recall_first_ms": _summary(first), "recall_second_ms": _summary(second)}
+    return {name: _summary(values) for name, values in timings.items()}
 
 
 def _summary(values):
