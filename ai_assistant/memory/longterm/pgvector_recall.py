@@ -28,8 +28,7 @@ game process holds no per-assistant corpus: one statement, within the assistant'
 
 Each row carries what recall reads of it and no more: a candidate its payload less mem0's own
 keys, a neighbour's neighbour only its words, time and speaker, and each its cosine to the
-query, which recall fuses as it is (the process embeds no candidate to score it), and its
-stored terms, which recall's index reads instead of tokenising the text again.
+query, which recall fuses as it is (the process embeds no candidate to score it).
 
 With these the recall pipeline ranks the candidates as it ranks every memory on the embedded
 store (`index.WholeCorpus`: BM25's idf and average length are the scope's, and neighbours are
@@ -90,8 +89,7 @@ scope AS MATERIALIZED (
     -- without terms yet are filled in before
     SELECT t.id, t.payload, t.vector <=> q.vector AS distance,
            coalesce(t.{terms}, '{{}}') AS terms, coalesce(t.{counts}, '{{}}') AS counts,
-           coalesce(t.{length}, 0) AS length, t.{terms} IS NOT NULL AS termed,
-           t.payload->>'source_entity' AS speaker,
+           coalesce(t.{length}, 0) AS length, t.payload->>'source_entity' AS speaker,
            t.payload->>'entry_id' AS entry,
            coalesce(t.payload->>'audience', '') <> '' AS private,
            row_number() OVER (ORDER BY t.{moment}, t.{made}, t.id) AS place
@@ -158,8 +156,7 @@ places AS (
     GROUP BY 1
 ),
 chosen AS (
-    SELECT s.id, s.place, s.terms, s.counts, s.termed, s.payload, s.distance,
-           p.steps <= %(radius)s::int AS ranked
+    SELECT s.id, s.place, s.terms, s.payload, s.distance, p.steps <= %(radius)s::int AS ranked
     FROM places p JOIN scope s ON s.place = p.place
 ),
 -- in how many of the scope's memories each term occurs that a chosen row, the query or the
@@ -171,26 +168,23 @@ frequencies AS (
     HAVING bool_or(c.place IS NOT NULL) OR term = ANY(%(more_terms)s::text[])
 )
 -- a ranked row's payload less what mem0 keeps for itself; a context row's, only what lends
--- relevance (its words, time and speaker); each with its stored terms (none while unwritten)
+-- relevance (its words, time and speaker)
 SELECT CASE WHEN c.ranked THEN 'memory' ELSE 'context' END, c.id::text,
        CASE WHEN c.ranked THEN c.payload - %(unread)s::text[] ELSE jsonb_strip_nulls(
            jsonb_build_object('data', c.payload->'data', 'timestamp', c.payload->'timestamp',
                               'created_at', c.payload->'created_at',
                               'source_entity', c.payload->'source_entity')) END,
-       1 - c.distance, coalesce(f.score, 0)::float8, c.place::float8,
-       CASE WHEN c.termed THEN c.terms END, CASE WHEN c.termed THEN c.counts END
+       1 - c.distance, coalesce(f.score, 0)::float8, c.place::float8
 FROM chosen c LEFT JOIN fused f ON f.id = c.id
 UNION ALL
-SELECT 'frequency', term, NULL::jsonb, NULL::float8, NULL::float8, documents::float8,
-       NULL::text[], NULL::int[]
+SELECT 'frequency', term, NULL::jsonb, NULL::float8, NULL::float8, documents::float8
 FROM frequencies
 UNION ALL
 SELECT 'totals', NULL, jsonb_build_object('documents', documents, 'length', length,
-                                          'private', private), NULL, NULL, NULL, NULL, NULL
+                                          'private', private), NULL, NULL, NULL
 FROM totals
 UNION ALL
-SELECT DISTINCT 'source', entry, NULL::jsonb, NULL::float8, NULL::float8, NULL::float8,
-       NULL::text[], NULL::int[]
+SELECT DISTINCT 'source', entry, NULL::jsonb, NULL::float8, NULL::float8, NULL::float8
 FROM scope WHERE entry = ANY(%(entries)s)
 """
 
@@ -201,12 +195,16 @@ def _statement(table):
     return sql.SQL(_STATEMENT).format(**(_names() | {"table": sql.Identifier(table)}))
 
 
-def memory_from_payload(memory_id, payload):
-    """A row's memory as the store lists it: `{"id", "memory", "metadata", "created_at"}`."""
+def memory_from_row(memory_id, payload):
+    """
+    A row's memory as the store lists it, `{"id", "memory", "metadata", "created_at"}`. The
+    statement sends a payload without mem0's own keys but its text and time (`query_params`'
+    `unread`): those two are taken out of it, and the rest is the metadata as it is (the
+    payload was parsed for this row alone, so it is taken, not copied).
+    """
     payload = payload or {}
-    return {"id": str(memory_id), "memory": payload.get("data", ""),
-            "metadata": {key: value for key, value in payload.items() if key not in _CORE_KEYS},
-            "created_at": payload.get("created_at")}
+    text, made = payload.pop("data", ""), payload.pop("created_at", None)
+    return {"id": str(memory_id), "memory": text, "metadata": payload, "created_at": made}
 
 
 def row_terms(payload):
@@ -376,10 +374,9 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
     Returns:
         tuple: `(memories, sources, scope_words)`: memories as the store lists them, each with
         its `cosine` to the query, its `place` in the scope's time order, its `fused` score
-        (0 for a neighbour), whether it is there only to lend its relevance to its
-        neighbours (`context_only`: a neighbour's neighbour, whose own are not read) and its
-        stored `terms`, `(terms, counts)` as `row_terms` wrote them (None while unwritten),
-        best fused first; the set of `entry_ids` that have
+        (0 for a neighbour) and whether it is there only to lend its relevance to its
+        neighbours (`context_only`: a neighbour's neighbour, whose own are not read), best
+        fused first; the set of `entry_ids` that have
         memories; and the scope's word statistics, `{"documents", "length", "private",
         "frequencies"}` (`store_candidates.CandidateSet`).
     """
@@ -392,11 +389,12 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
     with pool.connection(**waits) as connection:
         fill_terms(connection, scope, table)
         with connection.cursor() as cursor:
-            # a few hundred payloads per query: read by orjson, several times json's speed
+            # a thousand payloads per query at a thousand memories: orjson reads them in a
+            # quarter of json's time
             set_json_loads(orjson.loads, cursor)
             rows = cursor.execute(_statement(table), params).fetchall()
     memories, sources, statistics = [], set(), no_words()
-    for kind, key, payload, cosine, fused, number, terms, counts in rows:
+    for kind, key, payload, cosine, fused, number in rows:
         if kind == "source":
             sources.add(key)
         elif kind == "frequency":
@@ -405,10 +403,9 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
             statistics.update({name: int(payload[name])
                                for name in ("documents", "length", "private")})
         else:
-            memory = memory_from_payload(key, payload)
+            memory = memory_from_row(key, payload)
             memory["cosine"], memory["fused"] = float(cosine), float(fused)
             memory["place"], memory["context_only"] = int(number), kind == "context"
-            memory["terms"] = None if terms is None else (terms, counts)
             memories.append(memory)
     memories.sort(key=lambda memory: (-memory["fused"], memory["place"]))
     return memories, sources, statistics

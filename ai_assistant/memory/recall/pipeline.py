@@ -189,15 +189,12 @@ def _hidden(corpus):
     return sum(1 for item in corpus if audience_of(item) is not PUBLIC)
 
 
-def _expansion(corpus, text, embed, params, vocabulary, index_cache=None):
-    """The corpus's words nearest in meaning to the query's (`search.expansion`), or None;
-    the terms `index_cache` holds spare reading those texts word by word."""
+def _expansion(corpus, text, embed, params, vocabulary):
+    """The corpus's words nearest in meaning to the query's (`search.expansion`), or None."""
     if embed is None or not params.expansion_weight:
         return None
     texts = (str(item.get("content") or "") for item in corpus)
-    known = index_cache.documents if index_cache is not None else {}
-    return expansion_terms(embed, text, texts, vocabulary,
-                           known_terms=lambda content: getattr(known.get(content), "terms", None))
+    return expansion_terms(embed, text, texts, vocabulary)
 
 
 def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_cache=None,
@@ -245,7 +242,7 @@ def rank_items(corpus, query, *, now, params, embed=None, matrices=None, index_c
                             filters=query.filters, semantic_scores=dense,
                             index_cache=index_cache, whole=whole,
                             expansion=_expansion(corpus, query.text, embed, params,
-                                                 vocabulary, index_cache))  # fmt: skip
+                                                 vocabulary))  # fmt: skip
     recalled, seen = [], set()
     for score, item in ranked:
         if not visible_to(item, query.viewer) or _excluded(item, query.exclude):

@@ -28,12 +28,7 @@ from ai_assistant.memory.longterm.memories import Memories
 from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable
 from ai_assistant.memory.recall.lines import memory_item
 from ai_assistant.memory.search.dense import EmbeddingMatrices
-from ai_assistant.memory.search.index import (
-    JournalIndexCache,
-    WholeCorpus,
-    content_terms,
-    stored_document,
-)
+from ai_assistant.memory.search.index import WholeCorpus, content_terms
 
 # The vectors of the items last ranked after the candidates (journal entries, nodes, profiles),
 # kept per assistant so a row is embedded again only for a text the last query did not rank.
@@ -58,9 +53,11 @@ class CandidateSet:
     Attributes:
         loaded (bool): Always True (the store answered).
         matrices (EmbeddingMatrices): The vectors of the journal's, nodes' and profiles' items.
+        index_cache: None (a candidate set is searched once).
     """
 
     loaded = True
+    index_cache = None
 
     def __init__(self, memories, sources, matrices, scope_words=None):
         self._memories = memories
@@ -72,17 +69,6 @@ class CandidateSet:
         self._places = None
         self._cosines = None
         self._context_only = ()
-        self._terms = JournalIndexCache(versions=0)
-
-    @property
-    def index_cache(self):
-        """
-        JournalIndexCache: Never an index (a candidate set is searched once), but the terms
-        of each candidate the store kept (`index.stored_document`), which its index reads
-        instead of tokenising the candidates' texts again.
-        """
-        self.entries()
-        return self._terms
 
     def entries(self):
         """The candidates as recall items (converted once, in the worker that ranks them)."""
@@ -93,10 +79,6 @@ class CandidateSet:
                 # candidates in score order would lift each other where the mirror's do not
                 made = sorted(self._memories, key=_place)
                 self._items = tuple(memory_item(memory) for memory in made)
-                self._terms.documents = {
-                    item["content"]: stored_document(item["content"], *memory["terms"])
-                    for item, memory in zip(self._items, made, strict=True)
-                    if memory.get("terms") is not None}
                 self._places = tuple(_place(memory) for memory in made)
                 self._cosines = tuple(float(memory.get("cosine") or 0.0) for memory in made)
                 self._context_only = tuple(position for position, memory in enumerate(made)
@@ -134,10 +116,7 @@ class CandidateSet:
         items = self.entries()
         if self._scope_words is None:
             return None
-        stored = self._terms.documents
-        documents = [(stored[content].terms, stored[content].length) if content in stored
-                     else content_terms(content)
-                     for content in (item.get("content", "") for item in items)]
+        documents = [content_terms(item.get("content", "")) for item in items]
         held = Counter(term for terms, _ in documents for term in terms)
         outside = {}
         for term, count in self._scope_words["frequencies"].items():

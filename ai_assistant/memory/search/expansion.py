@@ -51,16 +51,9 @@ class JournalVocabulary:
         self._stems = []  # row -> stem
         self._matrix = None  # unit vectors, rows beyond len(self._stems) unused
 
-    def update(self, embed, texts, known_terms=None):
+    def update(self, embed, texts):
         """
         Read the texts not read yet and embed their new words (blocking: the worker pool).
-
-        Args:
-            embed (callable): The local embedder's `embed`.
-            texts (iterable): The journal's contents.
-            known_terms (callable, optional): `known_terms(text)`: the text's terms as recall's
-                index holds them (`terms.tokenize`'s, each once), or None. A text none of
-                whose terms is new adds no word, so it is not read word by word.
 
         Returns:
             tuple: `(stems, matrix)`: the stems so far and their unit vectors, one row each.
@@ -74,10 +67,6 @@ class JournalVocabulary:
                 if key in self._read:
                     continue
                 self._read.add(key)
-                terms = known_terms(text) if known_terms is not None else None
-                if terms is not None and all(
-                        term in self._rows or term in fresh or term.isdigit() for term in terms):
-                    continue  # (a number is a term, never a content word)
                 for word in _content_words(text):
                     term = stem(word)
                     if term not in self._rows and term not in fresh:
@@ -103,7 +92,7 @@ class JournalVocabulary:
 
 
 def expansion_terms(embed, query, texts, vocabulary=None, neighbours=NEIGHBOURS,
-                    min_similarity=MIN_SIMILARITY, known_terms=None):  # fmt: skip
+                    min_similarity=MIN_SIMILARITY):  # fmt: skip
     """
     The journal's words nearest in meaning to each word of the query (blocking: run it in the
     worker pool).
@@ -115,8 +104,6 @@ def expansion_terms(embed, query, texts, vocabulary=None, neighbours=NEIGHBOURS,
         vocabulary (JournalVocabulary, optional): The assistant's, kept between calls.
         neighbours (int): At most this many neighbours per query word.
         min_similarity (float): The least cosine of a neighbour.
-        known_terms (callable, optional): A text's terms where already known, or None
-            (`JournalVocabulary.update`).
 
     Returns:
         dict: `{query stem: {neighbour stem: similarity}}`, without the query word's own stem.
@@ -124,7 +111,7 @@ def expansion_terms(embed, query, texts, vocabulary=None, neighbours=NEIGHBOURS,
     query_words = list(dict.fromkeys(_content_words(query)))
     if not query_words:
         return {}
-    stems, matrix = (vocabulary or JournalVocabulary()).update(embed, texts, known_terms)
+    stems, matrix = (vocabulary or JournalVocabulary()).update(embed, texts)
     if matrix is None:
         return {}
     vectors = unit_rows(embeddings(embed, query_words))

@@ -42,7 +42,6 @@ _TERMS_LOCK = threading.Lock()
 # share its terms. A world's corpora outgrow any such table; each assistant's cache keeps its
 # own (`JournalIndexCache.documents`), so a full table never means tokenising them all again.
 _DOCUMENTS_MAX = 100_000
-_DOCUMENTS = OrderedDict()  # content -> _Document, least recently used first
 
 
 @dataclass(frozen=True)
@@ -102,9 +101,9 @@ class JournalIndex:
         self.entries = tuple(entries)  # held, so their ids (the cache key) stay theirs
         contents = list(map(methodcaller("get", "content", ""), entries))
         timestamps = list(map(methodcaller("get", "timestamp"), entries))
-        documents = _reused(contents, known.documents if known is not None else {}, _document)
+        documents = _reused(contents, known.documents if known else {}, _document)
         self.doc_terms = [document.terms for document in documents]
-        self.epochs = _reused(timestamps, known.epochs if known is not None else {}, _epoch)
+        self.epochs = _reused(timestamps, known.epochs if known else {}, _epoch)
         if known is not None:
             known.documents = dict(zip(contents, documents, strict=True))
             known.epochs = dict(zip(timestamps, self.epochs, strict=True))
@@ -255,18 +254,16 @@ class JournalIndex:
 
 
 class _Document:
-    """
-    The index's view of one content string: its distinct terms (in order of first use), their
-    ids and counts, its length (the caller holds the lock: term ids are made here).
-    """
+    """The index's view of one content string: its terms, their ids and counts, its length."""
 
     __slots__ = ("terms", "ids", "counts", "length")
 
-    def __init__(self, terms, counts):
-        self.terms = tuple(terms)
-        self.ids = numpy.fromiter(map(_term_id, self.terms), numpy.int64, len(self.terms))
-        self.counts = numpy.fromiter(counts, float, len(self.terms))
-        self.length = float(self.counts.sum())
+    def __init__(self, content):
+        counts = Counter(tokenize(content))
+        self.terms = tuple(counts)
+        self.ids = numpy.fromiter((_term_id(t) for t in counts), numpy.int64, len(counts))
+        self.counts = numpy.fromiter(counts.values(), float, len(counts))
+        self.length = float(sum(counts.values()))
 
 
 def _term_id(term):
@@ -278,40 +275,10 @@ def _term_id(term):
     return number
 
 
-def _document(content, stored=None):
-    """
-    The index's view of a content string, from the process-wide table (least recently used
-    out first), made and kept there when missing: from `stored`, the `(terms, counts)` a
-    store kept of it (`tokenize`'s terms, each once in order of first use, and how often each
-    occurs: `pgvector_recall.row_terms`), else by tokenising it.
-    """
-    with _TERMS_LOCK:  # term numbers must stay unique: workers index at once
-        document = _DOCUMENTS.get(content)
-        if document is not None:
-            _DOCUMENTS.move_to_end(content)
-            return document
-    if stored is None:
-        counts = Counter(tokenize(content))
-        stored = (counts, counts.values())
-    with _TERMS_LOCK:
-        document = _DOCUMENTS[content] = _Document(*stored)
-        if len(_DOCUMENTS) > _DOCUMENTS_MAX:
-            _DOCUMENTS.popitem(last=False)
-        return document
-
-
-def stored_document(content, terms, counts):
-    """
-    The index's view of a content string whose terms a store kept (`_document`'s `stored`):
-    as the index makes it from the text, without tokenising the text again.
-    """
-    return _document(content, (terms, counts))
-
-
-def forget_documents():
-    """Empty the process-wide table of documents (as when other assistants filled it)."""
-    with _TERMS_LOCK:
-        _DOCUMENTS.clear()
+@functools.lru_cache(maxsize=_DOCUMENTS_MAX)
+def _document(content):
+    with _TERMS_LOCK:  # term numbers must stay unique even if two threads ever index at once
+        return _Document(content)
 
 
 def content_terms(content):
@@ -379,14 +346,13 @@ def get_index(entries, cache=None, whole=None):
         cache (JournalIndexCache, optional): The assistant's index cache; without one the
             index is built afresh (the terms of each content are still reused).
         whole (WholeCorpus, optional): The corpus the entries are part of (a store's
-            candidates: built afresh for the one query, never cached; the terms `cache`
-            holds, the store's, are read).
+            candidates: built afresh for the one query, never cached).
 
     Returns:
         JournalIndex: Positions in it are positions in `entries`.
     """
     if cache is None or whole is not None:
-        return JournalIndex(entries, known=cache, whole=whole)
+        return JournalIndex(entries, whole=whole)
     # A journal version is its list of entry objects: entries are never changed in place
     # (what the index reads - content, time, speaker - is fixed when an entry is written),
     # and the index holds them, so no id can be reused while it is cached. Reading the ids is

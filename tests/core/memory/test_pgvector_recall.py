@@ -8,7 +8,6 @@ throwaway one; the outage test starts a cluster of its own and stops it under th
 """
 
 import time
-from collections import Counter
 
 import pytest
 from memory_store import empty_memory_table, unread_rows
@@ -23,7 +22,6 @@ from ai_assistant.memory.longterm.store_breaker import MemoryStoreUnavailable, S
 from ai_assistant.memory.recall.long_term import search_long_term
 from ai_assistant.memory.recall.pipeline import RecallQuery, recall
 from ai_assistant.memory.recall.store_candidates import TAIL_MATRICES
-from ai_assistant.memory.search.terms import tokenize
 from ai_assistant.plumbing.settings import DEFAULTS, Settings
 
 
@@ -311,11 +309,11 @@ def test_candidates_bring_their_cosines_and_neighbours_only_what_lends_relevance
     # a neighbour's neighbour brings its words, time and speaker, nothing recall never reads
     assert all(set(memory["metadata"]) == {"timestamp", "source_entity"} for memory in context)
     assert all(memory["metadata"]["source_trust"] == 0.9 for memory in ranked)
-    # and every row its stored terms, as recall's index reads them from its text
-    assert all(dict(zip(*memory["terms"], strict=True)) == Counter(tokenize(memory["memory"]))
-               for memory in memories)
     assert not any({"text_lemmatized", "hash", "user_id"} & set(memory["metadata"])
                    for memory in memories)
+    # the text and the time mem0 made it are the memory's own, not its metadata
+    assert all(memory["created_at"] and not {"data", "created_at"} & set(memory["metadata"])
+               for memory in memories)
 
 
 def test_the_ranking_embeds_none_of_the_memories_the_store_sent(assistant, monkeypatch):
@@ -335,25 +333,6 @@ def test_the_ranking_embeds_none_of_the_memories_the_store_sent(assistant, monke
                                                     limit=3)))
     assert recalled[0].item["content"] == facts[0]
     assert embedded and not set(facts) & set(embedded)  # the query only, never a memory
-
-
-def test_the_ranking_tokenises_none_of_the_memories_the_store_sent(assistant, monkeypatch):
-    from ai_assistant.memory.search import index
-
-    ada = assistant("ada")
-    facts = ["Wenna painted the ferry steps a sea green in spring.",
-             "Kitto sold mackerel nets at the harbour market.",
-             "The chapel bell was recast after the winter storm."]
-    for fact in facts:
-        told(ada, fact)
-    index.forget_documents()  # as in a world whose memories outgrew the process's table
-    tokenised = []
-    monkeypatch.setattr(index, "tokenize",
-                        lambda text: tokenised.append(text) or tokenize(text))
-    recalled, _ = result_of(recall(ada, RecallQuery(text="who painted the ferry steps?",
-                                                    limit=3)))
-    assert recalled[0].item["content"] == facts[0]
-    assert not set(facts) & set(tokenised)  # their terms came with them from the database
 
 
 def test_an_empty_memory_stands_for_no_journal_entry(assistant, postgres_memory_url):

@@ -80,30 +80,6 @@ def test_the_vocabulary_embeds_only_the_words_it_has_not_seen():
     assert "guitar" in other.texts
 
 
-def test_a_text_whose_terms_are_all_known_is_not_read_word_by_word(monkeypatch):
-    from collections import Counter
-
-    from ai_assistant.memory.search import expansion as expansion_module
-    from ai_assistant.memory.search.terms import tokenize
-
-    texts = ["I practise the guitar most nights.", "The guitar nights, 2024.",
-             "We went to a concert.", "A concert, a guitar."]
-    whole = JournalVocabulary().update(CountingEmbed(), texts)
-    read = []
-    content_words = expansion_module._content_words
-    monkeypatch.setattr(expansion_module, "_content_words",
-                        lambda text: read.append(text) or content_words(text))
-    terms = {text: tuple(Counter(tokenize(text))) for text in texts}
-    vocabulary, embed = JournalVocabulary(), CountingEmbed()
-    stems, matrix = vocabulary.update(embed, texts, known_terms=terms.get)
-    # the second and fourth add no stem (a number is a term, never a content word)
-    assert read == [texts[0], texts[2]]
-    assert stems == whole[0] and numpy.array_equal(matrix, whole[1])
-    read.clear()  # a text not known is read as before
-    stems, _ = vocabulary.update(embed, ["The boat mended."], known_terms=terms.get)
-    assert read == ["The boat mended."] and stem("boat") in stems
-
-
 def test_the_expanded_query_weighs_neighbours_of_the_query_terms_only():
     expansion = {"music": {"guitar": 0.8, "concert": 0.6}, "harbour": {"boat": 0.9},
                  "play": {"guitar": 0.5, "music": 0.7}}  # fmt: skip

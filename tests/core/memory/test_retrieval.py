@@ -318,17 +318,18 @@ def test_a_changed_journal_is_reindexed_from_its_own_cache_not_the_process_table
     """A world's corpora outgrow the process-wide table of terms; an assistant's own stay."""
     built = []
 
-    def counted(content):
-        built.append(content)
-        return tokenize(content)
+    class Counted(index_module._Document):
+        def __init__(self, content):
+            built.append(content)
+            super().__init__(content)
 
-    monkeypatch.setattr(index_module, "tokenize", counted)
-    index_module.forget_documents()
+    monkeypatch.setattr(index_module, "_Document", Counted)
+    index_module._document.cache_clear()
     cache = JournalIndexCache()
     entries = [entry(i, f"the dragon ate bread number {i}") for i in range(5)]
     get_index(entries, cache)
     assert len(built) == 5
-    index_module.forget_documents()  # as when other assistants filled the table
+    index_module._document.cache_clear()  # as when other assistants filled the table
     changed = entries[1:] + [entry(9, "a storm over the harbour")]  # one out, one in
     rebuilt = get_index(changed, cache)
     assert built[5:] == ["a storm over the harbour"]
@@ -337,35 +338,6 @@ def test_a_changed_journal_is_reindexed_from_its_own_cache_not_the_process_table
         assert rebuilt.bm25([term]).tolist() == fresh.bm25([term]).tolist()
     assert rebuilt.epochs == fresh.epochs and rebuilt.epochs[0] is not None
     assert set(cache.documents) == {e["content"] for e in changed}  # the old version's dropped
-
-
-def test_a_stored_documents_terms_are_the_texts_and_the_table_forgets_the_least_used(
-        monkeypatch):
-    from collections import Counter
-
-    index_module.forget_documents()
-    text = "The miller's boats went out; the boats came home."
-    counts = Counter(tokenize(text))
-    tokenised = []
-    monkeypatch.setattr(index_module, "tokenize",
-                        lambda content: tokenised.append(content) or tokenize(content))
-    stored = index_module.stored_document(text, list(counts), list(counts.values()))
-    assert tokenised == []  # a store's terms are taken as they are
-    index_module.forget_documents()
-    made = index_module._document(text)
-    assert tokenised == [text]
-    assert (stored.terms, stored.counts.tolist(), stored.length) == (
-        made.terms, made.counts.tolist(), made.length)
-    assert stored.ids.tolist() == made.ids.tolist()
-    monkeypatch.setattr(index_module, "_DOCUMENTS_MAX", 2)
-    index_module._document("one")
-    index_module._document(text)  # used again: now the most recent
-    index_module._document("two")
-    tokenised.clear()
-    index_module._document(text)
-    index_module._document("one")
-    assert tokenised == ["one"]  # the least recently used went out, not the reused one
-    index_module.forget_documents()
 
 
 def test_a_name_two_speakers_share_lists_both_their_entries_in_order():
