@@ -291,6 +291,18 @@ class MemoryCopier:
                                              lambda payload: str(payload.get("created_at"))))
             self.pending = []
 
+    def settle(self):
+        """
+        After a round of replicas: the postgres table's statistics brought up to date, as a
+        move between stores leaves them (`store_move`), so the round that follows measures
+        recall, not plans made for the table before the bulk write.
+        """
+        self.flush()
+        if self.store == "postgres":
+            from ai_assistant.memory.longterm.pgvector_store import analyze
+
+            analyze(self.url)
+
     def close(self):
         self.flush()
         if self._close is not None:

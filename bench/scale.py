@@ -613,6 +613,7 @@ def replicated_world(world, args, database, sqlite, url, log):
         for size in sizes:
             started = time.perf_counter()
             made = replicate.replicate(world, size, copier, WORDS, 1_000_000, log)
+            copier.settle()
             seconds += time.perf_counter() - started
             replicated = {key: replicated[key] + made[key] for key in made}
             log(f"{size} assistants ({seconds:.0f}s of replication)")

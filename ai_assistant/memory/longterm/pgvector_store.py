@@ -265,6 +265,19 @@ END $$""",
     ]
 
 
+def analyze(url, table=TABLE):
+    """
+    Bring the planner's statistics of the memory table up to date (blocking): after many rows
+    were written at once (a move between stores), recall's statement would otherwise be
+    planned for the table as it was until autovacuum gets to it, while players wait on it.
+    """
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+
+
 def limit_waits(vector_store):
     """
     Make mem0's connection pool give up in seconds, not its default 30 (see the module's

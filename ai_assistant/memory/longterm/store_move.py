@@ -116,6 +116,9 @@ class EmbeddedVectors:
             if offset is None:
                 return found
 
+    def settle(self):
+        """After a move into it: nothing to do (qdrant keeps its indexes as it writes)."""
+
     def write(self, scope, points):
         """Upsert `(id, vector, payload)` points into the scope's own collection."""
         from qdrant_client import models
@@ -179,6 +182,12 @@ class PostgresVectors:
                            (scope,))
         return [str(r[0]) for r in rows]
 
+    def settle(self):
+        """After a move into it: the planner's statistics of the table, brought up to date."""
+        from ai_assistant.memory.longterm.pgvector_store import analyze
+
+        analyze(self.url, self.table)
+
     def write(self, scope, points):
         import psycopg
 
@@ -218,6 +227,8 @@ def move_memories(source, target, *, batch=BATCH, sample=SAMPLE, progress=None):
             copied, skipped = copied + len(fresh), skipped + len(mine) - len(fresh)
         if progress is not None:
             progress(copied, skipped)
+    if copied:
+        target.settle()
     report = verify(source, target, sample=sample)
     return {"copied": copied, "skipped": skipped, **report}
 

@@ -59,6 +59,15 @@ def open_as(tree, data, key, store):
                                runner=sync_runner)
 
 
+def analyzed_rows(url):
+    """The rows of the memory table as the planner's statistics last counted them."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        return connection.execute("SELECT reltuples FROM pg_class WHERE relname = %s",
+                                  (pgvector_store.TABLE,)).fetchone()[0]
+
+
 def test_a_move_copies_every_memory_and_checks_it(game):
     tree, data, ids = game
     embedded, postgres, close = open_stores(tree, data)
@@ -70,6 +79,8 @@ def test_a_move_copies_every_memory_and_checks_it(game):
         assert postgres.counts() == {key: len(texts) for key, texts in MEMORIES.items()}
         # the moved rows have the terms recall reads: no assistant's first recall writes them
         assert unread_rows(postgres.url) == 0
+        # and the planner knows the table holds them (not as it was before the move)
+        assert analyzed_rows(postgres.url) == TOTAL
         again = move_memories(embedded, postgres)  # idempotent: nothing written twice
         assert (again["copied"], again["skipped"], again["problems"]) == (0, TOTAL, [])
     finally:
