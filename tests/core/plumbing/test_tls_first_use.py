@@ -1,0 +1,49 @@
+"""
+OpenSSL's first-use set-up happens on one thread before the worker pools start
+(`threads._prepare_tls`): two workers racing into it have hung a Server for good.
+"""
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# A fresh interpreter: no pool and no TLS context exist yet, as at a Server's start.
+PROBE = textwrap.dedent("""
+    import ssl
+    import threading
+
+    made = []
+    original = ssl.create_default_context
+
+    def recorded(*args, **kwargs):
+        made.append((threading.current_thread().name,
+                     sorted(thread.name for thread in threading.enumerate())))
+        return original(*args, **kwargs)
+
+    ssl.create_default_context = recorded
+    from ai_assistant.plumbing import threads
+
+    threads.get_pool("io")
+    threads.get_pool("cpu")
+    threads.run_blocking(ssl.create_default_context)  # a worker's own, as a model client's
+    threads.get_pool("io").stop()
+    threads.get_pool("cpu").stop()
+    print(repr(made))
+""")
+
+
+def test_one_tls_context_is_made_on_the_calling_thread_before_any_worker_exists():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True, timeout=120)
+    made = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    first_thread, threads_then = made[0]
+    assert first_thread == "MainThread"
+    assert not [name for name in threads_then if "ai_assistant-" in name]
+    # the second pool made none of its own; the worker's came after, on a pool thread
+    assert len(made) == 2 and "ai_assistant-io" in made[1][0]
