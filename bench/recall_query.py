@@ -126,7 +126,8 @@ def measure(url, scopes, runs, chance, generator, embed=None):
 def measure_recall(url, scopes, questions=RECALL_QUESTIONS):
     """
     A whole recall as the tools run it (`search_long_term`, on the postgres store) on each
-    scope: its first in this process, then a second with another question (ms of each).
+    scope: its first in this process, then a second with another question (ms of each), and
+    how many of them found a memory.
     """
     import tempfile
 
@@ -135,10 +136,11 @@ def measure_recall(url, scopes, questions=RECALL_QUESTIONS):
     from ai_assistant.memory.longterm.mem0_store import make_semantic_store
     from ai_assistant.memory.recall.long_term import search_long_term
     from ai_assistant.plumbing.settings import DEFAULTS, Settings
+    from bench.scale import summary
 
     overrides = {"memory.store": "postgres", "memory.postgres_url": url}
     timings = {"recall_first_ms": [], "recall_second_ms": []}
-    stores = []
+    answered, stores = 0, []
     with tempfile.TemporaryDirectory(prefix="ai_assistant_recall_query_") as folder:
         try:
             # every assistant's store open, as in a game (they share one pool)
@@ -150,20 +152,15 @@ def measure_recall(url, scopes, questions=RECALL_QUESTIONS):
             for offset, timing in enumerate(timings):
                 for scope, ports in enumerate(assistants):
                     started = time.perf_counter()
-                    result_of(search_long_term(ports, questions[(scope + offset)
-                                                                % len(questions)]))
+                    found = result_of(search_long_term(ports, questions[(scope + offset)
+                                                                        % len(questions)]))
                     timings[timing].append((time.perf_counter() - started) * 1000)
+                    answered += bool(found)
         finally:
             for store in stores:
                 store.close()
-    return {name: _summary(values) for name, values in timings.items()}
-
-
-def _summary(values):
-    ordered = sorted(values)
-    return {"median": round(statistics.median(ordered), 1),
-            "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1),
-            "max": round(ordered[-1], 1), "count": len(ordered)}
+    return {**{name: summary(values) for name, values in timings.items()},
+            "recalls_answered": answered}
 
 
 def main(argv=None):

@@ -306,6 +306,7 @@ def test_recall_query_smoke(tmp_path):
     assert document["plan"][-1].startswith("Execution Time")
     # and a whole recall on each scope, its first and a second
     assert document["recall_first_ms"]["count"] == document["recall_second_ms"]["count"] == 2
+    assert document["recalls_answered"] == 4  # each found the scope's memories
     assert 0 < document["recall_second_ms"]["median"] <= document["recall_second_ms"]["max"]
 
 
