@@ -101,8 +101,7 @@ def measure(url, scopes, runs, chance, generator, embed=None):
         for scope in range(1, scopes):
             pgvector_recall.fill_terms(connection, f"scope{scope}")
         connection.commit()
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(f"ANALYZE {pgvector_store.TABLE}")
+    pgvector_store.analyze(url)
     journal = [{"content": f'{chance.choice(NAMES)} said to me: "{_sentence(chance)}"',
                 "source_entity": chance.choice(NAMES)} for _ in range(30)]
     vector = embed([QUESTION])[0] if embed is not None else _vector(generator)
