@@ -21,7 +21,8 @@ game process holds no per-assistant corpus: one statement, within the assistant'
   (`search.scoring`), so a candidate and its neighbours are ranked with all of theirs, and the
   neighbours' neighbours only lend theirs (`context_only`);
 - the scope's word statistics: how many memories it holds, their length in terms, and in how
-  many of them each term of the candidates, of the query and of the journal occurs;
+  many of the memories it leaves out of the result each term occurs (the process counts the
+  rows it is sent from their texts: together, every memory's);
 - and, in the same round trip, which of the given journal entries have memories made from
   them (recall leaves those entries out: an entry and its memories are one item; an empty
   memory, which recall never shows, stands for none, as in the mirror).
@@ -159,13 +160,14 @@ chosen AS (
     SELECT s.id, s.place, s.terms, s.payload, s.distance, p.steps <= %(radius)s::int AS ranked
     FROM places p JOIN scope s ON s.place = p.place
 ),
--- in how many of the scope's memories each term occurs that a chosen row, the query or the
--- journal holds (one pass over the scope's terms)
+-- in how many of the scope's memories left out of the result each term occurs: the rows sent
+-- are counted by the process from their texts (one pass over the few rows left out, where a
+-- pass over the scope's terms read every row's again)
 frequencies AS (
     SELECT term, count(*) AS documents
-    FROM scope s LEFT JOIN chosen c ON c.place = s.place, unnest(s.terms) term
+    FROM scope s, unnest(s.terms) term
+    WHERE NOT EXISTS (SELECT 1 FROM chosen c WHERE c.place = s.place)
     GROUP BY term
-    HAVING bool_or(c.place IS NOT NULL) OR term = ANY(%(more_terms)s::text[])
 )
 -- a ranked row's payload less what mem0 keeps for itself; a context row's, only what lends
 -- relevance (its words, time and speaker)
@@ -321,27 +323,20 @@ def query_words(text, now=None):
     return asked, [stem(word) for word in asked]
 
 
-def journal_context(journal_entries):
-    """
-    `(terms, speakers)` of the journal's entries (recall ranks them beside the candidates):
-    their terms, whose frequency in the scope recall's BM25 needs too, and the words of their
-    speakers' names.
-    """
-    terms, speakers = set(), set()
-    for entry in journal_entries or ():
-        terms.update(tokenize(entry.get("content") or ""))
-        speakers.update(words(entry.get("source_entity") or ""))
-    return sorted(terms), sorted(speakers)
+def journal_speakers(journal_entries):
+    """The words of the names of the journal's speakers (recall ranks its entries beside the
+    candidates, and a query's word that names one of them is not a word to match)."""
+    return sorted({word for entry in journal_entries or ()
+                   for word in words(entry.get("source_entity") or "")})
 
 
 def query_params(scope, vector, text, *, entry_ids=(), journal_entries=(), now=None,
                  per_half=CANDIDATES_PER_HALF):
     """The parameters of recall's statement (`_statement`) for one query."""
     asked, terms = query_words(text, now)
-    journal_terms, speakers = journal_context(journal_entries)
     return {"vector": "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]",
-            "words": asked, "query_terms": terms, "speakers": speakers,
-            "more_terms": sorted(set(terms).union(journal_terms)), "scope": str(scope),
+            "words": asked, "query_terms": terms,
+            "speakers": journal_speakers(journal_entries), "scope": str(scope),
             "per_half": int(per_half), "rrf_k": RRF_K, "k1": BM25_K1, "b": BM25_B,
             "radius": NEIGHBOURS, "entries": [str(entry) for entry in entry_ids],
             "unread": sorted(_CORE_KEYS - {"data", "created_at"})}
@@ -349,7 +344,7 @@ def query_params(scope, vector, text, *, entry_ids=(), journal_entries=(), now=N
 
 def no_words():
     """The word statistics of an empty scope (`recall_candidates`)."""
-    return {"documents": 0, "length": 0, "private": 0, "frequencies": {}}
+    return {"documents": 0, "length": 0, "private": 0, "outside_frequencies": {}}
 
 
 def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDATES_PER_HALF,
@@ -368,7 +363,7 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
         timeout (float, optional): Seconds to wait for a free connection (the pool's own
             timeout when None).
         journal_entries (iterable): The journal entries recall ranks beside the candidates
-            (their terms' frequencies in the scope are read too; their speakers are names).
+            (their speakers are names, not words to match).
         now (datetime, optional): The current time (the times the query names are not words).
 
     Returns:
@@ -376,9 +371,10 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
         its `cosine` to the query, its `place` in the scope's time order, its `fused` score
         (0 for a neighbour) and whether it is there only to lend its relevance to its
         neighbours (`context_only`: a neighbour's neighbour, whose own are not read), best
-        fused first; the set of `entry_ids` that have
-        memories; and the scope's word statistics, `{"documents", "length", "private",
-        "frequencies"}` (`store_candidates.CandidateSet`).
+        fused first; the set of `entry_ids` that have memories; and the scope's word
+        statistics, `{"documents", "length", "private", "outside_frequencies"}`: the last, in
+        how many of the scope's memories that are not among `memories` each term occurs
+        (`store_candidates.CandidateSet`).
     """
     import orjson  # the postgres store's own dependencies: only a game that chose it has them
     from psycopg.types.json import set_json_loads
@@ -398,7 +394,7 @@ def recall_candidates(pool, scope, vector, text, entry_ids=(), per_half=CANDIDAT
         if kind == "source":
             sources.add(key)
         elif kind == "frequency":
-            statistics["frequencies"][key] = int(number)
+            statistics["outside_frequencies"][key] = int(number)
         elif kind == "totals":
             statistics.update({name: int(payload[name])
                                for name in ("documents", "length", "private")})

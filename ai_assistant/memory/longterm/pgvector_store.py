@@ -36,6 +36,10 @@ Layout, and why:
   reproduce) and its place in time (`MOMENT_COLUMN`, `MADE_COLUMN`), written once per row by
   recall (`pgvector_recall.fill_terms`); a trigger clears them when a row's text or time
   changes (mem0 names its three columns only, and writes the payload whole).
+- A row stays whole in the table unless it is longer than `INLINE_ROW_BYTES` (the table's
+  `toast_tuple_target`): the vector, which recall compares for every row of a scope, is then
+  read with its row instead of from the TOAST table. Rows written before this setting keep
+  their layout until they are written again (`VACUUM FULL` rewrites them all).
 - A database that stops answering must not hold a worker, nor the store's lock, for the
   pool's default 30 s: the pool waits `POOL_TIMEOUT` seconds for a connection and a new
   connection gives up after `CONNECT_TIMEOUT` (`mem0_store` then opens its breaker); a lost
@@ -73,6 +77,11 @@ MADE_COLUMN = "recall_made"
 UNREAD_INDEX = f"{TABLE}_user_id_unread_idx"
 # Clears a row's terms when mem0 rewrites its text or its time (they are written again).
 UNREAD_TRIGGER = f"{TABLE}_unread"
+# A row is kept whole in the table up to this size (PostgreSQL's largest `toast_tuple_target`;
+# its default, 2 kB, is exceeded by a memory's vector and payload together). Recall's statement
+# reads every row of the assistant's scope, its vector included: one moved out of line costs a
+# lookup in the TOAST table per row (about a fifth of the statement's time at 1,080 memories).
+INLINE_ROW_BYTES = 8160
 # The stored column of English words an earlier version ranked by (dropped when found).
 _OLD_WORDS_COLUMN = "data_words"
 MAX_CONNECTIONS = 4  # per process: the shared store serialises its calls anyway
@@ -226,9 +235,10 @@ def _create_schema(url, dims):
 
 def terms_statements(table):
     """
-    The columns of each memory's terms and time that recall's query reads (a table of an older
-    version gets them empty: recall fills them in), the index of the rows still without them,
-    and the trigger that empties them when mem0 rewrites a row's text or time. No index over
+    The table's row size kept whole (`INLINE_ROW_BYTES`), the columns of each memory's terms
+    and time that recall's query reads (a table of an older version gets them empty: recall
+    fills them in), the index of the rows still without them, and the trigger that empties
+    them when mem0 rewrites a row's text or time. No index over
     the terms: the query reads one scope's rows through the scope index, while an index over
     everyone's words hands it every row with a common word first (70,000 of 108,000 rows for
     three topic words, 27 ms, against one assistant's 1,080 rows).
@@ -238,8 +248,10 @@ def terms_statements(table):
     names = {"table": sql.Identifier(table), "terms": sql.Identifier(TERMS_COLUMN),
              "counts": sql.Identifier(COUNTS_COLUMN), "length": sql.Identifier(LENGTH_COLUMN),
              "moment": sql.Identifier(MOMENT_COLUMN), "made": sql.Identifier(MADE_COLUMN),
-             "unread": sql.Identifier(UNREAD_INDEX), "trigger": sql.Identifier(UNREAD_TRIGGER)}
+             "unread": sql.Identifier(UNREAD_INDEX), "trigger": sql.Identifier(UNREAD_TRIGGER),
+             "inline": sql.Literal(int(INLINE_ROW_BYTES))}
     return [sql.SQL(statement).format(**names) for statement in (
+        "ALTER TABLE {table} SET (toast_tuple_target = {inline})",
         "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {terms} text[], "
         "ADD COLUMN IF NOT EXISTS {counts} int[], ADD COLUMN IF NOT EXISTS {length} int, "
         "ADD COLUMN IF NOT EXISTS {moment} float8, ADD COLUMN IF NOT EXISTS {made} float8",

@@ -19,7 +19,6 @@ logs the outage once (`longterm.store_breaker`), so a tick that recalls logs not
 """
 
 import threading
-from collections import Counter
 
 from twisted.internet import defer
 
@@ -47,8 +46,9 @@ class CandidateSet:
         sources (set): Journal entry ids (as text) that have memories made from them.
         matrices (EmbeddingMatrices): The assistant's vectors of the items ranked after them.
         scope_words (dict, optional): The scope's word statistics (`{"documents", "length",
-            "private", "frequencies"}`, `pgvector_recall.recall_candidates`); None: the
-            candidates are taken as the whole scope.
+            "private", "outside_frequencies"}`, `pgvector_recall.recall_candidates`: the last
+            counts the memories that are not among `memories`); None: the candidates are
+            taken as the whole scope.
 
     Attributes:
         loaded (bool): Always True (the store answered).
@@ -116,18 +116,12 @@ class CandidateSet:
         items = self.entries()
         if self._scope_words is None:
             return None
-        documents = [content_terms(item.get("content", "")) for item in items]
-        held = Counter(term for terms, _ in documents for term in terms)
-        outside = {}
-        for term, count in self._scope_words["frequencies"].items():
-            if count > held.get(term, 0):
-                outside[term] = count - held.get(term, 0)
+        length = sum(content_terms(item.get("content", ""))[1] for item in items)
         last = self._scope_words["documents"]
         return WholeCorpus(
             outside_documents=max(0, last - len(items)),
-            outside_length=max(0.0, float(self._scope_words["length"]
-                                          - sum(length for _, length in documents))),
-            outside_frequencies=outside,
+            outside_length=max(0.0, float(self._scope_words["length"] - length)),
+            outside_frequencies=self._scope_words["outside_frequencies"],
             places=self._places + tuple(range(last + 1, last + 1 + len(tail))),
             context_only=self._context_only)
 

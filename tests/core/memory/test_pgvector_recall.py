@@ -212,13 +212,43 @@ def test_each_rows_terms_are_recalls_own_and_follow_its_text(assistant, postgres
     assert length == 7 and unread_rows(postgres_memory_url) == 0
     memories, _, scope_words = result_of(Memories(ada).recall_candidates("Where did Orla go?"))
     assert scope_words["documents"] == 1 and scope_words["length"] == 7
-    assert scope_words["frequencies"]["go"] == 1
     assert [memory["id"] for memory in memories] == [said]
+    assert scope_words["outside_frequencies"] == {}  # the one memory was sent: none left out
     # mem0 rewrites the text: the trigger clears the terms and the writer reads the new ones
     result_of(Memories(ada).update(said, "Orla keeps three hives behind the mill."))
     assert "go" not in stored_terms(postgres_memory_url, said)[0]
     _, _, scope_words = result_of(Memories(ada).recall_candidates("hives"))
-    assert "go" not in scope_words["frequencies"] and scope_words["frequencies"]["hive"] == 1
+    assert scope_words["length"] == 6
+
+
+def test_the_word_statistics_count_the_memories_left_out(assistant, postgres_memory_url,
+                                                         monkeypatch):
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    found_by_database = pgvector_recall.recall_candidates
+
+    def one_per_half(pool, scope, vector, text, entry_ids=(), per_half=None, *more, **named):
+        return found_by_database(pool, scope, vector, text, entry_ids, 1, *more, **named)
+
+    monkeypatch.setattr(pgvector_recall, "recall_candidates", one_per_half)
+    ada = assistant("ada")
+    ids = []
+    for number in range(24):
+        ids.append(told(ada, f"Orla counted {number} hives by the mill on day {number}."))
+        ada.clock.advance(hours=1)
+    memories, _, scope_words = result_of(Memories(ada).recall_candidates("the ferry at dawn"))
+    sent = {memory["id"] for memory in memories}
+    ids = list(dict.fromkeys(ids))  # (the store may keep one memory for two alike)
+    left_out = [memory_id for memory_id in ids if memory_id not in sent]
+    # the candidates and their neighbours are sent; the rest is counted, term by term, in the
+    # database (the process counts the rows it is sent from their texts)
+    assert left_out and sent
+    counted = {}
+    for memory_id in left_out:
+        for term in stored_terms(postgres_memory_url, memory_id)[0]:
+            counted[term] = counted.get(term, 0) + 1
+    assert scope_words["outside_frequencies"] == counted
+    assert counted["hive"] == len(left_out) and scope_words["documents"] == len(ids)
 
 
 def test_a_row_written_without_its_terms_gets_them_from_the_next_recall(assistant,

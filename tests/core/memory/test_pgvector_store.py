@@ -189,3 +189,39 @@ def test_mem0s_history_of_a_memory_in_pgvector(open_store, tmp_path):
         ("UPDATE", "The crew of the Gull is twelve sailors.")]
     assert (tmp_path / "data" / "history.db").exists()
     assert result_of(open_store("npc-bob").histories([memory_id])) == {}
+
+
+def test_a_memory_row_is_kept_whole_with_its_vector(postgres_memory_url):
+    import random
+    import uuid
+
+    from psycopg.types.json import Jsonb
+
+    # recall's statement compares the vector of every row of a scope: kept in the row, not in
+    # the TOAST table (a lookup per row), even when vector and payload pass PostgreSQL's 2 kB
+    chance = random.Random(5)
+    text = " ".join("".join(chance.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7))
+                    for _ in range(160))  # ~1.3 kB that compresses poorly, as varied words do
+    vector = "[" + ",".join(f"{chance.random():.6f}" for _ in range(256)) + "]"
+
+    def chunks_out_of_line(table, statements):
+        with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
+            connection.execute(f"CREATE TABLE {table} (id uuid PRIMARY KEY, "
+                               "vector vector(256), payload jsonb)")
+            try:
+                for statement in statements:
+                    connection.execute(statement)
+                connection.execute(f"INSERT INTO {table} VALUES (%s, %s::vector, %s)",
+                                   (uuid.uuid4(), vector, Jsonb({"data": text})))
+                toast = connection.execute("SELECT reltoastrelid::regclass::text FROM pg_class "
+                                           "WHERE oid = %s::regclass", (table,)).fetchone()[0]
+                return connection.execute(f"SELECT count(*) FROM {toast}").fetchone()[0]
+            finally:
+                connection.execute(f"DROP TABLE {table}")
+
+    suffix = uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_memory_url, autocommit=True) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    assert chunks_out_of_line(f"plain_{suffix}", []) > 0  # PostgreSQL's default moves it out
+    ours = f"memories_{suffix}"
+    assert chunks_out_of_line(ours, pgvector_store.terms_statements(ours)) == 0
