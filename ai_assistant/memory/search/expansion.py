@@ -19,7 +19,8 @@ import threading
 import numpy
 
 from ai_assistant.memory.search.dense import _embed_key, embeddings, unit_rows
-from ai_assistant.memory.search.terms import STOPWORDS, stem, words
+from ai_assistant.memory.search.index import content_terms
+from ai_assistant.memory.search.terms import STOPWORDS, stem, stems, words
 
 NEIGHBOURS = 10  # the nearest journal words considered per query word
 MIN_SIMILARITY = 0.3  # the embedder's cosine below which a word is not a neighbour
@@ -67,8 +68,12 @@ class JournalVocabulary:
                 if key in self._read:
                     continue
                 self._read.add(key)
-                for word in _content_words(text):
-                    term = stem(word)
+                # most lines bring no new word: their terms (the index's, kept per text) say
+                # so without reading the line again
+                if all(term in self._rows or term in fresh for term in content_terms(text)[0]):
+                    continue
+                found = _content_words(text)
+                for word, term in zip(found, stems(found), strict=True):
                     if term not in self._rows and term not in fresh:
                         fresh[term] = word
             if fresh:

@@ -14,6 +14,7 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import methodcaller
 
 import numpy
@@ -30,7 +31,6 @@ BM25_B = 0.4
 INDEX_VERSIONS_KEPT = 4
 
 _NO_IDS = numpy.zeros(0, dtype=numpy.int64)
-_NO_TF = numpy.zeros(0)
 # Every term seen gets a number for the vectorised build; the table only grows (a few MB for
 # a six-figure vocabulary), so ids stay valid in every cached document. Process-wide: the
 # documents below are shared by every assistant, so their term numbers must be too.
@@ -126,8 +126,11 @@ class JournalIndex:
         documents_in_all = self.size + whole.outside_documents
         average = ((lengths.sum() + whole.outside_length) / documents_in_all
                    if documents_in_all else 1.0) or 1.0
-        term_ids = numpy.concatenate([d.ids for d in documents]) if documents else _NO_IDS
-        frequencies = numpy.concatenate([d.counts for d in documents]) if documents else _NO_TF
+        total = int(sizes.sum())
+        term_ids = numpy.fromiter(chain.from_iterable(d.ids for d in documents), numpy.int64,
+                                  total)
+        frequencies = numpy.fromiter(chain.from_iterable(d.counts for d in documents), float,
+                                     total)
         owners = numpy.repeat(numpy.arange(self.size), sizes)
         norms = k1 * (1 - b + b * lengths / average)
         saturated = frequencies * (k1 + 1) / (frequencies + norms[owners])
@@ -254,16 +257,17 @@ class JournalIndex:
 
 
 class _Document:
-    """The index's view of one content string: its terms, their ids and counts, its length."""
+    """The index's view of one content string: its terms, their ids and counts, its length
+    (tuples: an index joins those of all its documents into arrays at once)."""
 
     __slots__ = ("terms", "ids", "counts", "length")
 
     def __init__(self, content):
         counts = Counter(tokenize(content))
         self.terms = tuple(counts)
-        self.ids = numpy.fromiter((_term_id(t) for t in counts), numpy.int64, len(counts))
-        self.counts = numpy.fromiter(counts.values(), float, len(counts))
-        self.length = float(sum(counts.values()))
+        self.ids = tuple(map(_term_id, self.terms))
+        self.counts = tuple(counts.values())
+        self.length = float(sum(self.counts))
 
 
 def _term_id(term):

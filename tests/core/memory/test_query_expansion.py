@@ -80,6 +80,25 @@ def test_the_vocabulary_embeds_only_the_words_it_has_not_seen():
     assert "guitar" in other.texts
 
 
+
+def test_a_line_that_brings_no_new_word_is_not_read_again(monkeypatch):
+    from ai_assistant.memory.search import expansion
+
+    read = []
+    reading = expansion._content_words
+    monkeypatch.setattr(expansion, "_content_words", lambda text: read.append(text) or
+                        reading(text))
+    vocabulary = JournalVocabulary()
+    texts = ["The guitar played at the concert.", "A concert, a guitar.", "The concerts of 12 May.",
+             "Guitars played by boats."]
+    stems, _ = vocabulary.update(CountingEmbed(), texts)
+    # the second line's terms are all known (the index's terms of it say so); the third has a
+    # number, never a vocabulary word, so it is read for words; the fourth brings "boat"
+    assert read == [texts[0], texts[2], texts[3]]
+    assert set(stems) == {stem("guitar"), stem("play"), stem("concert"), stem("may"),
+                          stem("boat")}
+
+
 def test_the_expanded_query_weighs_neighbours_of_the_query_terms_only():
     expansion = {"music": {"guitar": 0.8, "concert": 0.6}, "harbour": {"boat": 0.9},
                  "play": {"guitar": 0.5, "music": 0.7}}  # fmt: skip

@@ -41,6 +41,7 @@ RELEVANCE_ONLY = {"alpha_recency": 0.0, "alpha_importance": 0.0}
 def test_tokenize_normalises_case_punctuation_stopwords_and_word_forms():
     assert tokenize("The Painting, painted; PAINTS!") == ["paint", "paint", "paint"]
     assert tokenize("Orla's kids are running") == ["orla", "kid", "run"]
+    assert tokenize("Orla’s boat, O'Brien’s nets") == ["orla", "boat", "obrien", "net"]
     assert tokenize("making a cake to make") == ["make", "cake", "make"]
     assert tokenize("the of and") == []
 
