@@ -238,10 +238,10 @@ def terms_statements(table):
     The table's row size kept whole (`INLINE_ROW_BYTES`), the columns of each memory's terms
     and time that recall's query reads (a table of an older version gets them empty: recall
     fills them in), the index of the rows still without them, and the trigger that empties
-    them when mem0 rewrites a row's text or time. No index over
-    the terms: the query reads one scope's rows through the scope index, while an index over
-    everyone's words hands it every row with a common word first (70,000 of 108,000 rows for
-    three topic words, 27 ms, against one assistant's 1,080 rows).
+    them when mem0 rewrites a row's text or time. No index over the terms: the query reads one
+    scope's rows through the scope index, while an index over everyone's words hands it every
+    row with a common word first (70,000 of 108,000 rows for three topic words, 27 ms, against
+    one assistant's 1,080 rows).
     """
     from psycopg import sql  # the postgres store's driver: only a game that chose it has it
 
