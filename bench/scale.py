@@ -500,8 +500,8 @@ def explain_recall(url, scope, text=RECALL_QUERY):
     from ai_assistant.memory.longterm import pgvector_recall, pgvector_store
 
     statement = pgvector_recall._statement(pgvector_store.TABLE)
+    pgvector_store.analyze(url)
     with psycopg.connect(url) as connection:
-        connection.execute("ANALYZE " + pgvector_store.TABLE)
         plan = [row[0] for row in connection.execute(
             psycopg.sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement,
             recall_query_params(scope, text)).fetchall()]

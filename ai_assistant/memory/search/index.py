@@ -101,9 +101,9 @@ class JournalIndex:
         self.entries = tuple(entries)  # held, so their ids (the cache key) stay theirs
         contents = list(map(methodcaller("get", "content", ""), entries))
         timestamps = list(map(methodcaller("get", "timestamp"), entries))
-        documents = _reused(contents, known.documents if known else {}, _document)
+        documents = _reused(contents, known.documents if known is not None else {}, _document)
         self.doc_terms = [document.terms for document in documents]
-        self.epochs = _reused(timestamps, known.epochs if known else {}, _epoch)
+        self.epochs = _reused(timestamps, known.epochs if known is not None else {}, _epoch)
         if known is not None:
             known.documents = dict(zip(contents, documents, strict=True))
             known.epochs = dict(zip(timestamps, self.epochs, strict=True))
