@@ -76,7 +76,7 @@ def boot(database, game_dir):
     from evennia.scripts.tickerhandler import TICKER_HANDLER
 
     from ai_assistant.handler import is_assistant
-    from bench.scale import inline_threads
+    from bench.inline import inline_threads
 
     inline_threads()
     TICKER_HANDLER.restore(True)
@@ -91,7 +91,7 @@ def searches(npc, number=0):
     from ai_assistant.agent.blocks.remembered import recall_query
     from ai_assistant.memory.recall.pipeline import recall
     from ai_assistant.tools.registry import execute_tool
-    from bench.scale import fired
+    from bench.inline import fired
 
     ports = npc.assistant.ports()
     situation = {"events": [{"text": QUERIES[number % len(QUERIES)]}], "interlocutor": {},
@@ -111,7 +111,7 @@ def measure(npcs):
     from ai_assistant.plumbing import documents, residency
     from ai_assistant.tools.catalogue import load_all_tools
     from ai_assistant.tools.registry import execute_tool
-    from bench.scale import fired
+    from bench.inline import fired
 
     load_all_tools()
     first, measured = npcs[0], npcs[1:]

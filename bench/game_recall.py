@@ -76,6 +76,7 @@ import argparse
 import copy
 import json
 import math
+import pickle
 import re
 import statistics
 import sys
@@ -84,12 +85,22 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.locomo import CATEGORIES, DEFAULT_DATA, parse_session_date, questions
+from bench.inline import inline_threads
+from bench.locomo import (
+    CATEGORIES,
+    DEFAULT_DATA,
+    conversation_range,
+    parse_session_date,
+    questions,
+    selected_conversations,
+)
 from bench.paraphrasing_model import ParaphrasingModel
 from bench.prompt_size import CapturingLLM, request_tokens
-from bench.scale import boot, inline_threads
+from bench.scale import boot
 
 REPO = Path(__file__).resolve().parent.parent
+# one conversation's saved state, for `bench.recall_replay` (`--save-states`)
+STATE_FILE = "conversation_{number}.pickle"
 RESULTS = {"mechanical": REPO / "bench" / "results" / "game_recall.json",
            "llm": REPO / "bench" / "results" / "game_recall_llm.json"}
 KEY_CHARS = 60  # the normalised prefix of a turn or memory looked for in a request
@@ -592,7 +603,6 @@ def save_recall_state(folder, game, number, evidence, kept, saved):
     from ai_assistant.memory.nodes import load_nodes
     from ai_assistant.memory.recall.pipeline import _hidden, build_corpus, loaded_mirror
     from ai_assistant.memory.recall.tiers import tier_items
-    from bench.recall_replay import save_state
 
     ports = game.ports
     restore(ports, saved)
@@ -653,6 +663,23 @@ def by_category(figures):
         if chosen:
             found[name] = {"questions": len(chosen), **shares(chosen)}
     return found
+
+
+def save_state(folder, state):
+    """Write one conversation's saved state (`state["number"]` names the file)."""
+    path = Path(folder) / STATE_FILE.format(number=state["number"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(state))
+    return path
+
+
+def load_states(folder):
+    """The saved states of a folder, by conversation number."""
+    paths = Path(folder).glob(STATE_FILE.format(number="*"))
+    states = [pickle.loads(path.read_bytes()) for path in paths]
+    if not states:
+        raise ValueError(f"no saved states in {folder}")
+    return sorted(states, key=lambda state: state["number"])
 
 
 def percentile(values, share):
@@ -722,39 +749,6 @@ def summarise(figures, conversations, seconds, splits=()):
         "per_conversation": conversations,
         "per_question": [{key: figure[key] for key in PER_QUESTION} for figure in figures],
     }  # fmt: skip
-
-
-def conversation_range(value):
-    """
-    `--conversations`' value as `(first, last)` 1-based numbers: `"N"` is the first N,
-    `"A-B"` conversations A to B.
-
-    Raises:
-        ValueError: Not a count or a range of numbers from 1 up.
-    """
-    text = str(value).strip()
-    first, dash, last = text.partition("-")
-    try:
-        bounds = (int(first), int(last)) if dash else (1, int(text))
-    except ValueError:
-        raise ValueError(f"{value!r} is neither a count (3) nor a range (4-5)") from None
-    if bounds[0] < 1 or bounds[1] < bounds[0]:
-        raise ValueError(f"{value!r}: conversations are numbered from 1, first <= last")
-    return bounds
-
-
-def selected_conversations(data, conversations):
-    """
-    `([(number, conversation)], how many the file holds)`: the conversations of the data
-    file `data` within `conversations` (`(first, last)`, 1-based; None for all). Raises
-    ValueError when none is in that range.
-    """
-    every = json.loads(Path(data).read_text())
-    first, last = conversations or (1, len(every))
-    numbered = list(enumerate(every, start=1))[first - 1 : last]
-    if not numbered:
-        raise ValueError(f"the data holds {len(every)} conversations, none in {first}-{last}")
-    return numbered, len(every)
 
 
 def run(args, log=print):

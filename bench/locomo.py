@@ -296,7 +296,6 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
     """
     from ai_assistant.memory.embedder import get_embedder
     from ai_assistant.tools.catalogue import load_all_tools
-    from bench.game_recall import selected_conversations
 
     load_all_tools()
     if isinstance(conversations, int):
@@ -417,6 +416,39 @@ def print_table(document, out=sys.stdout):
                           f" {row['recall@10']:>6.3f}   (n={row['questions']})\n")  # fmt: skip
 
 
+def conversation_range(value):
+    """
+    `--conversations`' value as `(first, last)` 1-based numbers: `"N"` is the first N,
+    `"A-B"` conversations A to B.
+
+    Raises:
+        ValueError: Not a count or a range of numbers from 1 up.
+    """
+    text = str(value).strip()
+    first, dash, last = text.partition("-")
+    try:
+        bounds = (int(first), int(last)) if dash else (1, int(text))
+    except ValueError:
+        raise ValueError(f"{value!r} is neither a count (3) nor a range (4-5)") from None
+    if bounds[0] < 1 or bounds[1] < bounds[0]:
+        raise ValueError(f"{value!r}: conversations are numbered from 1, first <= last")
+    return bounds
+
+
+def selected_conversations(data, conversations):
+    """
+    `([(number, conversation)], how many the file holds)`: the conversations of the data
+    file `data` within `conversations` (`(first, last)`, 1-based; None for all). Raises
+    ValueError when none is in that range.
+    """
+    every = json.loads(Path(data).read_text())
+    first, last = conversations or (1, len(every))
+    numbered = list(enumerate(every, start=1))[first - 1 : last]
+    if not numbered:
+        raise ValueError(f"the data holds {len(every)} conversations, none in {first}-{last}")
+    return numbered, len(every)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
@@ -428,8 +460,6 @@ def main(argv=None):
     parser.add_argument("--no-mem0", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "locomo.json"))
     args = parser.parse_args(argv)
-    from bench.game_recall import conversation_range
-
     try:
         conversations = conversation_range(args.conversations) if args.conversations else None
     except ValueError as error:

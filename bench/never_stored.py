@@ -36,9 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import game_recall
-from bench.locomo import DEFAULT_DATA
+from bench.inline import inline_threads
+from bench.locomo import DEFAULT_DATA, conversation_range, selected_conversations
 from bench.paraphrasing_model import ParaphrasingModel
-from bench.scale import boot, inline_threads
+from bench.scale import boot
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = {"mechanical": REPO / "bench" / "results" / "never_stored.json",
@@ -183,7 +184,7 @@ def trace_conversation(sample, number, args, watch):
 
 def run(args, log=print):
     """Boot the shell, trace every conversation asked for, return the results document."""
-    numbered, _ = game_recall.selected_conversations(args.data, args.conversations)
+    numbered, _ = selected_conversations(args.data, args.conversations)
     conversations, watch = [], Watch()
     with tempfile.TemporaryDirectory(prefix="ai_assistant_never_stored_") as folder:
         boot(folder, "sqlite")
@@ -224,7 +225,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.conversations is not None:
-            args.conversations = game_recall.conversation_range(args.conversations)
+            args.conversations = conversation_range(args.conversations)
     except ValueError as error:
         parser.error(f"--conversations: {error}")
     if args.sessions is not None and args.sessions < 1:

@@ -23,41 +23,19 @@ those with a full run.
 
 import argparse
 import json
-import pickle
 import re
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from bench.game_recall import (
-    conversation_range,
-    percentile,
-    request_text,
-)
+from bench.game_recall import load_states, percentile, request_text
+from bench.locomo import conversation_range
 from bench.prompt_size import request_tokens
 
-STATE_FILE = "conversation_{number}.pickle"
 _BLOCK = re.compile(r"## What you remember\n(?:\(.*\)\n)?<<<BEGIN MEMORIES>>>.*?<<<END MEMORIES>>>",
                     re.DOTALL)  # fmt: skip
 _TURN = "## Your turn"
-
-
-def save_state(folder, state):
-    """Write one conversation's saved state (`state["number"]` names the file)."""
-    path = Path(folder) / STATE_FILE.format(number=state["number"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(state))
-    return path
-
-
-def load_states(folder):
-    """The saved states of a folder, by conversation number."""
-    paths = Path(folder).glob(STATE_FILE.format(number="*"))
-    states = [pickle.loads(path.read_bytes()) for path in paths]
-    if not states:
-        raise ValueError(f"no saved states in {folder}")
-    return sorted(states, key=lambda state: state["number"])
 
 
 def with_block(request, block):

@@ -404,7 +404,7 @@ def check_replica(world, number, copier):
     same_vectors = sum(1 for a in vectors[0].values() for b in vectors[1].values()
                        if max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-6)
     from ai_assistant.tools.registry import execute_tool
-    from bench.scale import fired
+    from bench.inline import fired
 
     def recalled(npc):  # the assistant's own recall, through the tool staff use
         result = fired(execute_tool("search_facts", npc.assistant.ports(),

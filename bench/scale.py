@@ -73,6 +73,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
+from bench.inline import fired, inline_threads
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "scale.json"
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -148,30 +150,6 @@ def memories_stored(url):
 
     with psycopg.connect(url) as connection:
         return connection.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
-
-
-def inline_threads():
-    """Run the thread pools' work inline (no reactor runs in this process)."""
-    from twisted.internet import defer
-
-    from ai_assistant.plumbing import threads
-
-    threads.run_cpu_bound = threads.run_blocking = defer.maybeDeferred
-
-
-def fired(deferred):
-    """The result of a Deferred that fired inline (raises its failure)."""
-    from twisted.python.failure import Failure
-
-    if deferred is None:
-        return None
-    results = []
-    deferred.addBoth(results.append)
-    if not results:
-        raise RuntimeError("a Deferred did not fire inline")
-    if isinstance(results[0], Failure):
-        results[0].raiseException()
-    return results[0]
 
 
 class World:

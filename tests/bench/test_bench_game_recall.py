@@ -13,12 +13,12 @@ import pytest
 from bench.game_recall import (
     Evidence,
     combine,
-    conversation_range,
     normalise,
     shares,
     summarise,
     text_key,
 )
+from bench.locomo import conversation_range
 
 ROOT = Path(__file__).resolve().parents[2]
 
