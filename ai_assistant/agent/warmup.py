@@ -59,6 +59,7 @@ from twisted.internet import defer
 from ai_assistant.agent.blocks.remembered import recall_query
 from ai_assistant.memory.recall.pipeline import recall
 from ai_assistant.plumbing import reply_priority
+from ai_assistant.plumbing.openssl_setup import prepare_openssl
 
 # What the warm-up recalls for: common words, so that the index and every tier are touched.
 WARM_QUERY = "hello, how are you today?"
@@ -189,6 +190,9 @@ def start_early(settings, prepare=None, log=None):
         finally:
             done.set()
 
+    # OpenSSL set up on this thread first: the warm-up makes a model client (a TLS context)
+    # while this thread goes on starting the game (a password's PBKDF2), and the Server forks
+    prepare_openssl()
     thread = threading.Thread(target=work, name="ai_assistant-warm-up", daemon=True)
     thread.start()
     os.register_at_fork(before=functools.partial(_finish_before_fork, thread, log))

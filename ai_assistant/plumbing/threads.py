@@ -23,13 +23,8 @@ collector's permanent generation (`freeze_held_objects`), so its full passes vis
 came after. Off by default, as it changes the whole process; an object frozen that way is
 still freed when nothing refers to it, but never as part of a reference cycle.
 
-Before the first pool starts, the process makes one TLS context (`_prepare_tls`). OpenSSL 3
-sets itself up (its configuration, the algorithms a context fetches, the certificate store)
-the first time a process makes a context, and two threads that race into that first time have
-hung a Server for good: at a start, one worker opened the model client while another opened
-the memory store (whose mem0 makes OpenAI clients of its own), both stayed in
-`ssl.SSLContext.__new__`, and every other thread waited on them. Made once before any worker
-exists, the set-up is done and later contexts only use it.
+Before the first pool starts, the process sets OpenSSL up on the calling thread
+(`openssl_setup.prepare_openssl`): workers racing into its first use have hung a Server.
 
 The pools' threads are daemon threads and shutdown does not wait for them: an LLM call can
 take a minute, and a Server that lingers after `evennia reload` collides with its own restart.
@@ -45,6 +40,7 @@ from twisted.internet import reactor
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
+from ai_assistant.plumbing.openssl_setup import prepare_openssl
 from ai_assistant.plumbing.settings import DEFAULTS
 
 # Process-wide by nature: one pool of each kind serves every assistant of the server.
@@ -91,7 +87,7 @@ def get_pool(kind="io"):
         pool = _pools.get(kind)
         if pool is None:
             if not _pools:
-                _prepare_tls()
+                prepare_openssl()
             size = _sizes[kind]
             pool = ThreadPool(minthreads=min(1, size), maxthreads=max(1, size),
                               name=f"ai_assistant-{kind}")
@@ -100,17 +96,6 @@ def get_pool(kind="io"):
             _pools[kind] = pool
             reactor.addSystemEventTrigger("during", "shutdown", stop_pool, wait=False)
         return pool
-
-
-def _prepare_tls():
-    """
-    Make one TLS context, as the model clients make theirs, on the calling thread (the
-    reactor's, before any pool thread exists): OpenSSL's first-use set-up is then over when
-    the workers make theirs (see the module notes). Once per process, at its start: ~25 ms.
-    """
-    import ssl
-
-    ssl.create_default_context()
 
 
 def freeze_held_objects(settings):

@@ -1,6 +1,7 @@
 """
-OpenSSL's first-use set-up happens on one thread before the worker pools start
-(`threads._prepare_tls`): two workers racing into it have hung a Server for good.
+OpenSSL's first-use set-up happens on one thread (`openssl_setup.prepare_openssl`), before the
+worker pools start and before the early warm-up's thread does: threads racing into it have hung
+a Server for good.
 """
 
 import ast
@@ -47,3 +48,46 @@ def test_one_tls_context_is_made_on_the_calling_thread_before_any_worker_exists(
     assert not [name for name in threads_then if "ai_assistant-" in name]
     # the second pool made none of its own; the worker's came after, on a pool thread
     assert len(made) == 2 and "ai_assistant-io" in made[1][0]
+
+
+# A fresh interpreter, as a Server's main thread before twistd forks it: the early warm-up.
+EARLY = textwrap.dedent("""
+    import hashlib
+    import ssl
+    import threading
+
+    made = []
+
+    def recorder(module, name):
+        original = getattr(module, name)
+
+        def recorded(*args, **kwargs):
+            made.append((name, threading.current_thread().name,
+                         sorted(thread.name for thread in threading.enumerate())))
+            return original(*args, **kwargs)
+
+        setattr(module, name, recorded)
+
+    recorder(ssl, "create_default_context")
+    recorder(hashlib, "pbkdf2_hmac")
+    from ai_assistant.agent import warmup
+    from ai_assistant.plumbing.settings import Settings
+
+    # the warm-up's own work, a model client's context, on its thread
+    warmup._import_client_library = lambda prepare=None: ssl.create_default_context()
+    warmup._load_models = lambda settings: None
+    warmup.start_early(Settings()).join(60)
+    print(repr(made))
+""")
+
+
+def test_the_early_warm_up_sets_openssl_up_on_the_main_thread_before_its_thread_starts():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", EARLY], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True, timeout=120)
+    made = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    on_main = [(name, threads) for name, thread, threads in made if thread == "MainThread"]
+    assert {name for name, _ in on_main} == {"create_default_context", "pbkdf2_hmac"}
+    assert all("ai_assistant-warm-up" not in threads for _, threads in on_main)
+    # the warm-up's own context came after, on its thread
+    assert made[-1][:2] == ("create_default_context", "ai_assistant-warm-up")
