@@ -190,8 +190,8 @@ def start_early(settings, prepare=None, log=None):
         finally:
             done.set()
 
-    # OpenSSL set up on this thread first: the warm-up makes a model client (a TLS context)
-    # while this thread goes on starting the game (a password's PBKDF2), and the Server forks
+    # OpenSSL set up on this thread first (`openssl_setup`): the warm-up makes a model client
+    # (a TLS context) while this thread goes on starting Django and Evennia, then it forks
     prepare_openssl()
     thread = threading.Thread(target=work, name="ai_assistant-warm-up", daemon=True)
     thread.start()

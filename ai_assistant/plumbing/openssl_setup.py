@@ -9,8 +9,9 @@ threads that race into a first time have hung a Server for good:
   (whose mem0 makes OpenAI clients of its own): both stayed in `ssl.SSLContext.__new__`, and
   every other thread waited on them;
 - after a start whose process forked (twistd daemonizing the Server), a worker alone stayed
-  there opening the memory store, a moment after the reactor had checked a player's password
-  (Django's PBKDF2, which `hashlib` takes from OpenSSL).
+  there opening the memory store. Before the fork, the early warm-up's thread had made the
+  process's first TLS context while the main thread went on starting Django and Evennia
+  (whose password hasher, PBKDF2, `hashlib` takes from OpenSSL).
 
 So the Server sets OpenSSL up on its main thread before any thread of ours exists: before the
 early warm-up's thread starts (`agent.warmup.start_early`, ahead of twistd's fork) and before
