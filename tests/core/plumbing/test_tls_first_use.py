@@ -38,11 +38,16 @@ PROBE = textwrap.dedent("""
 """)
 
 
-def test_one_tls_context_is_made_on_the_calling_thread_before_any_worker_exists():
+def probed(source):
+    """What a probe printed last (a Python literal), run in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, check=True,
+    done = subprocess.run([sys.executable, "-c", source], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True, timeout=120)
-    made = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+
+def test_one_tls_context_is_made_on_the_calling_thread_before_any_worker_exists():
+    made = probed(PROBE)
     first_thread, threads_then = made[0]
     assert first_thread == "MainThread"
     assert not [name for name in threads_then if "ai_assistant-" in name]
@@ -82,10 +87,7 @@ EARLY = textwrap.dedent("""
 
 
 def test_the_early_warm_up_sets_openssl_up_on_the_main_thread_before_its_thread_starts():
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", EARLY], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=120)
-    made = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    made = probed(EARLY)
     on_main = [(name, threads) for name, thread, threads in made if thread == "MainThread"]
     assert {name for name, _ in on_main} == {"create_default_context", "pbkdf2_hmac"}
     assert all("ai_assistant-warm-up" not in threads for _, threads in on_main)
