@@ -33,6 +33,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.machine import describe
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO / "tests"))
@@ -166,6 +168,7 @@ def run(starts=4, warm=4, log=print, keep_log=None, pause=0.0, game=None):
     warm_median = statistics.median(warm_replies)
     return {
         "benchmark": "first_reply",
+        "machine": describe(),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "setup": {"starts": starts, "warm": warm, "llm_delay_s": 0.0, "pause_s": pause,
                   "first_start": ("evennia start (fresh Server process)" if game is None

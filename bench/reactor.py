@@ -51,6 +51,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.machine import describe
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO / "tests"))
@@ -435,6 +437,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     phase = re.search(r"phase:?\s*([a-z_]+)", status or "")
     return {
         "benchmark": "reactor",
+        "machine": describe(),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "setup": {
             "assistants": assistants,

@@ -31,6 +31,8 @@ import uuid
 
 import numpy
 
+from bench.machine import describe
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIMS = 384
 NAMES = ["Wenna", "Brannoc", "Kitto", "Elowen", "Tamsin", "Corwen"]
@@ -188,7 +190,7 @@ def main(argv=None):
 
             embed = get_embedder().embed
         fill_table(url, args.scopes, args.memories, chance, generator, embed)
-        document = {"benchmark": "recall_query", "scopes": args.scopes,
+        document = {"benchmark": "recall_query", "machine": describe(), "scopes": args.scopes,
                     "memories_per_scope": args.memories, "runs": args.runs,
                     "load_average": round(os.getloadavg()[0], 2),
                     **measure(url, args.scopes, args.runs, chance, generator, embed)}

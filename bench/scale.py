@@ -74,6 +74,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from bench.inline import fired, inline_threads
+from bench.machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "scale.json"
@@ -765,7 +766,7 @@ def reload_from(keep, repeat=3):
         cpu = {"reload": RELOAD_CPU_SECONDS.get((database, False)),
                "floor": RELOAD_CPU_SECONDS.get((database, True)),
                "empty": RELOAD_CPU_SECONDS.get((empty_db, False))}
-    return {"benchmark": "scale (reload of a kept world)",
+    return {"benchmark": "scale (reload of a kept world)", "machine": describe(),
             "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
             "reload_seconds": seconds, "reload_assistants_loaded": loaded,
@@ -880,6 +881,7 @@ def run(args, log=print):
     document.setdefault("world", {"grown": args.assistants, "replicated": 0, "days": days})
     document.update({
         "benchmark": "scale",
+        "machine": describe(),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "assistants": args.assistants, "days": days, "database": args.database,
         "memory_store": args.store,

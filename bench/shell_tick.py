@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.machine import describe
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "shell_tick.json"
 
@@ -99,7 +101,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         boot(os.path.join(folder, "bench.db3"))
         result = measure(args.ticks)
-    result.update(benchmark="shell_tick", target_cpu_ms=0.5,
+    result.update(benchmark="shell_tick", machine=describe(), target_cpu_ms=0.5,
                   met=result["cpu_ms_per_tick"] < 0.5,
                   when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

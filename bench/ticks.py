@@ -40,6 +40,7 @@ from twisted.internet import defer
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState, iso
 from ai_assistant.plumbing.settings import Settings
 from ai_assistant.workspace.mode import Mode
+from bench.machine import describe
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -262,6 +263,7 @@ def run(sizes=(100, 1000, 10000), repeat=200, log=print):
     load_all_tools()
     document = {
         "benchmark": "ticks",
+        "machine": describe(),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "python": sys.version.split()[0],
         "what": "core path on MemoryState; mechanical mode; medians over repetitions",

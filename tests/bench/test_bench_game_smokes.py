@@ -83,6 +83,7 @@ def test_reactor_smoke(tmp_path, bench_game):
     assert document["during_load"]["reactor_cpu_ms_per_llm_request"] > 0.0
     assert document["processes_left_running"] is None
     assert document["server_tracebacks"] == 0
+    assert document["machine"]["python_loop_us"] > 0  # what its timings compare by
     # the watchdog ran in the Server: its file is there, and the passes it saw are summed up
     assert (tmp_path / "passes.jsonl").exists()
     passes = document["long_passes_under_load"]

@@ -91,6 +91,7 @@ def test_ticks_smoke(tmp_path):
                  "search_after_release"):
         assert size[name]["cpu_ms"]["median"] >= 0.0
     assert "dreaming" in size["sleep_tick"]["phases"]
+    assert document["machine"]["python_loop_us"] > 0  # what the timings can be compared by
     assert (tmp_path / "t.json").exists()
 
 
@@ -197,6 +198,7 @@ def test_scale_smoke(tmp_path):
     assert document["sleep_tick_cpu_ms"]["count"] >= 6  # at least two sleep ticks a night
     assert 0 < document["idle_tick_ms"] < 50
     assert 0 < document["idle_tick_ms_fresh"] < 50  # the control: a fresh assistant, same time
+    assert document["machine"]["cores"] >= 1 and document["machine"]["python_loop_us"] > 0
 
 
 def test_scale_smoke_with_the_postgres_store(tmp_path):
@@ -308,6 +310,7 @@ def test_recall_query_smoke(tmp_path):
     assert document["recall_first_ms"]["count"] == document["recall_second_ms"]["count"] == 2
     assert document["recalls_answered"] == 4  # each found the scope's memories
     assert 0 < document["recall_second_ms"]["median"] <= document["recall_second_ms"]["max"]
+    assert document["machine"]["python_loop_us"] > 0
 
 
 def test_scale_reload_of_a_kept_world_with_evennias_floor(tmp_path, kept_world):
