@@ -39,6 +39,7 @@ from ai_assistant.memory.embedder import EmbedderUnavailable, LocalEmbedder
 from ai_assistant.memory.journal import Journal
 from ai_assistant.memory.search import dense
 from bench import locomo
+from bench.machine import describe
 
 RESULTS = locomo.RESULTS
 BATCH = 64
@@ -306,6 +307,7 @@ def run(data_path, conversations=None, question_limit=None, candidates=None, log
             log(f"{name}: skipped ({err})")
     return {
         "benchmark": "embedders",
+        "machine": describe(),
         "data": os.path.basename(str(data_path)),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "conversations": len(data),

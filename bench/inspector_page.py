@@ -24,6 +24,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.machine import describe
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "inspector_page.json"
 TEST = "tests/shell/test_inspector_scale.py::TestInspectorAtScale"
@@ -87,6 +89,7 @@ def main(argv=None):
     runs = [measure_once(args.entries) for _ in range(args.repeat)]
     result = {
         "benchmark": "inspector_page",
+        "machine": describe(),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "entries": args.entries, "memories": args.entries, "runs": args.repeat,
         "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],

@@ -51,6 +51,7 @@ from ai_assistant.memory.search.params import SearchParams
 from ai_assistant.memory.search.terms import relevance_keyword_overlap
 from ai_assistant.plumbing.ports import AssistantPorts, FixedClock, MemoryState
 from ai_assistant.plumbing.settings import Settings
+from bench.machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo_dev.json"
@@ -387,6 +388,7 @@ def run(data_path, conversations=None, question_limit=None, mem0_turns=None, use
 
     return {
         "benchmark": "locomo",
+        "machine": describe(),
         "data": os.path.basename(str(data_path)),
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "conversations": len(data),
