@@ -192,7 +192,6 @@ def main(argv=None):
         fill_table(url, args.scopes, args.memories, chance, generator, embed)
         document = {"benchmark": "recall_query", "machine": describe(), "scopes": args.scopes,
                     "memories_per_scope": args.memories, "runs": args.runs,
-                    "load_average": round(os.getloadavg()[0], 2),
                     **measure(url, args.scopes, args.runs, chance, generator, embed)}
         if args.recall:
             document.update(measure_recall(url, args.scopes))
