@@ -4,7 +4,7 @@ Reactor responsiveness: how long a plain `look` takes while many assistants are 
     .venv/bin/python -m bench.reactor [--assistants 20] [--looks 200] [--interval 0.1]
                                       [--talkers 4] [--journal 300] [--memories 300]
                                       [--llm-delay 1.0] [--warmup 8] [--out PATH]
-                                      [--blocks PATH] [--reload] [--gc-freeze]
+                                      [--blocks PATH] [--reload] [--gc-freeze] [--floor]
 
 A real Evennia server is started from this repository (`tests/game_server.py`) with its LLM
 pointed at the scripted OpenAI-compatible server (`tests/scripted_llm.py`), which answers every
@@ -32,6 +32,12 @@ With `--reload` the server is reloaded once the assistants are grown, as a live 
 with its world, and the load begins when that start has settled (its warm-ups over: at most
 `SETTLE_SECONDS`). `--gc-freeze` sets `threads.gc_freeze` in the server's settings, so the
 objects held once a start settles are left out of the garbage collector's full passes.
+
+With `--floor` the same traffic is served by plain Evennia characters instead of assistants
+(`bench.reactor_floor`): the players `say` their lines, each character answers a line that
+names it after `--llm-delay` seconds with Evennia's own `say`. No memory is grown and nobody
+sleeps. What a `look` waits for then is the game's own work for that traffic, the floor under
+any assistant: compare the two runs' `p99_ms` and `reactor_cpu_ms_per_talk`.
 
 The target (issue 30): p99 under load within 1.5x the baseline's p99, or baseline + 20 ms,
 whichever is larger. Every process started from the game folder is stopped at the end.
@@ -68,6 +74,8 @@ SETTLED_LINE = "the start has settled"
 GC_FREEZE_SETTINGS = ('AI_ASSISTANT = dict(globals().get("AI_ASSISTANT", {}))\n'
                       'AI_ASSISTANT["threads"] = {**AI_ASSISTANT.get("threads", {}), '
                       '"gc_freeze": True}\n')
+# an answer the talkers read (the players' own lines say "talkerN says")
+REPLY_SAID = re.compile(r"\b(?:Bench|Floor)\d+ says, ")
 TARGET_RATIO = 1.5
 TARGET_SLACK_MS = 20.0
 # the players are created from one address within seconds; the server imports this module
@@ -125,7 +133,7 @@ def summary(latencies_ms):
 
 
 def login(server, name=None, password="bench-pass-1"):
-    """A connected TelnetClient: the superuser, or a new player account `name`."""
+    """A connected TelnetClient: the superuser, or player `name` (created unless it exists)."""
     from game_server import TelnetClient
 
     client = TelnetClient(server.telnet_port, timeout=60)
@@ -136,7 +144,8 @@ def login(server, name=None, password="bench-pass-1"):
         client.send(f"create {name} {password}")
         client.read_until(r"Is this what you intended", timeout=60)
         client.send("Y")
-        client.read_until(r"(?i)created|welcome", timeout=60)
+        # a lent server may have this player from an earlier run: it connects again
+        client.read_until(r"(?i)created|welcome|already taken", timeout=60)
         client.send(f"connect {name} {password}")
     client.read_until(r"Limbo", timeout=60)
     client.drain(0.5)
@@ -233,13 +242,17 @@ def grow_memories(caller, names, count, seed=0):
 
 
 class Talker(threading.Thread):
-    """A player who talks to the assistants in turn until stopped (and reads what comes back)."""
+    """
+    A player who talks to the assistants in turn until stopped (and reads what comes back):
+    `talk Bench3 = ...`, or with `floor` Evennia's own `say Bench3, ...` (`bench.reactor_floor`).
+    """
 
-    def __init__(self, client, names, offset):
+    def __init__(self, client, names, offset, floor=False):
         super().__init__(daemon=True)
         self.client = client
         self.names = names
         self.offset = offset
+        self.floor = floor
         self.stop_event = threading.Event()
         self.sent = 0
         self.heard = 0
@@ -251,12 +264,13 @@ class Talker(threading.Thread):
             while not self.stop_event.is_set():
                 name = self.names[turn % len(self.names)]
                 turn += 1
-                self.client.send(f"talk {name} = how is the harbour today, {name}?")
+                self.client.send(f"say {name}, how is the harbour today?" if self.floor
+                                 else f"talk {name} = how is the harbour today, {name}?")
                 self.sent += 1
                 deadline = time.time() + TALK_EVERY
                 while time.time() < deadline:
                     self.client._receive(max(0.01, deadline - time.time()))
-                self.heard += self.client.buffer.count(" says, ")
+                self.heard += len(REPLY_SAID.findall(self.client.buffer))
                 self.client.buffer = ""
         except (OSError, ConnectionError) as err:  # reported, not raised in a thread
             self.error = repr(err)
@@ -296,7 +310,7 @@ def reload_and_settle(server, admin, pid_file, log):
 
 def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, memories=300,
         llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None, blocks=None,
-        reload_world=False, gc_freeze=False):  # fmt: skip
+        reload_world=False, gc_freeze=False, floor=False):  # fmt: skip
     """
     Run the benchmark (see the module doc).
 
@@ -309,6 +323,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             so a run with it is for finding the passes, not for the ratio).
         reload_world (bool): Reload the server once the world is grown (`--reload`).
         gc_freeze (bool): `threads.gc_freeze` in the server's settings (a server of its own).
+        floor (bool): The same traffic served by plain Evennia characters, no assistant
+            (`bench.reactor_floor`): what the game's own work for it costs a `look`.
 
     Returns:
         dict: The results document.
@@ -327,7 +343,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         llm.responder = make_responder(llm_delay)
     clients, crew = [], []
     # a lent server is the lender's to stop (it must be started with SERVER_SETTINGS)
-    left_running, corpus, machine_load, reactor_cpu = None, [0, 0], {}, {}
+    left_running, corpus, machine_load, reactor_cpu = None, [None, None], {}, {}
+    status = floor_removed = None
     long_passes = None
     try:
         started = time.perf_counter()
@@ -355,12 +372,17 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         machine_load = {"baseline": round(os.getloadavg()[0], 2)}
         log(f"baseline: {summary(baseline)}")
 
-        names = [f"Bench{number}" for number in range(1, assistants + 1)]
-        for name in names:
-            admin.command(f"@assistant/create {name}", rf"Created assistant {name}[^\n]*\n")
-        sleeper = names[-1]
-        awake = names[:-1] or names
-        if journal_entries:
+        names = [f"{'Floor' if floor else 'Bench'}{number}" for number in range(1, assistants + 1)]
+        if floor:
+            admin.command(f"py from bench.reactor_floor import create_floor; "
+                          f"create_floor(self, {names!r}, {llm_delay!r})",
+                          r"floor: \d+ characters[^\n]*\n")  # fmt: skip
+        else:
+            for name in names:
+                admin.command(f"@assistant/create {name}", rf"Created assistant {name}[^\n]*\n")
+        sleeper = None if floor else names[-1]
+        awake = names if floor else (names[:-1] or names)
+        if journal_entries and not floor:
             admin.command(f"@assistant/config {sleeper} = journal.max_entries "
                           f"{max(1000, journal_entries * 2)}", r"journal.max_entries[^\n]*\n")
             admin.command(f"@assistant/config {sleeper} = ticks.sleep 5", r"ticks.sleep[^\n]*\n")
@@ -368,7 +390,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                                    r"seeded \d+ entries", timeout=120)  # fmt: skip
             log(seeded.strip().splitlines()[-1])
             admin.command(f"@assistant/sleep {sleeper}", r"now asleep[^\n]*\n")
-        if memories:
+        if memories and not floor:
             grow_started = time.perf_counter()
             for name in awake:
                 admin.command(f"@assistant/config {name} = journal.max_entries "
@@ -385,7 +407,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             server_pid = reload_and_settle(server, admin, pid_file, log)
         for number, client in enumerate(players):
             client.drain(0.1)
-            crew.append(Talker(client, awake, number * 3))
+            crew.append(Talker(client, awake, number * 3, floor))
         requests_before = len(llm.requests)
         for talker in crew:
             talker.start()
@@ -393,10 +415,12 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             admin.command(f"py from bench.reactor_blocks import start; "
                           f"self.msg(start({str(blocks)!r}))", r"reactor watchdog[^\n]*\n")
         time.sleep(warmup)
+        talks_before = sum(t.sent for t in crew)
         load_started, load_began = time.perf_counter(), time.time()
         loaded, reactor_cpu["load"] = reactor_cpu_during(
             server_pid, lambda: measure_looks(looker, looks, interval))
         load_seconds = time.perf_counter() - load_started
+        talks_during_load = sum(t.sent for t in crew) - talks_before
         if blocks:
             from bench.reactor_blocks import summarise
 
@@ -410,14 +434,19 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             talker.stop_event.set()
         for talker in crew:
             talker.join(timeout=10)
-        status = admin.command(f"@assistant {sleeper}", r"provider:[^\n]*\n")
-        corpus = admin.command(
-            f"py from ai_assistant.memory.longterm.mirror import mirror_of; "
-            f"from ai_assistant.memory.journal import get_journal; "
-            f"_p = self.search('{awake[0]}', global_search=True).assistant.ports(); "
-            f"self.msg('corpus: %d memories, %d entries' % (len(mirror_of(_p)), "
-            f"len(get_journal(_p)['entries'])))", r"corpus: \d+ memories, \d+ entries")
-        corpus = [int(n) for n in re.findall(r"\d+", corpus.splitlines()[-1])]
+        if floor:
+            removed = admin.command(f"py from bench.reactor_floor import remove_floor; "
+                                    f"remove_floor(self, {names!r})", r"floor removed: \d+")
+            floor_removed = int(re.findall(r"floor removed: (\d+)", removed)[-1])
+        else:
+            status = admin.command(f"@assistant {sleeper}", r"provider:[^\n]*\n")
+            corpus = admin.command(
+                f"py from ai_assistant.memory.longterm.mirror import mirror_of; "
+                f"from ai_assistant.memory.journal import get_journal; "
+                f"_p = self.search('{awake[0]}', global_search=True).assistant.ports(); "
+                f"self.msg('corpus: %d memories, %d entries' % (len(mirror_of(_p)), "
+                f"len(get_journal(_p)['entries'])))", r"corpus: \d+ memories, \d+ entries")
+            corpus = [int(n) for n in re.findall(r"\d+", corpus.splitlines()[-1])]
         tracebacks = server.logs().count("Traceback")
     finally:
         for talker in crew:
@@ -435,6 +464,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     base, load = summary(baseline), summary(loaded)
     allowed = max(TARGET_RATIO * base["p99_ms"], base["p99_ms"] + TARGET_SLACK_MS)
     phase = re.search(r"phase:?\s*([a-z_]+)", status or "")
+    # the lines said while the looks under load were timed (the talkers keep count throughout)
+    talks = talks_during_load
     return {
         "benchmark": "reactor",
         "machine": describe(),
@@ -445,9 +476,11 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             "interval_s": interval,
             "talkers": talkers,
             "talk_every_s": TALK_EVERY,
-            "sleeper_journal_entries": journal_entries,
-            "memories_per_awake_assistant": {"journal_entries": memories,
-                                             "long_term_memories": memories},
+            # plain Evennia characters, no assistant (`bench.reactor_floor`)
+            "floor": floor,
+            "sleeper_journal_entries": 0 if floor else journal_entries,
+            "memories_per_awake_assistant": {"journal_entries": 0 if floor else memories,
+                                             "long_term_memories": 0 if floor else memories},
             "sleeper_tick_s": 5,
             "llm_delay_s": llm_delay,
             "warmup_s": warmup,
@@ -473,8 +506,14 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                 round(reactor_cpu["load"] * load_seconds / requests, 1)
                 if reactor_cpu.get("load") is not None and requests else None),
             "talks_sent": sum(t.sent for t in crew),
+            # the reactor's CPU per player line: comparable between the floor and the game
+            "reactor_cpu_ms_per_talk": (
+                round(reactor_cpu["load"] * load_seconds / talks, 2)
+                if reactor_cpu.get("load") is not None and talks else None),
             "says_heard_by_talkers": sum(t.heard for t in crew),
             "talker_errors": [t.error for t in crew if t.error],
+            # `--floor`: the plain characters deleted at the end (a lent server is left as found)
+            "floor_characters_removed": floor_removed,
             "sleeper_phase_after": phase.group(1) if phase else None,
             # what one awake assistant's recall ranked at the end (its mirror and journal)
             "awake_memories_after": corpus[0],
@@ -504,6 +543,9 @@ def main(argv=None, game=None):
                              "start has settled")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="threads.gc_freeze in the server's settings")
+    parser.add_argument("--floor", action="store_true",
+                        help="the same traffic served by plain Evennia characters, no assistant "
+                             "(bench.reactor_floor): the game's own share of the tail")
     parser.add_argument("--blocks", default=None,
                         help="record the reactor's passes over 4 ms under load in this file "
                              "(where a slow look waits; adds a 1 ms beat to the reactor)")
@@ -511,7 +553,7 @@ def main(argv=None, game=None):
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
                    args.memories, args.llm_delay, warmup=args.warmup, game=game,
                    blocks=args.blocks, reload_world=args.reload,
-                   gc_freeze=args.gc_freeze)  # fmt: skip
+                   gc_freeze=args.gc_freeze, floor=args.floor)  # fmt: skip
     print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met",
                                                "reactor_cpu_ms_per_s", "machine_load_average")}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -88,3 +88,25 @@ def test_reactor_smoke(tmp_path, bench_game):
     assert (tmp_path / "passes.jsonl").exists()
     passes = document["long_passes_under_load"]
     assert passes["passes"] >= 0 and passes["total_ms"] >= passes["max_ms"] >= 0
+
+
+@pytest.mark.e2e
+def test_reactor_floor_smoke(tmp_path, bench_game):
+    """`--floor`: plain Evennia characters answer the same traffic, and are gone after."""
+    from bench import reactor
+
+    document = reactor.main(["--floor", "--assistants", "2", "--looks", "10", "--talkers", "1",
+                             "--warmup", "2", "--llm-delay", "0.2",
+                             "--out", str(tmp_path / "floor.json")], game=bench_game)
+    assert document["setup"]["floor"] is True
+    assert document["setup"]["memories_per_awake_assistant"] == {
+        "journal_entries": 0, "long_term_memories": 0}
+    for run in ("baseline", "load"):
+        assert document[run]["looks"] == 10
+    during = document["during_load"]
+    # the floor characters answered the player's lines, by name, with Evennia's own `say`
+    assert during["talks_sent"] > 0 and during["says_heard_by_talkers"] > 0
+    assert during["talker_errors"] == []
+    assert during["reactor_cpu_ms_per_talk"] > 0.0
+    assert during["floor_characters_removed"] == 2
+    assert document["server_tracebacks"] == 0
