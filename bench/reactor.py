@@ -464,8 +464,6 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     base, load = summary(baseline), summary(loaded)
     allowed = max(TARGET_RATIO * base["p99_ms"], base["p99_ms"] + TARGET_SLACK_MS)
     phase = re.search(r"phase:?\s*([a-z_]+)", status or "")
-    # the lines said while the looks under load were timed (the talkers keep count throughout)
-    talks = talks_during_load
     return {
         "benchmark": "reactor",
         "machine": describe(),
@@ -507,9 +505,10 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                 if reactor_cpu.get("load") is not None and requests else None),
             "talks_sent": sum(t.sent for t in crew),
             # the reactor's CPU per player line: comparable between the floor and the game
+            # (the lines said while the looks under load were timed)
             "reactor_cpu_ms_per_talk": (
-                round(reactor_cpu["load"] * load_seconds / talks, 2)
-                if reactor_cpu.get("load") is not None and talks else None),
+                round(reactor_cpu["load"] * load_seconds / talks_during_load, 2)
+                if reactor_cpu.get("load") is not None and talks_during_load else None),
             "says_heard_by_talkers": sum(t.heard for t in crew),
             "talker_errors": [t.error for t in crew if t.error],
             # `--floor`: the plain characters deleted at the end (a lent server is left as found)

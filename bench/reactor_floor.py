@@ -2,7 +2,7 @@
 The floor of `bench.reactor`: the same traffic served by plain Evennia characters, no assistant.
 
 `bench.reactor --floor` creates `FloorCharacter`s instead of assistants, and its players `say`
-their lines to the room ("Bench3, how is the harbour today?") instead of `talk`ing. A floor
+their lines to the room ("Floor3, how is the harbour today?") instead of `talk`ing. A floor
 character that hears its name from a player answers after the scripted model's delay with
 Evennia's own `at_say`, as an assistant's `say` tool does. What a `look` then waits for is
 Evennia's own work for that traffic (the players' commands, the room's messages, the telnet and
