@@ -4,7 +4,8 @@ Reactor responsiveness: how long a plain `look` takes while many assistants are 
     .venv/bin/python -m bench.reactor [--assistants 20] [--looks 200] [--interval 0.1]
                                       [--talkers 4] [--journal 300] [--memories 300]
                                       [--llm-delay 1.0] [--warmup 8] [--out PATH]
-                                      [--blocks PATH] [--reload] [--gc-freeze] [--floor]
+                                      [--blocks PATH] [--spy PATH] [--reload] [--gc-freeze]
+                                      [--floor]
 
 A real Evennia server is started from this repository (`tests/game_server.py`) with its LLM
 pointed at the scripted OpenAI-compatible server (`tests/scripted_llm.py`), which answers every
@@ -39,6 +40,10 @@ names it after `--llm-delay` seconds with Evennia's own `say`. No memory is grow
 sleeps. What a `look` waits for then is the game's own work for that traffic, the floor under
 any assistant: compare the two runs' `p99_ms` and `reactor_cpu_ms_per_talk`.
 
+With `--spy PATH` the Server is sampled from outside by `py-spy` while the looks under load are
+timed (`bench.reactor_profile`): what its reactor thread spent its CPU on, by function and by
+package, without the in-process watchdog's beat.
+
 The target (issue 30): p99 under load within 1.5x the baseline's p99, or baseline + 20 ms,
 whichever is larger. Every process started from the game folder is stopped at the end.
 
@@ -58,6 +63,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.machine import describe
+from bench.reactor_profile import Recording
+from bench.reactor_profile import summarise as summarise_profile
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -310,7 +317,7 @@ def reload_and_settle(server, admin, pid_file, log):
 
 def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, memories=300,
         llm_delay=1.0, log=print, warmup=WARMUP_SECONDS, game=None, blocks=None,
-        reload_world=False, gc_freeze=False, floor=False):  # fmt: skip
+        reload_world=False, gc_freeze=False, floor=False, spy=None):  # fmt: skip
     """
     Run the benchmark (see the module doc).
 
@@ -325,6 +332,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         gc_freeze (bool): `threads.gc_freeze` in the server's settings (a server of its own).
         floor (bool): The same traffic served by plain Evennia characters, no assistant
             (`bench.reactor_floor`): what the game's own work for it costs a `look`.
+        spy (str, optional): A file for `py-spy`'s samples of the Server under load
+            (`bench.reactor_profile`).
 
     Returns:
         dict: The results document.
@@ -345,7 +354,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     # a lent server is the lender's to stop (it must be started with SERVER_SETTINGS)
     left_running, corpus, machine_load, reactor_cpu = None, [None, None], {}, {}
     status = floor_removed = None
-    long_passes = None
+    long_passes = profile = None
     try:
         started = time.perf_counter()
         if game is None:
@@ -416,10 +425,15 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
                           f"self.msg(start({str(blocks)!r}))", r"reactor watchdog[^\n]*\n")
         time.sleep(warmup)
         talks_before = sum(t.sent for t in crew)
+        recording = Recording(server_pid, spy).start() if spy and server_pid else None
         load_started, load_began = time.perf_counter(), time.time()
         loaded, reactor_cpu["load"] = reactor_cpu_during(
             server_pid, lambda: measure_looks(looker, looks, interval))
         load_seconds = time.perf_counter() - load_started
+        if recording is not None:
+            failed = recording.stop()
+            profile = {"error": failed} if failed else summarise_profile(spy)
+            log(f"reactor profile: {profile}")
         talks_during_load = sum(t.sent for t in crew) - talks_before
         if blocks:
             from bench.reactor_blocks import summarise
@@ -520,7 +534,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
         },
         "server_tracebacks": tracebacks,
         "processes_left_running": left_running,  # None: a lent server
-    } | ({"long_passes_under_load": long_passes} if blocks else {})
+    } | ({"long_passes_under_load": long_passes} if blocks else {}) | (
+        {"reactor_profile_under_load": profile} if spy else {})
 
 
 def main(argv=None, game=None):
@@ -545,13 +560,16 @@ def main(argv=None, game=None):
     parser.add_argument("--floor", action="store_true",
                         help="the same traffic served by plain Evennia characters, no assistant "
                              "(bench.reactor_floor): the game's own share of the tail")
+    parser.add_argument("--spy", default=None,
+                        help="sample the Server with py-spy under load into this file, and "
+                             "summarise where its reactor thread spent its CPU")
     parser.add_argument("--blocks", default=None,
                         help="record the reactor's passes over 4 ms under load in this file "
                              "(where a slow look waits; adds a 1 ms beat to the reactor)")
     args = parser.parse_args(argv)
     document = run(args.assistants, args.looks, args.interval, args.talkers, args.journal,
                    args.memories, args.llm_delay, warmup=args.warmup, game=game,
-                   blocks=args.blocks, reload_world=args.reload,
+                   blocks=args.blocks, reload_world=args.reload, spy=args.spy,
                    gc_freeze=args.gc_freeze, floor=args.floor)  # fmt: skip
     print(json.dumps({k: document[k] for k in ("baseline", "load", "p99_ratio", "target_met",
                                                "reactor_cpu_ms_per_s", "machine_load_average")}))

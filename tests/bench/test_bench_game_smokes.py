@@ -63,6 +63,7 @@ def test_reactor_smoke(tmp_path, bench_game):
     document = reactor.main(["--assistants", "2", "--looks", "10", "--talkers", "1",
                              "--journal", "20", "--memories", "12", "--warmup", "2",
                              "--blocks", str(tmp_path / "passes.jsonl"),
+                             "--spy", str(tmp_path / "spy.txt"),
                              "--out", str(tmp_path / "reactor.json")], game=bench_game)
     assert json.loads((tmp_path / "reactor.json").read_text())["load"] == document["load"]
     for run in ("baseline", "load"):
@@ -88,6 +89,12 @@ def test_reactor_smoke(tmp_path, bench_game):
     assert (tmp_path / "passes.jsonl").exists()
     passes = document["long_passes_under_load"]
     assert passes["passes"] >= 0 and passes["total_ms"] >= passes["max_ms"] >= 0
+    # py-spy sampled the Server from outside: the reactor thread was seen, and what it did
+    # is split by package (shares of its busy samples)
+    profile = document["reactor_profile_under_load"]
+    assert "error" not in profile, profile
+    assert profile["samples"] >= profile["busy_samples"] > 0
+    assert abs(sum(profile["self_by_owner"].values()) - 1.0) < 0.01
 
 
 @pytest.mark.e2e

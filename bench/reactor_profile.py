@@ -1,0 +1,154 @@
+"""
+Where the reactor thread spends its CPU under load: `bench.reactor --spy PATH`.
+
+`py-spy` (a sampling profiler that reads the Server's memory from another process) records
+every thread of the Server while the looks under load are timed, without pausing it
+(`--nonblocking`) and leaving out threads the kernel has asleep. Neither the interpreter's own
+profilers nor an in-process sampler can do this: Python 3.12's `cProfile` counts every thread
+together, and a sampler inside the process has to win the interpreter lock to look, so it
+mostly sees the reactor where it lets the lock go (a file write, a database call).
+
+`summarise(path)` keeps the reactor's thread (the Server's main thread) and drops the samples
+where it sits in its poll waiting for work. What is left is what the reactor did: each
+function's share of those samples, counted once per sample it was on the stack of
+(inclusive), and the share whose innermost frame is in each package (self). A sample can fall
+where the thread is runnable but waiting for a core or the interpreter lock; on a busy machine
+those points (a function's first line, the return from a system call) weigh more than their
+work.
+"""
+
+import collections
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+RATE = 100  # samples a second: py-spy's own CPU stays small beside the game's on two cores
+REACTOR_THREAD = "MainThread"
+IDLE = "doPoll"  # the reactor's wait in epoll for its next event (`EPollReactor.doPoll`)
+# where an innermost frame's file lies, by the first matching prefix (py-spy shortens the
+# paths of installed packages to their package folder)
+OWNERS = (("ai_assistant/", "ai_assistant"), ("evennia/", "evennia"), ("django/", "django"),
+          ("twisted/", "twisted"))
+_FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
+
+
+def py_spy():
+    """The `py-spy` executable beside this interpreter (the project's venv), or on PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+class Recording:
+    """
+    One `py-spy record` of a process, from `start` until `stop`.
+
+    Args:
+        pid (int): The process (the Server's).
+        path (str): The raw file py-spy writes (a stack and its count per line).
+        rate (int): Samples a second.
+    """
+
+    def __init__(self, pid, path, rate=RATE):
+        self.pid, self.path, self.rate = pid, str(path), rate
+        self.process = None
+        self.error = None
+
+    def start(self):
+        """Start recording; `error` says why not (no py-spy, or it could not attach)."""
+        executable = py_spy()
+        if executable is None:
+            self.error = "py-spy is not installed (make venv installs it)"
+            return self
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(  # noqa: S603 - a fixed command line
+            [executable, "record", "--pid", str(self.pid), "--threads", "--nonblocking",
+             "--rate", str(self.rate), "--format", "raw", "--output", self.path],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return self
+
+    def stop(self, timeout=30):
+        """
+        Stop recording (py-spy writes its file when interrupted).
+
+        Returns:
+            str or None: Why nothing was recorded, or None when the file was written.
+        """
+        if self.process is None:
+            return self.error
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            output, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            output, _ = self.process.communicate()
+        if not os.path.exists(self.path) or not os.path.getsize(self.path):
+            self.error = (output or "").strip().splitlines()[-1:] or ["py-spy wrote nothing"]
+            self.error = self.error[0]
+        return self.error
+
+
+def _frame(text):
+    """`(function, file)` of one py-spy frame, `function (file:line)`."""
+    found = _FRAME.match(text)
+    return (found["function"], found["file"]) if found else (text, "")
+
+
+def owner(file):
+    """The package a frame's file belongs to (`OWNERS`), else "other"."""
+    return next((name for prefix, name in OWNERS if file.startswith(prefix)), "other")
+
+
+def summarise(path, thread=REACTOR_THREAD, top=25):
+    """
+    What the reactor thread did, from a py-spy raw file (see the module doc).
+
+    Args:
+        path (str): The raw file (`Recording`).
+        thread (str): The thread's name.
+        top (int): How many functions to list.
+
+    Returns:
+        dict: `samples` (the thread's, idle ones included), `busy_samples`, `self_by_owner`
+        (each package's share of the busy samples, by innermost frame), `under_ai_assistant`
+        (the share with a frame of this contrib anywhere on the stack), `ai_assistant_inclusive`
+        (the `top` functions of this contrib by inclusive share) and `self_top` (the `top`
+        innermost frames).
+    """
+    samples = busy = 0
+    inclusive, innermost, owners = (collections.Counter() for _ in range(3))
+    under_contrib = 0
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            frames = stack.split(";")
+            if not count.isdigit() or not frames or not frames[0].endswith(f": {thread}"):
+                continue
+            count = int(count)
+            samples += count
+            frames = frames[1:]
+            parsed = [_frame(frame) for frame in frames]
+            if not parsed or parsed[-1][0].rpartition(".")[2] == IDLE:
+                continue
+            busy += count
+            function, file = parsed[-1]
+            innermost[f"{function} ({file})"] += count
+            owners[owner(file)] += count
+            contrib = {f"{function} ({file})" for function, file in parsed
+                       if owner(file) == "ai_assistant"}
+            under_contrib += count if contrib else 0
+            for key in contrib:
+                inclusive[key] += count
+
+    def shares(counter, limit=None):
+        return {key: round(value / busy, 4) for key, value in counter.most_common(limit)}
+
+    return {"samples": samples, "busy_samples": busy,
+            "self_by_owner": shares(owners) if busy else {},
+            "under_ai_assistant": round(under_contrib / busy, 4) if busy else 0.0,
+            "ai_assistant_inclusive": shares(inclusive, top) if busy else {},
+            "self_top": shares(innermost, top) if busy else {}}
