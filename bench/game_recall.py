@@ -75,7 +75,6 @@ run time is what it measures. Results go to `--out` and to `bench/results/game_r
 import argparse
 import copy
 import json
-import math
 import pickle
 import re
 import statistics
@@ -95,6 +94,7 @@ from bench.locomo import (
     selected_conversations,
 )
 from bench.paraphrasing_model import ParaphrasingModel
+from bench.percentiles import percentile
 from bench.prompt_size import CapturingLLM, request_tokens
 from bench.scale import boot
 
@@ -680,12 +680,6 @@ def load_states(folder):
     if not states:
         raise ValueError(f"no saved states in {folder}")
     return sorted(states, key=lambda state: state["number"])
-
-
-def percentile(values, share):
-    """The nearest-rank percentile (`share` in 0..1) of a non-empty list."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 def summarise(figures, conversations, seconds, splits=()):

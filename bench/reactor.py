@@ -63,6 +63,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.machine import describe
+from bench.percentiles import percentile
 from bench.reactor_profile import Recording
 from bench.reactor_profile import summarise as summarise_profile
 
@@ -119,13 +120,6 @@ def make_responder(delay):
         return respond(request).after(delay)
 
     return responder
-
-
-def percentile(values, share):
-    """Nearest-rank percentile (share 0-1) of a non-empty list."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(share * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def summary(latencies_ms):

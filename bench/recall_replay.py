@@ -29,8 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.game_recall import load_states, percentile, request_text
+from bench.game_recall import load_states, request_text
 from bench.locomo import conversation_range
+from bench.percentiles import percentile
 from bench.prompt_size import request_tokens
 
 _BLOCK = re.compile(r"## What you remember\n(?:\(.*\)\n)?<<<BEGIN MEMORIES>>>.*?<<<END MEMORIES>>>",
