@@ -90,8 +90,11 @@ def test_reactor_smoke(tmp_path, bench_game):
     passes = document["long_passes_under_load"]
     assert passes["passes"] >= 0 and passes["total_ms"] >= passes["max_ms"] >= 0
     # py-spy sampled the Server from outside: the reactor thread was seen, and what it did
-    # is split by package (shares of its busy samples)
+    # is split by package (shares of its busy samples). Attaching to another process needs
+    # ptrace rights, which a non-root user under Yama's ptrace_scope 1 does not have.
     profile = document["reactor_profile_under_load"]
+    if "ermission" in profile.get("error", ""):
+        pytest.skip(f"py-spy may not attach to the Server here: {profile['error']}")
     assert "error" not in profile, profile
     assert profile["samples"] >= profile["busy_samples"] > 0
     assert abs(sum(profile["self_by_owner"].values()) - 1.0) < 0.01
