@@ -116,11 +116,12 @@ def summarise(path, thread=REACTOR_THREAD, top=25):
         dict: `samples` (the thread's, idle ones included), `busy_samples`, `self_by_owner`
         (each package's share of the busy samples, by innermost frame), `under_ai_assistant`
         (the share with a frame of this contrib anywhere on the stack), `ai_assistant_inclusive`
-        (the `top` functions of this contrib by inclusive share) and `self_top` (the `top`
-        innermost frames).
+        (the `top` functions of this contrib by inclusive share), `evennia_inclusive` (the same
+        for Evennia's, the game's own work: commands, locks, messages) and `self_top` (the
+        `top` innermost frames).
     """
     samples = busy = 0
-    inclusive, innermost, owners = (collections.Counter() for _ in range(3))
+    inclusive, evennia, innermost, owners = (collections.Counter() for _ in range(4))
     under_contrib = 0
     with open(path, encoding="utf-8") as lines:
         for line in lines:
@@ -143,6 +144,9 @@ def summarise(path, thread=REACTOR_THREAD, top=25):
             under_contrib += count if contrib else 0
             for key in contrib:
                 inclusive[key] += count
+            for key in {f"{function} ({file})" for function, file in parsed
+                        if owner(file) == "evennia"}:
+                evennia[key] += count
 
     def shares(counter, limit=None):
         return {key: round(value / busy, 4) for key, value in counter.most_common(limit)}
@@ -151,4 +155,5 @@ def summarise(path, thread=REACTOR_THREAD, top=25):
             "self_by_owner": shares(owners) if busy else {},
             "under_ai_assistant": round(under_contrib / busy, 4) if busy else 0.0,
             "ai_assistant_inclusive": shares(inclusive, top) if busy else {},
+            "evennia_inclusive": shares(evennia, top) if busy else {},
             "self_top": shares(innermost, top) if busy else {}}

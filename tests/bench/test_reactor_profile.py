@@ -50,6 +50,10 @@ def test_busy_samples_split_by_package_and_by_contrib_function(raw):
     assert summary["ai_assistant_inclusive"]["_run_one (ai_assistant/reactor_turns.py)"] == 0.9
     assert summary["ai_assistant_inclusive"]["record (ai_assistant/durability.py)"] == 0.6
     assert next(iter(summary["self_top"])) == "_append (ai_assistant/plumbing/state_log.py)"
+    # the game's own work beside it: the save under the turn, the command under AMP
+    assert summary["evennia_inclusive"] == {
+        "save (evennia/utils/idmapper/models.py)": 0.3,
+        "func (evennia/commands/default/general.py)": 0.1}
 
 
 def test_a_recording_without_py_spy_says_so(monkeypatch, tmp_path):
