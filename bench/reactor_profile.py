@@ -2,19 +2,23 @@
 Where the reactor thread spends its CPU under load: `bench.reactor --spy PATH`.
 
 `py-spy` (a sampling profiler that reads the Server's memory from another process) records
-every thread of the Server while the looks under load are timed, without pausing it
-(`--nonblocking`) and leaving out threads the kernel has asleep. Neither the interpreter's own
-profilers nor an in-process sampler can do this: Python 3.12's `cProfile` counts every thread
-together, and a sampler inside the process has to win the interpreter lock to look, so it
-mostly sees the reactor where it lets the lock go (a file write, a database call).
+the Server's threads while the looks under load are timed, without pausing it
+(`--nonblocking`), and only a thread that holds the interpreter lock (`--gil`): the Python
+work that keeps the reactor from its next event. Neither the interpreter's own profilers nor an
+in-process sampler can do this: Python 3.12's `cProfile` counts every thread together, and a
+sampler inside the process has to win the interpreter lock to look, so it mostly sees the
+reactor where it lets the lock go (a file write, a database call).
+
+Without `--gil`, py-spy also counts a thread the kernel has runnable: on a busy machine, one
+that gave up its core in a system call and waits for it back. Those waits then weigh on the
+line of the call (a write-ahead log's `os.write`: 10.5% of the samples without `--gil`, 2.3%
+with it, while taking the write away changed the reactor's CPU not at all; bench/README,
+reactor round 11). With `--gil` the kernel's own time in a call is left out too.
 
 `summarise(path)` keeps the reactor's thread (the Server's main thread) and drops the samples
 where it sits in its poll waiting for work. What is left is what the reactor did: each
 function's share of those samples, counted once per sample it was on the stack of
-(inclusive), and the share whose innermost frame is in each package (self). A sample can fall
-where the thread is runnable but waiting for a core or the interpreter lock; on a busy machine
-those points (a function's first line, the return from a system call) weigh more than their
-work.
+(inclusive), and the share whose innermost frame is in each package (self).
 """
 
 import collections
@@ -66,7 +70,7 @@ class Recording:
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(  # noqa: S603 - a fixed command line
             [executable, "record", "--pid", str(self.pid), "--threads", "--nonblocking",
-             "--rate", str(self.rate), "--format", "raw", "--output", self.path],
+             "--gil", "--rate", str(self.rate), "--format", "raw", "--output", self.path],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         return self
 
