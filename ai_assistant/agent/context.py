@@ -50,6 +50,7 @@ from ai_assistant.plumbing.quoting import DATA_RULE, STANDING_RULES_TITLE, TESTI
 
 SECTIONS = ("system", "context")
 ADMIN_PROVIDER = "user_system_prompt"
+RECALL_PROVIDER = "recall"  # the standard block that shows the situation's recall lines
 
 SAFETY_RULES = f"""\
 {STANDING_RULES_TITLE}
@@ -140,9 +141,20 @@ def context_providers(section=None):
 # Assembly
 
 
-def render_blocks(ports, situation, section):
+def _reusable(provider):
+    """True for a block that a second rendering for the same moment may take as it was: a
+    standard one that does not show the recall lines (a game's own block may show anything)."""
+    return (provider.name != RECALL_PROVIDER and provider.name not in _GAME_BLOCKS
+            and any(provider.name == standard[0] for standard in STANDARD_BLOCKS))
+
+
+def render_blocks(ports, situation, section, rendered=None):
     """
     Run the providers of one section.
+
+    Args:
+        rendered (dict, optional): What an earlier rendering for the same moment made, by
+            provider name (see `build_messages`).
 
     Returns:
         list[tuple]: `(provider name, "## Title\\ntext")` pairs, in order; a provider that
@@ -150,17 +162,23 @@ def render_blocks(ports, situation, section):
     """
     blocks = []
     for provider in context_providers(section):
-        try:
-            text = provider.func(ports, situation)
-        except Exception as err:  # one broken block must not silence the assistant
-            ports.log(f"{ports.name}: context provider {provider.name} failed: {err}")
-            continue
+        reusable = rendered is not None and _reusable(provider)
+        if reusable and provider.name in rendered:
+            text = rendered[provider.name]
+        else:
+            try:
+                text = provider.func(ports, situation)
+            except Exception as err:  # one broken block must not silence the assistant
+                ports.log(f"{ports.name}: context provider {provider.name} failed: {err}")
+                continue
+            if reusable:
+                rendered[provider.name] = text
         if text and str(text).strip():
             blocks.append((provider.name, f"## {provider.title}\n{str(text).strip()}"))
     return blocks
 
 
-def build_messages(ports, situation):
+def build_messages(ports, situation, rendered=None):
     """
     The chat messages for one ReAct cycle.
 
@@ -171,19 +189,24 @@ def build_messages(ports, situation):
             optionally `task` (a trusted instruction from the core replacing the default turn
             instruction, e.g. for a journal-only pass) and `extra_system` (trusted text
             appended to the system rules, e.g. the JSON tool protocol).
+        rendered (dict, optional): The blocks of an earlier call for the same moment that
+            differed only in its recall lines (the request measured without them, then built
+            with the lines fitted to what it leaves): the standard blocks other than recall
+            are taken from it as they were, and this call adds those it renders. The recall
+            block and a game's own blocks are always rendered again.
 
     Returns:
         list[dict]: `[system message, user message]`.
     """
     situation = situation or {}
-    system_blocks = render_blocks(ports, situation, "system")
+    system_blocks = render_blocks(ports, situation, "system", rendered)
     # the standing safety rules follow the persona; the admin's prompt comes last of all
     system_parts = [text for name, text in system_blocks if name != ADMIN_PROVIDER]
     system_parts.append(SAFETY_RULES)
     if situation.get("extra_system"):
         system_parts.append(str(situation["extra_system"]).strip())
     system_parts += [text for name, text in system_blocks if name == ADMIN_PROVIDER]
-    context_parts = [text for _, text in render_blocks(ports, situation, "context")]
+    context_parts = [text for _, text in render_blocks(ports, situation, "context", rendered)]
     context_parts.append(f"## Your turn\n{situation.get('task') or DEFAULT_TURN_INSTRUCTION}")
     # colour and layout codes from rooms, names and speech mean nothing to a model
     return [

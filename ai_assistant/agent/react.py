@@ -162,7 +162,8 @@ class _Cycle:
         # the recall block gets what the rest of the request leaves (`recall.request_tokens`)
         return messages_within_request(
             self.ports, {**self.situation, "extra_system": extra},
-            lambda situation: context.build_messages(self.ports, situation), self.specs())
+            lambda situation, rendered: context.build_messages(self.ports, situation, rendered),
+            self.specs())
 
     def specs(self):
         """The tool specs sent beside the messages (None with the JSON tool protocol)."""

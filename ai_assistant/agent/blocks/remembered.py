@@ -196,13 +196,15 @@ def messages_within_request(ports, situation, build, specs=None):
     they and the tool specs sent beside them hold at most `recall.request_tokens` (0: the
     lines as the pipeline chose them, `recall.budget_tokens`).
 
-    The blocks are built on the reactor (they read the assistant's documents); the counting
-    and the fitting run in the worker pool.
+    The blocks are built on the reactor (they read the assistant's documents), once: the
+    request with the fitted lines takes the other blocks as the measured one rendered them.
+    The counting and the fitting run in the worker pool.
 
     Args:
         ports (AssistantPorts): The assistant.
         situation (dict): The prompt's situation (its "recall", the pipeline's lines).
-        build (callable): `build(situation) -> messages` (`context.build_messages`).
+        build (callable): `build(situation, rendered) -> messages`
+            (`context.build_messages`: `rendered` keeps the first call's blocks for the second).
         specs (list, optional): The tool specs sent beside the messages.
 
     Returns:
@@ -211,11 +213,12 @@ def messages_within_request(ports, situation, build, specs=None):
     request_budget = ports.settings.get("recall.request_tokens")
     lines = situation.get("recall")
     if not request_budget or not isinstance(lines, RecallLines):
-        return build(situation)
-    rest = build({**situation, "recall": []})
+        return build(situation, None)
+    rendered = {}
+    rest = build({**situation, "recall": []}, rendered)
     fitted = yield ports.run_cpu_bound(_fit_beside, lines, rest, specs, request_budget,
                                        ports.settings.get("recall.min_tokens"))  # fmt: skip
-    return build({**situation, "recall": fitted})
+    return build({**situation, "recall": fitted}, rendered)
 
 
 def _fit_beside(lines, rest, specs, request_budget, floor):

@@ -5,6 +5,7 @@ The LLM client makes its HTTP calls through `sync_runner` and waits on a `task.C
 whole cycle runs synchronously and its summary is asserted directly.
 """
 
+import collections
 import json
 import uuid
 
@@ -427,15 +428,21 @@ def test_default_registry_loads_every_family(llm_server, make_ports, clock):
     assert {"say", "whisper", "page", "inspect_location", "noop"} <= set(offered)
 
 
-def test_the_recall_block_gets_what_the_rest_of_the_request_leaves(llm_server, make_ports,
-                                                                   clock):
+def ferry_lines():
+    """60 ranked recall lines about invented ferry crossings, chosen to 300 tokens."""
     from ai_assistant.memory.recall.fitting import RankedLine, choose
-    from ai_assistant.plumbing.tokens import count_message_tokens, count_tokens
 
     ranked = tuple(RankedLine(f"2024-02-{n % 28 + 1:02d}", f'- [{n % 28 + 1} February 2024] '
                               f'Oskar said to me: "Crossing {n}: the ferry took {n} carts of '
                               f'peat to the north shore."') for n in range(60))  # fmt: skip
-    lines = choose(ranked, 300, limit=60)
+    return choose(ranked, 300, limit=60)
+
+
+def test_the_recall_block_gets_what_the_rest_of_the_request_leaves(llm_server, make_ports,
+                                                                   clock):
+    from ai_assistant.plumbing.tokens import count_message_tokens, count_tokens
+
+    lines = ferry_lines()
 
     def request_for(request_budget):
         ports = make_ports({"recall": {"request_tokens": request_budget, "min_tokens": 0}})
@@ -453,3 +460,40 @@ def test_the_recall_block_gets_what_the_rest_of_the_request_leaves(llm_server, m
     assert roomy[1] > len(lines) and roomy[0] <= as_chosen[0] + 400
     tight = request_for(as_chosen[0] - 150)  # less: the worst lines go, the request fits
     assert 0 < tight[1] < len(lines) and tight[0] <= as_chosen[0] - 150
+
+
+def test_a_request_fitted_to_its_budget_renders_its_other_blocks_once(llm_server, make_ports,
+                                                                      clock, monkeypatch):
+    calls = collections.Counter()
+
+    def counted(name, func):
+        def provider(ports, situation):
+            calls[name] += 1
+            return func(ports, situation)
+        return provider
+
+    monkeypatch.setattr(context, "STANDARD_BLOCKS", tuple(
+        (name, counted(name, func), order, section, title)
+        for name, func, order, section, title in context.STANDARD_BLOCKS))
+
+    def game_block(ports, situation):  # a game's own block may show the recall lines
+        calls["game"] += 1
+        return f"{len(situation.get('recall') or [])} lines recalled"
+
+    context.register_context_provider("recall_count", game_block, order=360)
+    try:
+        ports = make_ports({"recall": {"request_tokens": 3000, "min_tokens": 0}})
+        llm_server.script(Reply.tool("say", {"message": "Aye."}))
+        cycle(ports, clock, {"events": [event("Tell me about the ferry.")],
+                             "recall": ferry_lines()})
+    finally:
+        context.unregister_context_provider("recall_count")
+    (request,) = llm_server.requests
+    # measured without the lines, then built with those that fit: the recall block and the
+    # game's own block are rendered again; every other block once, as the measure saw it
+    assert calls["recall"] == 2 and calls["game"] == 2
+    assert calls["persona"] == calls["situation"] == calls["events"] == 1
+    user = request["messages"][1]["content"]
+    shown = user.count("Crossing ")
+    assert shown > 0 and f"{shown} lines recalled" in user
+    assert "Tell me about the ferry." in user
