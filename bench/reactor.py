@@ -41,8 +41,8 @@ sleeps. What a `look` waits for then is the game's own work for that traffic, th
 any assistant: compare the two runs' `p99_ms` and `reactor_cpu_ms_per_talk`.
 
 With `--spy PATH` the Server is sampled from outside by `py-spy` while the looks under load are
-timed (`bench.reactor_profile`): what its reactor thread spent its CPU on, by function and by
-package, without the in-process watchdog's beat.
+timed (`bench.reactor_profile`): what its reactor thread spent its CPU on while it held the
+interpreter lock, by function and by package, without the in-process watchdog's beat.
 
 The target (issue 30): p99 under load within 1.5x the baseline's p99, or baseline + 20 ms,
 whichever is larger. Every process started from the game folder is stopped at the end.
@@ -348,7 +348,7 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
     # a lent server is the lender's to stop (it must be started with SERVER_SETTINGS)
     left_running, corpus, machine_load, reactor_cpu = None, [None, None], {}, {}
     status = floor_removed = None
-    long_passes = profile = None
+    long_passes = profile = recording = None
     try:
         started = time.perf_counter()
         if game is None:
@@ -457,6 +457,8 @@ def run(assistants=20, looks=200, interval=0.1, talkers=4, journal_entries=300, 
             corpus = [int(n) for n in re.findall(r"\d+", corpus.splitlines()[-1])]
         tracebacks = server.logs().count("Traceback")
     finally:
+        if recording is not None and profile is None:
+            recording.stop()  # the run failed under load: py-spy is not left sampling
         for talker in crew:
             talker.stop_event.set()
         for client in clients:

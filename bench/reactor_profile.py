@@ -60,6 +60,7 @@ class Recording:
         self.pid, self.path, self.rate = pid, str(path), rate
         self.process = None
         self.error = None
+        self.stopped = False
 
     def start(self):
         """Start recording; `error` says why not (no py-spy, or it could not attach)."""
@@ -68,6 +69,7 @@ class Recording:
             self.error = "py-spy is not installed (make venv installs it)"
             return self
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        Path(self.path).unlink(missing_ok=True)  # an earlier run's file is not this one's
         self.process = subprocess.Popen(  # noqa: S603 - a fixed command line
             [executable, "record", "--pid", str(self.pid), "--threads", "--nonblocking",
              "--gil", "--rate", str(self.rate), "--format", "raw", "--output", self.path],
@@ -76,13 +78,14 @@ class Recording:
 
     def stop(self, timeout=30):
         """
-        Stop recording (py-spy writes its file when interrupted).
+        Stop recording (py-spy writes its file when interrupted); again, says the same.
 
         Returns:
             str or None: Why nothing was recorded, or None when the file was written.
         """
-        if self.process is None:
+        if self.process is None or self.stopped:
             return self.error
+        self.stopped = True
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
         try:
@@ -91,8 +94,8 @@ class Recording:
             self.process.kill()
             output, _ = self.process.communicate()
         if not os.path.exists(self.path) or not os.path.getsize(self.path):
-            self.error = (output or "").strip().splitlines()[-1:] or ["py-spy wrote nothing"]
-            self.error = self.error[0]
+            said = (output or "").strip().splitlines()
+            self.error = said[-1] if said else "py-spy wrote nothing"
         return self.error
 
 

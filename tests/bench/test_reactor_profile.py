@@ -60,3 +60,15 @@ def test_a_recording_without_py_spy_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(reactor_profile, "py_spy", lambda: None)
     recording = reactor_profile.Recording(1, tmp_path / "spy.txt").start()
     assert "py-spy is not installed" in recording.stop()
+
+
+def test_a_recording_that_could_not_attach_names_why_once_stopped(tmp_path):
+    # no process has this pid: py-spy exits at once, writing nothing; a file left by an
+    # earlier run at the same path is not taken for this one's
+    path = tmp_path / "spy.txt"
+    path.write_text("thread (1): MainThread;run (twisted/internet/base.py:1) 5\n")
+    recording = reactor_profile.Recording(2**22 + 12345, path).start()
+    error = recording.stop()
+    assert error and not path.exists()
+    assert recording.stop() == error  # stopping again says the same
+
