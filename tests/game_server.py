@@ -348,7 +348,8 @@ class GameServer:
             with open(path, errors="replace") as handle:
                 handle.seek(written)
                 stacks = handle.read() or stacks
-        print(f"process {pid} did not stop, killed: {command}\n{stacks}", file=sys.stderr)
+        print(f"process {pid} did not stop, killed: {command}\n{stacks}\n"
+              f"py-spy, native frames included:\n{_spy_dump(pid)}", file=sys.stderr)
 
     def cleanup(self):
         if self in GameServer.made:
@@ -409,6 +410,21 @@ def _drop_postgres_database(name):
 
     with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _spy_dump(pid):
+    """
+    Every thread's stack of `pid`, native frames included, read from outside by py-spy: it
+    also tells where a process hangs that no longer runs Python's signal handlers (one that
+    is finalising its interpreter, where `faulthandler` is off).
+    """
+    executable = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    try:
+        done = subprocess.run([executable, "dump", "--pid", str(pid), "--native"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"(py-spy dump failed: {err})"
+    return (done.stdout + done.stderr).strip() or "(py-spy said nothing)"
 
 
 def _alive(pid):

@@ -90,3 +90,21 @@ def test_a_start_that_fails_stops_what_it_started(monkeypatch):
             if process.poll() is None:
                 process.kill()
         server.cleanup()
+
+
+def test_a_hung_process_is_read_from_outside_native_frames_included():
+    # what `stop` prints for a process that will not stop: py-spy reads it without its help,
+    # so a process past running Python's signal handlers still tells where it is
+    child = subprocess.Popen([sys.executable, "-c", "import time\ndef hung():\n"
+                              "    time.sleep(60)\nhung()\n"])
+    try:
+        time.sleep(1.0)
+        dump = game_server._spy_dump(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    if "ermission" in dump:  # no ptrace rights here (Yama's ptrace_scope 1, not root)
+        pytest.skip(f"py-spy may not read another process here: {dump}")
+    assert f"Process {child.pid}" in dump
+    # the Python frame, and the native one below it where the thread waits
+    assert "hung (<string>:3)" in dump and "time_sleep" in dump
