@@ -143,9 +143,9 @@ def context_providers(section=None):
 
 def _reusable(provider):
     """True for a block that a second rendering for the same moment may take as it was: a
-    standard one that does not show the recall lines (a game's own block may show anything)."""
-    return (provider.name != RECALL_PROVIDER and provider.name not in _GAME_BLOCKS
-            and any(provider.name == standard[0] for standard in STANDARD_BLOCKS))
+    standard one (a provider the game did not register) that does not show the recall lines
+    (a game's own block may show anything)."""
+    return provider.name != RECALL_PROVIDER and provider.name not in _GAME_BLOCKS
 
 
 def render_blocks(ports, situation, section, rendered=None):
