@@ -127,9 +127,10 @@ def summarise(path, thread=REACTOR_THREAD, top=25):
         for Evennia's, the game's own work: commands, locks, messages) and `self_top` (the
         `top` innermost frames).
     """
-    samples = busy = 0
-    inclusive, evennia, innermost, owners = (collections.Counter() for _ in range(4))
-    under_contrib = 0
+    samples = busy = under_contrib = 0
+    innermost, owners = collections.Counter(), collections.Counter()
+    # the functions listed by inclusive share, by the package they belong to
+    inclusive = {"ai_assistant": collections.Counter(), "evennia": collections.Counter()}
     with open(path, encoding="utf-8") as lines:
         for line in lines:
             stack, _, count = line.rstrip("\n").rpartition(" ")
@@ -146,14 +147,11 @@ def summarise(path, thread=REACTOR_THREAD, top=25):
             function, file = parsed[-1]
             innermost[f"{function} ({file})"] += count
             owners[owner(file)] += count
-            contrib = {f"{function} ({file})" for function, file in parsed
-                       if owner(file) == "ai_assistant"}
-            under_contrib += count if contrib else 0
-            for key in contrib:
-                inclusive[key] += count
-            for key in {f"{function} ({file})" for function, file in parsed
-                        if owner(file) == "evennia"}:
-                evennia[key] += count
+            on_stack = {(f"{function} ({file})", owner(file)) for function, file in parsed}
+            under_contrib += count if any(o == "ai_assistant" for _, o in on_stack) else 0
+            for key, package in on_stack:  # once per sample, however deep it recursed
+                if package in inclusive:
+                    inclusive[package][key] += count
 
     def shares(counter, limit=None):
         return {key: round(value / busy, 4) for key, value in counter.most_common(limit)}
@@ -161,6 +159,6 @@ def summarise(path, thread=REACTOR_THREAD, top=25):
     return {"samples": samples, "busy_samples": busy,
             "self_by_owner": shares(owners) if busy else {},
             "under_ai_assistant": round(under_contrib / busy, 4) if busy else 0.0,
-            "ai_assistant_inclusive": shares(inclusive, top) if busy else {},
-            "evennia_inclusive": shares(evennia, top) if busy else {},
+            "ai_assistant_inclusive": shares(inclusive["ai_assistant"], top) if busy else {},
+            "evennia_inclusive": shares(inclusive["evennia"], top) if busy else {},
             "self_top": shares(innermost, top) if busy else {}}
