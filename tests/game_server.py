@@ -56,6 +56,8 @@ class GameServer:
     """
 
     made = []
+    # How long `evennia start` may take: a loaded 2-core machine took 30-50 s.
+    START_TIMEOUT = 240
 
     def __init__(self, env=None, settings="", website=False):
         self.dir = tempfile.mkdtemp(prefix="ai_assistant_game_")
@@ -179,14 +181,14 @@ class GameServer:
     def _start(self):
         self._write_game()
         self._own_database()
-        result = self._run("start")
+        result = self._launch()
         for _ in range(3):
             # on a busy machine the launcher may time out reaching a Portal slow to load; the
             # Portal is up by then, and starting again brings the Server up
             if "timed out" not in result.stdout:
                 break
             time.sleep(5)
-            result = self._run("start")
+            result = self._launch()
         if result.returncode != 0:
             raise RuntimeError(f"evennia start failed:\n{result.stdout}\n{result.stderr}")
         # the first start restarts the Server once after the initial setup: wait for that
@@ -206,9 +208,24 @@ class GameServer:
             elif not retried and "different application entirely" in log:
                 # under load the restarted Server can race the old one's pid file: start again
                 retried = True
-                self._run("start")
+                self._launch()
             time.sleep(0.5)
         raise RuntimeError(f"server did not start on {self.telnet_port}:\n{self.logs()}")
+
+    def _launch(self):
+        """
+        `evennia start`, which returns once the Server has told the Portal it is up: a start
+        that hangs raises with where each of the game's processes is and the end of its logs
+        (taken now: a failed start removes the game's folder).
+        """
+        try:
+            return self._run("start", timeout=self.START_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            stacks = "\n".join(_where(pid) for pid in self.processes())
+            logs = "\n".join(f"--- {name} (last lines)\n{tail}"
+                              for name, tail in self.log_tails().items())
+            raise RuntimeError(f"evennia start did not return in {self.START_TIMEOUT} s.\n"
+                               f"{stacks or '(no process of the game runs)'}\n{logs}") from None
 
     def reload(self, client, timeout=90):
         """
@@ -235,7 +252,7 @@ class GameServer:
                 pass
             if not retried and "different application entirely" in self.logs():
                 retried = True
-                self._run("start")
+                self._launch()
         tails = "\n".join(f"--- {name}\n{tail}" for name, tail in self.log_tails().items())
         raise TimeoutError(f"the game did not come back from a reload in {timeout}s:\n{tails}")
 
@@ -335,8 +352,7 @@ class GameServer:
     def _report_hang(self, pid):
         """Print (to the test's captured stderr) where a process that would not stop is."""
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            command = _command_line(pid)
             path = os.path.join(self.dir, "server", "logs", "stacks.txt")
             written = os.path.getsize(path) if os.path.exists(path) else 0
             os.kill(pid, signal.SIGUSR2)
@@ -410,6 +426,21 @@ def _drop_postgres_database(name):
 
     with psycopg.connect(**_postgres_params(), autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _command_line(pid):
+    """The command line of process `pid` (OSError when it is gone)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def _where(pid):
+    """Process `pid`'s command line and every thread's stack (`_spy_dump`)."""
+    try:
+        command = _command_line(pid)
+    except OSError:
+        return f"process {pid}: gone"
+    return f"process {pid}: {command}\n{_spy_dump(pid)}"
 
 
 def _spy_dump(pid):

@@ -108,3 +108,46 @@ def test_a_hung_process_is_read_from_outside_native_frames_included():
     assert f"Process {child.pid}" in dump
     # the Python frame, and the native one below it where the thread waits
     assert "hung (<string>:3)" in dump and "time_sleep" in dump
+
+
+def test_a_start_that_hangs_says_where_the_games_processes_are(monkeypatch, tmp_path):
+    # `evennia start` waits, without a bound of its own, for the Server to tell the Portal it
+    # is up: a Server that hangs while starting leaves the launcher waiting, and the failure
+    # must say where (the game's folder, and so its logs, are removed right after)
+    server = GameServer()
+    launcher = tmp_path / "evennia"
+    launcher.write_text(
+        f"#!{sys.executable}\n"
+        "import os, signal, subprocess, sys, time\n"
+        "pidfile = os.path.join('server', 'server.pid')\n"
+        "if sys.argv[1] == 'stop':\n"
+        "    os.kill(int(open(pidfile).read()), signal.SIGTERM)\n"
+        "    os.remove(pidfile)\n"  # as twistd does when it ends
+        "    sys.exit(0)\n"
+        "logs = os.path.join('server', 'logs')\n"
+        "os.makedirs(logs, exist_ok=True)\n"
+        "with open(os.path.join(logs, 'server.log'), 'a') as log:\n"
+        "    log.write('Server starting ...\\n')\n"
+        # a 'server' of this game (its folder on its command line), hung in a function
+        "code = 'import time\\ndef starting_hung():\\n    time.sleep(120)\\nstarting_hung()\\n'\n"
+        "hung = subprocess.Popen([sys.executable, '-c', code, os.getcwd()])\n"
+        "open(pidfile, 'w').write(str(hung.pid))\n"
+        "time.sleep(120)\n")
+    launcher.chmod(0o755)
+    monkeypatch.setattr(server, "evennia", str(launcher))
+    monkeypatch.setattr(server, "START_TIMEOUT", 3)
+    monkeypatch.setattr(server, "_own_database", lambda: None)
+    try:
+        with pytest.raises(RuntimeError) as raised:
+            server.start()
+        said = str(raised.value)
+        assert "evennia start did not return in 3 s" in said
+        assert "--- server.log (last lines)\nServer starting ..." in said
+        assert "-c import time" in said and server.dir in said  # the hung process, named
+        if "ermission" not in said:  # py-spy may read another process here
+            assert "starting_hung (<string>:3)" in said
+        assert server.processes() == []  # and stopped
+    finally:
+        for pid in server.processes():
+            os.kill(pid, signal.SIGKILL)
+        server.cleanup()

@@ -51,8 +51,10 @@ the garbage collector's full passes from then on (`_start_settled`).
 import dataclasses
 import functools
 import os
+import sys
 import threading
 import time
+import traceback
 
 from twisted.internet import defer
 
@@ -199,9 +201,8 @@ def start_early(settings, prepare=None, log=None):
     return thread
 
 
-# How long a fork waits for the early thread (its work is bounded - imports, local files, an
-# in-process request - but a start must not hang on it for ever).
-FORK_WAIT_SECONDS = 120.0
+# How often a fork still waiting for the early thread says where that thread is.
+FORK_REPORT_SECONDS = 30.0
 
 
 def _finish_before_fork(thread, log):
@@ -211,16 +212,29 @@ def _finish_before_fork(thread, log):
     locks that thread held (a module's import lock, the tokenizer's) held for ever. twistd
     forks this way when it daemonizes the Server, right after loading it: the child then
     starts with everything warmed, and the wait overlaps nothing but what was left of it.
+
+    The wait has no bound: a child forked mid-way hangs for good at its first import of a
+    module the thread was importing (the Server never comes up, and nothing says why), and
+    its warm-up would never be over for what `after_process_warm_up` holds. The work is
+    bounded (imports, local files, an in-process request); a machine slow enough to stretch
+    it is told, every `FORK_REPORT_SECONDS`, where the thread is.
     """
     if not thread.is_alive():
         return
     started = time.monotonic()
-    thread.join(FORK_WAIT_SECONDS)
-    if thread.is_alive():
-        log(f"process warm-up still running after {FORK_WAIT_SECONDS:.0f} s when the process "
-            "forks: forking anyway (the forked process may find it half done)")
-    else:
-        log(f"the process fork waited {time.monotonic() - started:.1f} s for the warm-up")
+    while True:
+        thread.join(FORK_REPORT_SECONDS)
+        if not thread.is_alive():
+            break
+        log(f"the process fork has waited {time.monotonic() - started:.0f} s for the "
+            f"warm-up, which is at:\n{_stack_of(thread)}")
+    log(f"the process fork waited {time.monotonic() - started:.1f} s for the warm-up")
+
+
+def _stack_of(thread):
+    """Where `thread` is now, innermost call last (empty once it is over)."""
+    frame = sys._current_frames().get(thread.ident)
+    return "".join(traceback.format_stack(frame)) if frame is not None else ""
 
 
 def _watch_early():

@@ -597,6 +597,34 @@ def test_a_process_that_forks_waits_for_the_early_warm_up_first(monkeypatch,
     assert any("fork waited" in line for line in lines)
 
 
+def test_a_fork_waits_for_a_slow_warm_up_however_long_saying_where_it_is(
+        monkeypatch, fresh_process_warm_up):
+    """A fork cut short of the warm-up leaves a child that hangs at its first import of what
+    the thread was importing: a slow machine's fork waits on, and tells where the thread is."""
+    import warnings
+
+    from ai_assistant.plumbing.settings import Settings
+
+    def slow_imports(prepare):
+        time.sleep(0.5)
+
+    monkeypatch.setattr(warmup, "FORK_REPORT_SECONDS", 0.1)
+    monkeypatch.setattr(warmup, "_import_client_library", slow_imports)
+    monkeypatch.setattr(warmup, "_load_models", lambda settings: None)
+    lines = []
+    thread = warmup.start_early(Settings(), log=lines.append)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "multi-threaded process forks": other tests' pools
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if warmup._early[0].is_set() and not thread.is_alive() else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0
+    waiting = [line for line in lines if "has waited" in line]
+    assert len(waiting) >= 2 and all("in slow_imports" in line for line in waiting)
+    assert "fork waited" in lines[-1] and float(lines[-1].split("waited ")[1].split()[0]) >= 0.4
+
+
 def test_the_early_warm_up_installs_no_reactor():
     """Started before twistd runs the reactor (perhaps before it installs one): the thread's
     real work - the imports, the SDK's rehearsal, the models - must not import the reactor,
