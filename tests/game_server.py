@@ -38,6 +38,10 @@ SQLITE_FILE = os.path.join("server", "evennia.db3")
 _TEMPLATE = {}
 
 
+# How long the Server a first start replaces may take to exit after the restart.
+REPLACED_SERVER_SECONDS = 60
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -202,15 +206,44 @@ class GameServer:
             if ready:
                 try:
                     with socket.create_connection(("127.0.0.1", self.telnet_port), timeout=1):
-                        return self
+                        pass
                 except OSError:
                     pass
+                else:
+                    self._wait_for_the_replaced_server()
+                    return self
             elif not retried and "different application entirely" in log:
                 # under load the restarted Server can race the old one's pid file: start again
                 retried = True
                 self._launch()
             time.sleep(0.5)
         raise RuntimeError(f"server did not start on {self.telnet_port}:\n{self.logs()}")
+
+    def servers(self):
+        """Pids of this game's live Server processes (by command line: a pid file may still
+        name the process the first start replaced)."""
+        found = []
+        for pid in self.processes():
+            try:
+                if "server/server.py" in _command_line(pid) and _alive(pid):
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    def _wait_for_the_replaced_server(self, timeout=REPLACED_SERVER_SECONDS):
+        """
+        A started game has one Server: the one its first start replaced (after the initial
+        setup) goes within seconds of saying "Server Shut Down". One that stays is a fault,
+        reported with where its threads are.
+        """
+        deadline = time.time() + timeout
+        while len(servers := self.servers()) > 1:
+            if time.time() > deadline:
+                where = "\n".join(_where(pid) for pid in servers)
+                raise RuntimeError(f"{len(servers)} Server processes {timeout} s after the "
+                                   f"start, where one is expected:\n{where}")
+            time.sleep(0.5)
 
     def _launch(self):
         """

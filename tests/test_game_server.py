@@ -151,3 +151,35 @@ def test_a_start_that_hangs_says_where_the_games_processes_are(monkeypatch, tmp_
         for pid in server.processes():
             os.kill(pid, signal.SIGKILL)
         server.cleanup()
+
+
+def test_a_start_waits_for_the_server_it_replaced_and_names_one_that_stays():
+    # the first start restarts the Server after the initial setup: the game is started when
+    # the replaced one has gone, and one that stays is reported with where its threads are
+    server = GameServer()
+    marker = os.path.join(server.dir, "server", "server.py")  # on a Server's command line
+
+    def fake_server(seconds, name):
+        code = f"import time\ndef {name}():\n    time.sleep({seconds})\n{name}()\n"
+        return subprocess.Popen([sys.executable, "-c", code, marker])
+
+    started = [fake_server(60, "new_server"), fake_server(1.5, "replaced_server")]
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and len(server.servers()) < 2:
+            time.sleep(0.05)
+        assert len(server.servers()) == 2
+        server._wait_for_the_replaced_server(timeout=30)  # the replaced one exits
+        assert server.servers() == [started[0].pid]
+        started.append(fake_server(60, "lingering_server"))
+        while time.time() < deadline and len(server.servers()) < 2:
+            time.sleep(0.05)
+        with pytest.raises(RuntimeError, match="2 Server processes 1 s after the start") as raised:
+            server._wait_for_the_replaced_server(timeout=1)
+        if "ermission" not in str(raised.value):  # py-spy may read another process here
+            assert "lingering_server (<string>:3)" in str(raised.value)
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+        server.cleanup()

@@ -57,17 +57,8 @@ def game():
 
 
 def server_pid(server):
-    """The live Server process of this game (found by its command line, not a pid file that
-    may still name the process the first start replaced)."""
-    found = []
-    for pid in server.processes():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                command = handle.read()
-        except OSError:
-            continue
-        if b"server/server.py" in command and _alive(pid):
-            found.append(pid)
+    """The live Server process of this game."""
+    found = server.servers()
     assert len(found) == 1, f"expected one Server process, found {found}"
     return found[0]
 
