@@ -11,8 +11,9 @@ environment, and stops it (killing anything left) when done, or when its start f
 - The database is migrated once per test process: each server starts from a copy of that
   migrated template (a file copy on SQLite, `CREATE DATABASE ... TEMPLATE` on PostgreSQL).
 - A start is over when the game takes telnet connections and runs one Server (its first
-  start restarts the Server after Evennia's initial setup). A start that hangs, or a replaced
-  Server that stays, fails with where the game's processes are (py-spy) and its logs' ends.
+  start restarts the Server after Evennia's initial setup). A start that hangs fails with
+  where the game's processes are (py-spy, or gdb past an interpreter's end) and its logs'
+  ends; a replaced Server that stays is reported so (`LingeringServerWarning`) and killed.
 
 `TelnetClient` talks to it as a player would.
 """
