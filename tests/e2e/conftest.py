@@ -17,7 +17,7 @@ worker; the root conftest runs the e2e modules first, the shared game's first of
 import os
 
 import pytest
-from game_server import GameServer, login, running_game
+from game_server import GameServer, _where, login, running_game
 
 SHARED = "shared_game"
 # the per-assistant settings a shared-game test may point Ada at
@@ -69,7 +69,8 @@ def _shared_game_test(request):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed end-to-end test shows the end of each game's logs (CI keeps nothing else)."""
+    """A failed end-to-end test shows the end of each game's logs and where its Server's
+    threads are (CI keeps nothing else)."""
     outcome = yield
     report = outcome.get_result()
     if not report.failed:
@@ -77,3 +78,7 @@ def pytest_runtest_makereport(item, call):
     for server in GameServer.made:
         for name, tail in server.log_tails().items():
             report.sections.append((f"{os.path.basename(server.dir)} {name} (last lines)", tail))
+        # where the live Server's threads are (a turn waiting on a worker, a worker stuck)
+        for pid in server.servers():
+            report.sections.append((f"{os.path.basename(server.dir)} Server's threads",
+                                    _where(pid)))
