@@ -99,20 +99,26 @@ def test_a_start_that_fails_stops_what_it_started(monkeypatch):
         server.cleanup()
 
 
-def test_a_hung_process_is_read_from_outside_native_frames_included():
-    # what `stop` prints for a process that will not stop: py-spy reads it without its help,
-    # so a process past running Python's signal handlers still tells where it is
-    child = subprocess.Popen([sys.executable, "-c", "import time\ndef hung():\n"
-                              "    time.sleep(60)\nhung()\n"])
+def read_from_outside(command, read):
+    """`(pid, read(pid))` of a process running `command`, killed afterwards."""
+    child = subprocess.Popen(command)
     try:
-        time.sleep(1.0)
-        dump = game_server._spy_dump(child.pid)
+        time.sleep(1.0)  # until it runs what it was started for
+        return child.pid, read(child.pid)
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_hung_process_is_read_from_outside_native_frames_included():
+    # what `stop` prints for a process that will not stop: py-spy reads it without its help,
+    # so a process past running Python's signal handlers still tells where it is
+    pid, dump = read_from_outside(
+        [sys.executable, "-c", "import time\ndef hung():\n    time.sleep(60)\nhung()\n"],
+        game_server._spy_dump)
     if "ermission" in dump:  # no ptrace rights here (Yama's ptrace_scope 1, not root)
         pytest.skip(f"py-spy may not read another process here: {dump}")
-    assert f"Process {child.pid}" in dump
+    assert f"Process {pid}" in dump
     # the Python frame, and the native one below it where the thread waits
     assert "hung (<string>:3)" in dump and "time_sleep" in dump
 
@@ -202,16 +208,10 @@ def test_a_process_py_spy_cannot_read_is_read_by_gdb():
     # its native stacks and its threads' names still say where it is (here: not Python)
     if shutil.which("gdb") is None:
         pytest.skip("gdb is not installed here")
-    child = subprocess.Popen(["sleep", "60"])
-    try:
-        time.sleep(0.5)
-        where = game_server._where(child.pid)
-    finally:
-        child.kill()
-        child.wait()
+    pid, where = read_from_outside(["sleep", "60"], game_server._where)
     if "ermission" in where:
         pytest.skip(f"no ptrace rights here: {where[:300]}")
-    assert f"process {child.pid}: sleep 60" in where
-    assert f"threads: {child.pid} sleep" in where
+    assert f"process {pid}: sleep 60" in where
+    assert f"threads: {pid} sleep" in where
     assert "gdb, every thread's native stack" in where and "sleep" in where.split("gdb,")[1]
     assert "#0" in where  # a frame of the native backtrace
