@@ -282,10 +282,9 @@ class GameServer:
             return self._run("start", timeout=self.START_TIMEOUT)
         except subprocess.TimeoutExpired:
             stacks = "\n".join(_where(pid) for pid in self.processes())
-            logs = "\n".join(f"--- {name} (last lines)\n{tail}"
-                              for name, tail in self.log_tails().items())
             raise RuntimeError(f"evennia start did not return in {self.START_TIMEOUT} s.\n"
-                               f"{stacks or '(no process of the game runs)'}\n{logs}") from None
+                               f"{stacks or '(no process of the game runs)'}\n"
+                               f"{self.log_report()}") from None
 
     def reload(self, client, timeout=90):
         """
@@ -313,8 +312,8 @@ class GameServer:
             if not retried and "different application entirely" in self.logs():
                 retried = True
                 self._launch()
-        tails = "\n".join(f"--- {name}\n{tail}" for name, tail in self.log_tails().items())
-        raise TimeoutError(f"the game did not come back from a reload in {timeout}s:\n{tails}")
+        raise TimeoutError(f"the game did not come back from a reload in {timeout}s:\n"
+                           f"{self.log_report()}")
 
     def _stacks_on_signal(self):
         """
@@ -354,6 +353,11 @@ class GameServer:
                 text = handle.read().decode("utf-8", errors="replace")
             tails[name] = "\n".join(text.splitlines()[-lines:])
         return tails
+
+    def log_report(self):
+        """`log_tails()` as text, each log under a heading, for an error's message."""
+        return "\n".join(f"--- {name} (last lines)\n{tail}"
+                         for name, tail in self.log_tails().items())
 
     def mark_logs(self):
         """From now on `logs()` shows only what is written after this (a shared game's test)."""
