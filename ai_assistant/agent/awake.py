@@ -19,7 +19,10 @@ action (errors, the iteration limit, the LLM down), that person hears the assist
 `react.fallback_line` (in character, configurable per assistant), and the reason is logged and
 kept for `@assistant <npc>` (`LoopState.record_unanswered`). Nor kept waiting: one reply has one
 deadline (`react.reply_deadline`) for every LLM call of it, and the fallback line is said when
-it passes. A speaker who floods is answered at most once per `perception.speaker_cooldown`
+it passes. Nor held for good: a turn still waiting on its recall or its model at
+`ABANDON_AFTER` times the deadline is abandoned (logged with what it waited on), so the
+assistant takes its next line; whatever that turn would still have said is dropped. A speaker
+who floods is answered at most once per `perception.speaker_cooldown`
 seconds, everything they said meanwhile in one turn (`perception.hold`).
 """
 
@@ -48,6 +51,10 @@ MECHANICAL_NOTICE = (
     "(This assistant is in mechanical mode: no LLM is configured.)"
 )
 PRIVATE_KINDS = ("whisper", "page")
+# A turn's model calls end at its deadline (their HTTP timeouts are cut to it), so one still
+# waiting at twice the deadline waits on something that may never answer (a worker that never
+# returns, a Deferred that never fires): it is abandoned instead of holding the assistant.
+ABANDON_AFTER = 2.0
 
 class ConversationWorld:
     """
@@ -67,6 +74,7 @@ class ConversationWorld:
         self.suppressed = []
         self.compaction_due = False
         self.spoke = False
+        self.abandoned = False  # the turn was given up: nothing more is said in it
 
     def __getattr__(self, name):
         return getattr(self._world, name)
@@ -85,6 +93,9 @@ class ConversationWorld:
         return any(person["id"] == self._interlocutor["id"] for person in self._world.present())
 
     def _speak(self, verb, text):
+        if self.abandoned:
+            self.suppressed.append(text)
+            return
         if not self._audience_present():
             self.suppressed.append(text)
             who = self._interlocutor["name"]
@@ -110,13 +121,16 @@ class ConversationWorld:
 
     def notice(self, text):
         """An out-of-character notice (no LLM, LLM down): shown, never remembered as said."""
-        if self._audience_present():
+        if not self.abandoned and self._audience_present():
             self._world.emote(text)
 
     def say(self, text):
         self._speak("say", text)
 
     def whisper(self, target, text):
+        if self.abandoned:
+            self.suppressed.append(text)
+            return "the turn was abandoned"
         reason = self._world.whisper(target, text)
         if not reason and str(target).strip().lower() == str(self._interlocutor["name"]).lower():
             self.spoke = True
@@ -385,13 +399,18 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
     thinking = _think_visibly(ports, world, addressed or their_events, call_later)
     # background work not yet started (assistants' warm-ups) waits until the reply is over
     reply_priority.reply_started()
+    waiting_on = ["recall"]
+    abandon = None
     try:
-        situation["recall"] = yield _relevant_memories(ports, situation)
-        result = yield run_cycle(dataclasses.replace(ports, world=world, llm=llm), situation,
-                                 cache=cache)
+        turn = _recall_and_reply(ports, world, llm, situation, run_cycle, cache, waiting_on)
+        if call_later is not None:
+            turn, abandon = _abandoned_after(turn, ABANDON_AFTER * deadline, call_later,
+                                             lambda: _abandoned(ports, world, interlocutor,
+                                                                deadline, waiting_on[0]))
+        result = yield turn
     finally:
         reply_priority.reply_finished()
-        for call in (thinking, overdue):
+        for call in (thinking, overdue, abandon):
             if call is not None and call.active():
                 call.cancel()
     if not result.get("terminal"):
@@ -400,3 +419,54 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
     if world is not None and world.suppressed:
         result["suppressed"] = list(world.suppressed)
     return result
+
+
+@defer.inlineCallbacks
+def _recall_and_reply(ports, world, llm, situation, run_cycle, cache, waiting_on):
+    """The turn's own work: what it recalls, then its cycle (`waiting_on[0]` says which)."""
+    situation["recall"] = yield _relevant_memories(ports, situation)
+    waiting_on[0] = "the model's reply"
+    result = yield run_cycle(dataclasses.replace(ports, world=world, llm=llm), situation,
+                             cache=cache)
+    return result
+
+
+def _abandoned_after(turn, seconds, call_later, give_up):
+    """
+    `turn`'s outcome, or `give_up()`'s if `turn` has not fired within `seconds`.
+
+    Nothing is cancelled: a worker thread cannot be stopped, and a cancelled recall would turn
+    into "no memories" and let the turn go on. What fires later is dropped (and logged by the
+    turn itself if it failed).
+
+    Returns:
+        tuple: `(Deferred, IDelayedCall)`: the outcome, and the timer to cancel once it fired.
+    """
+    outcome = defer.Deferred()
+
+    def expire():
+        if not outcome.called:
+            outcome.callback(give_up())
+
+    def settle(result):
+        if not outcome.called:
+            outcome.callback(result)
+
+    def failed(failure):
+        if not outcome.called:
+            outcome.errback(failure)
+
+    timer = call_later(seconds, expire)
+    turn.addCallbacks(settle, failed)
+    return outcome, timer
+
+
+def _abandoned(ports, world, interlocutor, deadline, waiting_on):
+    """The summary of a turn given up at `ABANDON_AFTER` deadlines: nothing more is said."""
+    if world is not None:
+        world.abandoned = True
+    seconds = ABANDON_AFTER * deadline
+    ports.log(f"{ports.name}: abandoned the turn answering {interlocutor['name']}: still "
+              f"waiting on {waiting_on} after {seconds:g} s")
+    return {"terminal": False, "abandoned": waiting_on,
+            "stopped": f"no answer within the {deadline:g} s reply deadline"}

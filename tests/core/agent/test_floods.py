@@ -131,6 +131,44 @@ def test_a_hanging_cycle_gets_the_fallback_line_at_the_deadline(make, clock):
     assert done.called and ports.world.said == [fallback]  # told once
 
 
+@pytest.mark.parametrize("hangs", ["recall", "the model's reply"])
+def test_a_turn_that_never_ends_is_abandoned_and_the_assistant_takes_its_next_line(
+        make, clock, monkeypatch, hangs):
+    """Before, a recall or a cycle that never fired held the assistant's tick for good."""
+    ports = make(**{"react.reply_deadline": 30.0})
+    never = defer.Deferred()
+    recalled = never if hangs == "recall" else defer.succeed([])
+    monkeypatch.setattr(awake, "_relevant_memories", lambda *a: recalled)
+    cycles = []
+
+    def run_cycle(cycle_ports, situation, cache=None):
+        cycles.append(cycle_ports)
+        return never if hangs == "the model's reply" else defer.succeed({"terminal": True})
+
+    hear(ports, "hello?")
+    done = awake.run_awake_tick(ports, run_cycle=run_cycle, call_later=clock.callLater)
+    clock.advance(59.0)
+    fallback = ports.settings.get("react.fallback_line")
+    assert not done.called and ports.world.said == [fallback]  # told at the deadline
+    clock.advance(1.5)
+    report = support.result_of(done)
+    assert report["answered"] == 1 and report["cycles"][0]["abandoned"] == hangs
+    assert any(f"still waiting on {hangs} after 60 s" in line for line in ports.log)
+    # what the abandoned turn would still do says nothing: its world is closed
+    if cycles:
+        cycles[0].world.say("finally, an answer")
+    never.callback({"terminal": True} if hangs == "the model's reply" else ["a memory"])
+    assert ports.world.said == [fallback]
+    # and the next line gets a turn of its own
+    monkeypatch.setattr(awake, "_relevant_memories", lambda *a: defer.succeed([]))
+    clock.advance(5.0)  # past the speaker's cooldown
+    PerceptionQueue(ports).take_all()
+    hear(ports, "are you there?")
+    again = awake.run_awake_tick(ports, run_cycle=lambda *a, **k: defer.succeed(
+        {"terminal": True}), call_later=clock.callLater)
+    assert support.result_of(again)["cycles"][0]["terminal"] is True
+
+
 class RealTimeClock(task.Clock):
     """Real seconds (the HTTP timeouts are real), plus what `advance` skips (backoff waits)."""
 
