@@ -405,8 +405,8 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
         turn = _recall_and_reply(ports, world, llm, situation, run_cycle, cache, waiting_on)
         if call_later is not None:
             turn, abandon = _abandoned_after(turn, ABANDON_AFTER * deadline, call_later,
-                                             lambda: _abandoned(ports, world, interlocutor,
-                                                                deadline, waiting_on[0]))
+                                             lambda: _abandoned(world, deadline,
+                                                                waiting_on[0]))
         result = yield turn
     finally:
         reply_priority.reply_finished()
@@ -461,12 +461,13 @@ def _abandoned_after(turn, seconds, call_later, give_up):
     return outcome, timer
 
 
-def _abandoned(ports, world, interlocutor, deadline, waiting_on):
-    """The summary of a turn given up at `ABANDON_AFTER` deadlines: nothing more is said."""
+def _abandoned(world, deadline, waiting_on):
+    """
+    The summary of a turn given up at `ABANDON_AFTER` deadlines: nothing more is said in it,
+    and its reason (logged and kept for admins by `_never_silent`) names what it waited on.
+    """
     if world is not None:
         world.abandoned = True
-    seconds = ABANDON_AFTER * deadline
-    ports.log(f"{ports.name}: abandoned the turn answering {interlocutor['name']}: still "
-              f"waiting on {waiting_on} after {seconds:g} s")
     return {"terminal": False, "abandoned": waiting_on,
-            "stopped": f"no answer within the {deadline:g} s reply deadline"}
+            "stopped": f"abandoned after {ABANDON_AFTER * deadline:g} s, still waiting on "
+                       f"{waiting_on} (the reply deadline is {deadline:g} s)"}

@@ -153,7 +153,8 @@ def test_a_turn_that_never_ends_is_abandoned_and_the_assistant_takes_its_next_li
     clock.advance(1.5)
     report = support.result_of(done)
     assert report["answered"] == 1 and report["cycles"][0]["abandoned"] == hangs
-    assert any(f"still waiting on {hangs} after 60 s" in line for line in ports.log)
+    assert any(f"could not answer Bob: abandoned after 60 s, still waiting on {hangs}" in line
+               for line in ports.log)
     # what the abandoned turn would still do says nothing: its world is closed
     if cycles:
         cycles[0].world.say("finally, an answer")
