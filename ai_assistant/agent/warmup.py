@@ -55,7 +55,6 @@ import sys
 import threading
 import time
 import traceback
-import weakref
 
 from twisted.internet import defer
 
@@ -236,9 +235,6 @@ def _finish_before_fork(thread, log):
 
 # The longest a fork waits for a finished thread's exit (its C libraries' thread-exit handlers).
 THREAD_EXIT_SECONDS = 5.0
-# Threads whose exit was seen: a later fork does not look again (the system may by then have
-# given the same number to a new thread).
-_EXITED = weakref.WeakSet()
 
 
 def _wait_for_thread_exit(thread):
@@ -253,12 +249,11 @@ def _wait_for_thread_exit(thread):
     (`/proc/self/task`), there is nothing to wait for.
     """
     native = getattr(thread, "native_id", None)
-    if native is None or thread in _EXITED:
+    if native is None:
         return
     deadline = time.monotonic() + THREAD_EXIT_SECONDS
     while _os_thread_alive(native) and time.monotonic() < deadline:
         time.sleep(0.001)
-    _EXITED.add(thread)
 
 
 def _os_thread_alive(native_id):
