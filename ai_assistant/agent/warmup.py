@@ -220,7 +220,6 @@ def _finish_before_fork(thread, log):
     it is told, every `FORK_REPORT_SECONDS`, where the thread is.
     """
     if not thread.is_alive():
-        _wait_for_thread_exit(thread)
         return
     started = time.monotonic()
     while True:
@@ -229,36 +228,7 @@ def _finish_before_fork(thread, log):
             break
         log(f"the process fork has waited {time.monotonic() - started:.0f} s for the "
             f"warm-up, which is at:\n{_stack_of(thread)}")
-    _wait_for_thread_exit(thread)
     log(f"the process fork waited {time.monotonic() - started:.1f} s for the warm-up")
-
-
-# The longest a fork waits for a finished thread's exit (its C libraries' thread-exit handlers).
-THREAD_EXIT_SECONDS = 5.0
-
-
-def _wait_for_thread_exit(thread):
-    """
-    Wait until the operating system's thread behind `thread` is gone, not only its Python part.
-
-    `join` returns once the thread's Python part is over; the thread then runs the exit
-    handlers its C libraries registered. OpenSSL's takes a process-wide lock to drop the
-    thread's state, and a fork in that instant hands the child the lock held by a thread it
-    does not have: the child's first new thread that uses OpenSSL waits on it for good (a
-    model client, the long-term store's opening). Where the system shows no threads
-    (`/proc/self/task`), there is nothing to wait for.
-    """
-    native = getattr(thread, "native_id", None)
-    if native is None:
-        return
-    deadline = time.monotonic() + THREAD_EXIT_SECONDS
-    while _os_thread_alive(native) and time.monotonic() < deadline:
-        time.sleep(0.001)
-
-
-def _os_thread_alive(native_id):
-    """Whether this process still has the system thread `native_id` (Linux's `/proc`)."""
-    return os.path.exists(f"/proc/self/task/{native_id}")
 
 
 def _stack_of(thread):

@@ -6,7 +6,6 @@ background (`agent.warmup`), and the "thinking" emote counts from when the line 
 import json
 import os
 import sys
-import threading
 import time
 
 import pytest
@@ -624,40 +623,6 @@ def test_a_fork_waits_for_a_slow_warm_up_however_long_saying_where_it_is(
     waiting = [line for line in lines if "has waited" in line]
     assert len(waiting) >= 2 and all("in slow_imports" in line for line in waiting)
     assert "fork waited" in lines[-1] and float(lines[-1].split("waited ")[1].split()[0]) >= 0.4
-
-
-def test_a_fork_waits_for_the_warm_ups_system_thread_to_exit_not_only_its_python_part(
-        monkeypatch, fresh_process_warm_up):
-    """A finished thread still runs its C libraries' exit handlers (OpenSSL's takes a
-    process-wide lock): the fork waits until the system's thread is gone."""
-    thread = threading.Thread(target=lambda: None)
-    thread.start()
-    thread.join()
-    asked = []
-
-    def alive(native_id):  # the system thread outlives its Python part for three looks
-        asked.append(native_id)
-        return len(asked) <= 3
-
-    monkeypatch.setattr(warmup, "_os_thread_alive", alive)
-    warmup._finish_before_fork(thread, log=lambda line: None)
-    assert asked == [thread.native_id] * 4
-    # a thread that never goes is waited for a bounded time only
-    monkeypatch.setattr(warmup, "_os_thread_alive", lambda native_id: True)
-    monkeypatch.setattr(warmup, "THREAD_EXIT_SECONDS", 0.05)
-    started = time.monotonic()
-    warmup._finish_before_fork(thread, log=lambda line: None)
-    assert 0.05 <= time.monotonic() - started < 1.0
-
-
-def test_a_finished_threads_system_thread_is_gone_once_the_fork_wait_returns():
-    thread = threading.Thread(target=lambda: None)
-    thread.start()
-    thread.join()
-    warmup._wait_for_thread_exit(thread)
-    if os.path.isdir("/proc/self/task"):
-        assert not warmup._os_thread_alive(thread.native_id)
-        assert warmup._os_thread_alive(threading.get_native_id())
 
 
 def test_the_early_warm_up_installs_no_reactor():
