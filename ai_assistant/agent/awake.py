@@ -399,14 +399,12 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
     thinking = _think_visibly(ports, world, addressed or their_events, call_later)
     # background work not yet started (assistants' warm-ups) waits until the reply is over
     reply_priority.reply_started()
-    waiting_on = ["recall"]
     abandon = None
     try:
-        turn = _recall_and_reply(ports, world, llm, situation, run_cycle, cache, waiting_on)
+        turn = _recall_and_reply(ports, world, llm, situation, run_cycle, cache)
         if call_later is not None:
             turn, abandon = _abandoned_after(turn, ABANDON_AFTER * deadline, call_later,
-                                             lambda: _abandoned(world, deadline,
-                                                                waiting_on[0]))
+                                             lambda: _abandoned(world, deadline, situation))
         result = yield turn
     finally:
         reply_priority.reply_finished()
@@ -422,10 +420,9 @@ def _answer(ports, world, interlocutor, events, *, run_cycle, call_later, cache)
 
 
 @defer.inlineCallbacks
-def _recall_and_reply(ports, world, llm, situation, run_cycle, cache, waiting_on):
-    """The turn's own work: what it recalls, then its cycle (`waiting_on[0]` says which)."""
+def _recall_and_reply(ports, world, llm, situation, run_cycle, cache):
+    """The turn's own work: what it recalls (into `situation`), then its cycle."""
     situation["recall"] = yield _relevant_memories(ports, situation)
-    waiting_on[0] = "the model's reply"
     result = yield run_cycle(dataclasses.replace(ports, world=world, llm=llm), situation,
                              cache=cache)
     return result
@@ -461,11 +458,13 @@ def _abandoned_after(turn, seconds, call_later, give_up):
     return outcome, timer
 
 
-def _abandoned(world, deadline, waiting_on):
+def _abandoned(world, deadline, situation):
     """
     The summary of a turn given up at `ABANDON_AFTER` deadlines: nothing more is said in it,
-    and its reason (logged and kept for admins by `_never_silent`) names what it waited on.
+    and its reason (logged and kept for admins by `_never_silent`) names what it waited on:
+    its recall until the situation holds what was recalled, then the model's reply.
     """
+    waiting_on = "the model's reply" if "recall" in situation else "recall"
     if world is not None:
         world.abandoned = True
     return {"terminal": False, "abandoned": waiting_on,
