@@ -72,6 +72,7 @@ _started = []  # the process-wide warm-up was started
 _finished = []  # ... and is over
 _held = []  # Deferreds of the work `after_process_warm_up` holds until then
 _early = []  # the Event of the process-wide warm-up started before the reactor (`start_early`)
+_past_fork = []  # the Event that lets that thread end (`_release_early_thread`)
 _watched = []  # the Deferred that fires when that thread is done (`_watch_early`)
 _settled = []  # the start's warm-ups were over once (`_start_settled`)
 
@@ -146,6 +147,7 @@ def warm_up_process(settings, prepare=None):
 
     if _early:
         threads.configure(settings)
+        _release_early_thread()  # the reactor runs: twistd's fork is over
         return None if _watched else _watch_early()
     if _started:
         return None
@@ -177,8 +179,9 @@ def start_early(settings, prepare=None, log=None):
     if _started:
         return None
     _started.append(True)
-    done = threading.Event()
+    done, past_fork = threading.Event(), threading.Event()
     _early.append(done)
+    _past_fork.append(past_fork)
     log = log or (lambda message: None)
 
     def work():
@@ -191,27 +194,45 @@ def start_early(settings, prepare=None, log=None):
             log(f"process warm-up failed, the first reply will load what it needs: {err!r}")
         finally:
             done.set()
+        # The thread stays until the fork is over (see `_finish_before_fork`): a thread that
+        # ends runs its C libraries' exit handlers after Python has let it go, and OpenSSL's
+        # takes a process-wide lock there; a fork in that instant hands the child the lock
+        # held for good, and the child's first new thread to use OpenSSL (the store's client)
+        # waits on it for ever.
+        past_fork.wait()
 
     # OpenSSL set up on this thread first (`openssl_setup`): the warm-up makes a model client
     # (a TLS context) while this thread goes on starting Django and Evennia, then it forks
     prepare_openssl()
     thread = threading.Thread(target=work, name="ai_assistant-warm-up", daemon=True)
     thread.start()
-    os.register_at_fork(before=functools.partial(_finish_before_fork, thread, log))
+    os.register_at_fork(before=functools.partial(_finish_before_fork, thread, done, log))
     return thread
+
+
+def _release_early_thread():
+    """Let the early warm-up's thread end: the process is past twistd's fork (the reactor
+    runs), so its exit handlers can no longer be caught half-way by one."""
+    for past_fork in _past_fork:
+        past_fork.set()
 
 
 # How often a fork still waiting for the early thread says where that thread is.
 FORK_REPORT_SECONDS = 30.0
 
 
-def _finish_before_fork(thread, log):
+def _finish_before_fork(thread, done, log):
     """
-    Before this process forks, let the early thread finish: a forked child has none of the
-    parent's threads, so work cut off mid-way would leave the child half an import and the
-    locks that thread held (a module's import lock, the tokenizer's) held for ever. twistd
-    forks this way when it daemonizes the Server, right after loading it: the child then
-    starts with everything warmed, and the wait overlaps nothing but what was left of it.
+    Before this process forks, let the early warm-up (`thread`) finish its work (`done`): a
+    forked child has none of the parent's threads, so work cut off mid-way would leave the
+    child half an import and the locks that thread held (a module's import lock, the
+    tokenizer's) held for ever. twistd forks this way when it daemonizes the Server, right
+    after loading it: the child then starts with everything warmed, and the wait overlaps
+    nothing but what was left of it.
+
+    It waits for the work (`done`), not for the thread to end: the thread stays, idle, until
+    the fork is over (`start_early`), since one that ends runs exit handlers that take
+    process-wide locks where no join can see them.
 
     The wait has no bound: a child forked mid-way hangs for good at its first import of a
     module the thread was importing (the Server never comes up, and nothing says why), and
@@ -219,13 +240,10 @@ def _finish_before_fork(thread, log):
     bounded (imports, local files, an in-process request); a machine slow enough to stretch
     it is told, every `FORK_REPORT_SECONDS`, where the thread is.
     """
-    if not thread.is_alive():
+    if done.is_set():
         return
     started = time.monotonic()
-    while True:
-        thread.join(FORK_REPORT_SECONDS)
-        if not thread.is_alive():
-            break
+    while not done.wait(FORK_REPORT_SECONDS):
         log(f"the process fork has waited {time.monotonic() - started:.0f} s for the "
             f"warm-up, which is at:\n{_stack_of(thread)}")
     log(f"the process fork waited {time.monotonic() - started:.1f} s for the warm-up")

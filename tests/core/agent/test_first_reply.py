@@ -513,9 +513,12 @@ def test_after_the_rehearsal_a_real_client_imports_nothing_more():
 
 @pytest.fixture
 def fresh_process_warm_up(monkeypatch):
-    """The process-wide warm-up's bookkeeping, as in a process that has not started it."""
-    for name in ("_started", "_finished", "_held", "_early", "_watched"):
+    """The process-wide warm-up's bookkeeping, as in a process that has not started it (an
+    early thread a test left waiting for its fork is let go at the end)."""
+    for name in ("_started", "_finished", "_held", "_early", "_past_fork", "_watched"):
         monkeypatch.setattr(warmup, name, [])
+    yield
+    warmup._release_early_thread()
 
 
 def test_the_early_warm_up_runs_in_its_own_thread_and_the_later_start_follows_it(
@@ -566,7 +569,8 @@ def test_a_failed_early_warm_up_is_logged_and_holds_nothing(monkeypatch, fresh_p
 
     lines = []
     monkeypatch.setattr(warmup, "_import_client_library", broken)
-    warmup.start_early(Settings(), log=lines.append).join(5)
+    warmup.start_early(Settings(), log=lines.append)
+    assert warmup._early[0].wait(5)
     assert "failed" in lines[0] and "no openai here" in lines[0]
     monkeypatch.setattr(reactor, "running", True)
     # its thread is over: the store's opening does not wait, even before the reactor noticed
@@ -595,6 +599,35 @@ def test_a_process_that_forks_waits_for_the_early_warm_up_first(monkeypatch,
     _, status = os.waitpid(child, 0)
     assert os.WEXITSTATUS(status) == 0
     assert any("fork waited" in line for line in lines)
+
+
+def test_the_early_thread_outlives_its_work_until_the_reactor_runs(monkeypatch,
+                                                                      fresh_process_warm_up):
+    """A thread that ends runs its C libraries' exit handlers after Python has let it go, and
+    OpenSSL's takes a process-wide lock there: a fork in that instant (the fork waits for the
+    warm-up, then goes on at once) handed the child that lock held for good, and the child's
+    store never opened. So the thread stays, idle, until the reactor runs (past the fork)."""
+    from twisted.internet import reactor
+
+    from ai_assistant.plumbing import threads
+    from ai_assistant.plumbing.settings import Settings
+
+    monkeypatch.setattr(warmup, "_import_client_library", lambda prepare: None)
+    monkeypatch.setattr(warmup, "_load_models", lambda settings: None)
+    lines = []
+    thread = warmup.start_early(Settings(), log=lines.append)
+    assert warmup._early[0].wait(5)
+    # what a fork waits for is over, and the fork goes on at once: the thread is still there
+    warmup._finish_before_fork(thread, warmup._early[0], lines.append)
+    thread.join(0.3)
+    assert thread.is_alive() and not any("fork waited" in line for line in lines)
+    # the typeclasses' start, on the running reactor, lets it end
+    monkeypatch.setattr(reactor, "running", True)
+    monkeypatch.setattr(threads, "configure", lambda settings: None)
+    monkeypatch.setattr(threads, "run_blocking", lambda func, *args: defer.Deferred())
+    warmup.warm_up_process(Settings())
+    thread.join(5)
+    assert not thread.is_alive()
 
 
 def test_a_fork_waits_for_a_slow_warm_up_however_long_saying_where_it_is(
@@ -637,7 +670,8 @@ def test_the_early_warm_up_installs_no_reactor():
         "from ai_assistant.plumbing.settings import Settings\n"
         "lines = []\n"
         "from ai_assistant.server_warm_up import import_tick_modules\n"
-        "warmup.start_early(Settings(), import_tick_modules, log=lines.append).join()\n"
+        "warmup.start_early(Settings(), import_tick_modules, log=lines.append)\n"
+        "warmup._early[0].wait()\n"
         "assert 'started early' in lines[0], lines\n"
         "assert 'openai' in sys.modules and 'ai_assistant.agent.react' in sys.modules\n"
         "assert 'twisted.internet.reactor' not in sys.modules\n"

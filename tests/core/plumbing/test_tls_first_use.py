@@ -81,7 +81,8 @@ EARLY = textwrap.dedent("""
     # the warm-up's own work, a model client's context, on its thread
     warmup._import_client_library = lambda prepare=None: ssl.create_default_context()
     warmup._load_models = lambda settings: None
-    warmup.start_early(Settings()).join(60)
+    warmup.start_early(Settings())
+    warmup._early[0].wait(60)
     print(repr(made))
 """)
 
