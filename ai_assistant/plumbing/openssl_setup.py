@@ -18,6 +18,13 @@ early warm-up's thread starts (`agent.warmup.start_early`, ahead of twistd's for
 the first worker pool starts (`threads.get_pool`). The set-up is then over, and later
 contexts and digests, in any thread and in the forked process, only use it.
 
+The second hang also has a cause that no set-up ahead prevents: a thread that used OpenSSL
+runs its thread-exit handler after Python has let it go (a join has returned), and that
+handler takes OpenSSL's process-wide lock of thread handlers (`crypto/initthread.c`,
+`init_thread_stop`), the lock a new thread's first use of OpenSSL takes too. A fork in that
+instant hands the child the lock held for good, so the early warm-up's thread does not end
+before the fork (`agent.warmup.start_early`).
+
 Imports nothing but the standard library: it runs before the reactor exists.
 """
 
