@@ -27,7 +27,8 @@ def format_status(npc):
     heading = (f"|w{npc.key}|n ({npc.dbref}) in "
                f"{npc.location.key if npc.location else 'nowhere'}")
     interval = script.ticker_interval if script else None
-    return status_text(npc.assistant.ports(), heading, interval)
+    return status_text(npc.assistant.ports(), heading, interval,
+                       running=script.tick_running() if script else None)
 
 
 def format_config(npc):

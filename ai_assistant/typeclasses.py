@@ -7,8 +7,11 @@ The Evennia typeclasses: the assistant NPC and the script that gives it a heartb
   need another parent.
 - `AssistantScript` subscribes to TICKER_HANDLER (one ticker per NPC, `persistent=True`): every
   5 s while awake, every 60 s asleep. A tick starts the work and returns None at once; a tick
-  that finds the previous one still running is skipped and counted.
+  that finds the previous one still running is skipped and counted, and one still running
+  after `mode.LONG_TICK_SECONDS` is logged once and named by `@assistant <npc>`.
 """
+
+import time
 
 from evennia import TICKER_HANDLER
 from evennia.objects.objects import DefaultCharacter
@@ -23,7 +26,7 @@ from ai_assistant.handler import SCRIPT_KEY, AssistantMixin, is_assistant, never
 from ai_assistant.plumbing import documents
 from ai_assistant.plumbing.settings import Settings
 from ai_assistant.server_warm_up import import_tick_modules
-from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS
+from ai_assistant.workspace.mode import SCRIPT_DOCUMENTS, long_tick
 
 
 def _warm_up_process():
@@ -201,6 +204,7 @@ class AssistantScript(DefaultScript):
         ports = assistant.ports()
         if self.ndb.busy:
             assistant.mode.skip_tick()
+            self._report_long_tick()
             return None
         assistant.mode.record_tick()
         # flush every few awake ticks (a minute at 5 s) and every sleep tick (one a minute).
@@ -250,6 +254,10 @@ class AssistantScript(DefaultScript):
     def _start_work(self):
         self.ndb.busy = True
         assistant = self.obj.assistant
+        # when it started, for a tick that never ends (`_report_long_tick`); lost at a reload,
+        # which ends it anyway
+        self.ndb.tick_started, self.ndb.tick_mode = time.monotonic(), assistant.operating_mode
+        self.ndb.tick_reported = False
         deferred = defer.maybeDeferred(assistant.run_tick, assistant.operating_mode)
         deferred.addErrback(self._tick_failed)
         deferred.addBoth(self._tick_done)
@@ -258,8 +266,33 @@ class AssistantScript(DefaultScript):
         logger.log_err(f"[ai_assistant] {self.obj.key}: tick failed: {failure.getErrorMessage()}")
         logger.log_trace(failure)
 
+    def tick_running(self):
+        """
+        The tick running now, `(mode it started in, seconds it has run)`, or None when none
+        runs (for `@assistant`'s status).
+        """
+        started = self.ndb.tick_started
+        if not self.ndb.busy or started is None:
+            return None
+        return self.ndb.tick_mode, time.monotonic() - started
+
+    def _report_long_tick(self):
+        """A tick that has run past `LONG_TICK_SECONDS` is logged, once: its assistant skips
+        every tick until it ends, and the admin is told why (`@assistant` shows it too)."""
+        running = self.tick_running()
+        stuck = long_tick(*running) if running else None
+        if stuck and not self.ndb.tick_reported:
+            self.ndb.tick_reported = True
+            logger.log_warn(f"[ai_assistant] {self.obj.key}: {stuck}; its ticks are skipped "
+                            f"until it does (@assistant {self.obj.key} shows how long)")
+
     def _tick_done(self, _):
+        if self.ndb.tick_reported:
+            running = self.tick_running()
+            logger.log_info(f"[ai_assistant] {self.obj.key}: the long tick ended after "
+                            f"{running[1] / 60:.0f} min")
         self.ndb.busy = False
+        self.ndb.tick_started = None
         # woken (or still awake) with people waiting for an answer: answer now, not next tick
         assistant = self.obj.assistant
         if assistant.operating_mode == "awake" and assistant.perception.waiting():

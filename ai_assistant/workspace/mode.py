@@ -24,6 +24,10 @@ MODES = (AWAKE, ASLEEP)
 COMPACTING = "compacting"
 DREAMING = "dreaming"
 HISTORY_LENGTH = 20
+# A tick still running after this long is reported (logged once, shown by `@assistant`): the
+# ticks after it are skipped until it ends. An awake turn is abandoned long before
+# (`agent.awake`); a sleep tick's model and store calls end within minutes.
+LONG_TICK_SECONDS = 600.0
 
 # What a new assistant's script holds from the start, so a game maker reading
 # `script.db.<name>` finds a value before the first tick.
@@ -187,3 +191,20 @@ class Mode:
     def skip_tick(self):
         """Count a tick skipped while the previous one still ran."""
         self.state.set(documents.SKIPPED_TICKS, self.skipped_ticks() + 1)
+
+
+def long_tick(mode, seconds):
+    """
+    What to say of a tick still running: "a sleep tick has run for 12 min and not ended".
+
+    Args:
+        mode (str): The mode the tick started in.
+        seconds (float or None): How long it has run (None: no tick runs).
+
+    Returns:
+        str or None: None while it has run less than `LONG_TICK_SECONDS`.
+    """
+    if seconds is None or seconds < LONG_TICK_SECONDS:
+        return None
+    return f"{'a sleep' if mode == ASLEEP else 'an awake'} tick has run for " \
+           f"{seconds / 60:.0f} min and not ended"

@@ -43,7 +43,7 @@ from ai_assistant.plumbing.llm import LLMStats, mask_secret
 from ai_assistant.plumbing.ports import iso
 from ai_assistant.workspace.goals import Goals
 from ai_assistant.workspace.loop_state import LoopState
-from ai_assistant.workspace.mode import Mode
+from ai_assistant.workspace.mode import Mode, long_tick
 from ai_assistant.workspace.projects import Projects
 from ai_assistant.workspace.session_memory import MEMORY_TYPES, SessionMemory
 
@@ -267,7 +267,7 @@ def settings_problem_lines(settings):
     return lines
 
 
-def status_text(ports, heading, ticker_interval):
+def status_text(ports, heading, ticker_interval, running=None):
     """
     The status `@assistant <npc>` shows: mode and sleep phase, ticks, provider, token usage,
     counts and the last sleep tick.
@@ -276,6 +276,8 @@ def status_text(ports, heading, ticker_interval):
         ports (AssistantPorts): The assistant.
         heading (str): The first line: who and where it is (the shell knows).
         ticker_interval (int or None): Seconds between its ticks; None when unsubscribed.
+        running (tuple, optional): `(mode, seconds)` of the tick running now (the shell knows
+            when it started): one running past `mode.LONG_TICK_SECONDS` is named.
 
     Returns:
         str: Lines with Evennia colour codes.
@@ -283,12 +285,14 @@ def status_text(ports, heading, ticker_interval):
     mode = Mode(ports)
     phase = mode.phase()
     stats = LLMStats(ports.state).read()
+    stuck = long_tick(*running) if running else None
     lines = [
         heading,
         f"  mode: {mode.current()}" + (f" (phase: {phase})" if mode.asleep() else ""),
         f"  ticker: every {ticker_interval}s" if ticker_interval
         else "  ticker: |rnot subscribed|n",
-        f"  ticks: {mode.ticks()} (skipped while busy: {mode.skipped_ticks()})",
+        f"  ticks: {mode.ticks()} (skipped while busy: {mode.skipped_ticks()})"
+        + (f"; |r{stuck}|n" if stuck else ""),
         f"  provider: {provider_line(ports.settings, ports.llm)}",
         f"  tokens: prompt {stats.get('prompt_tokens', 0)}, completion "
         f"{stats.get('completion_tokens', 0)} in {stats.get('calls', 0)} calls "

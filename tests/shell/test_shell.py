@@ -16,6 +16,7 @@ from evennia.objects.objects import DefaultCharacter
 from evennia.utils import create
 from evennia.utils.ansi import strip_ansi
 from evennia.utils.test_resources import EvenniaCommandTest
+from twisted.internet import defer
 
 from ai_assistant.adapters import AttributeState
 from ai_assistant.admin_commands import CmdAssistant, all_assistants
@@ -68,6 +69,34 @@ class TestAssistantShell(WithAda, EvenniaCommandTest):
         self.script.ndb.ai_state_cache = None
         assert AttributeState(self.npc).get("tick_count") == 2
         assert self.script.attributes.get("tick_count") == 2
+
+    def test_a_tick_that_never_ends_is_logged_once_and_shown_by_the_status(self):
+        """Its assistant skips every tick until it ends: the admin is told, once, and
+        `@assistant` says how long it has run."""
+        import time
+
+        from ai_assistant.reports import format_status
+        from ai_assistant.workspace.mode import LONG_TICK_SECONDS
+
+        started = []
+        with patch.object(self.npc.assistant, "run_tick",
+                          side_effect=lambda mode: started.append(mode) or defer.Deferred()):
+            self.script._start_work()
+        assert started == ["awake"] and self.script.ndb.busy
+        with patch("ai_assistant.typeclasses.logger.log_warn") as warned:
+            self.script.at_assistant_tick()  # running for a moment: nothing to say
+            assert not warned.called
+            self.script.ndb.tick_started = time.monotonic() - LONG_TICK_SECONDS - 60
+            self.script.at_assistant_tick()
+            self.script.at_assistant_tick()
+        assert warned.call_count == 1
+        assert "Ada: an awake tick has run for 11 min and not ended" in warned.call_args[0][0]
+        assert "an awake tick has run for 11 min" in strip_ansi(format_status(self.npc))
+        with patch("ai_assistant.typeclasses.logger.log_info") as told:
+            self.script._tick_done(None)
+        assert "the long tick ended after 11 min" in told.call_args[0][0]
+        assert not self.script.ndb.busy and self.script.tick_running() is None
+        assert "has run for" not in format_status(self.npc)
 
     def fresh_state(self):
         """An `AttributeState` reading from the database, as after a reload."""

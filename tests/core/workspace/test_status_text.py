@@ -38,6 +38,18 @@ def test_the_admin_status_reads_the_stores_and_takes_what_only_the_game_knows():
                          "skipped=nothing to patrol, reflection: |rerror: model down|n")
 
 
+def test_a_tick_that_has_run_too_long_is_named_beside_the_skipped_ones():
+    from ai_assistant.workspace.mode import LONG_TICK_SECONDS
+
+    ports = asleep_with_a_goal()
+    # a tick that runs, as ticks do, says nothing
+    short = status_text(ports, "Ada", 60, running=("sleep", 3.0)).splitlines()
+    assert short[3] == "  ticks: 2 (skipped while busy: 1)"
+    stuck = status_text(ports, "Ada", 60, running=("sleep", LONG_TICK_SECONDS + 120))
+    assert stuck.splitlines()[3] == ("  ticks: 2 (skipped while busy: 1); "
+                                     "|ra sleep tick has run for 12 min and not ended|n")
+
+
 def test_an_awake_assistant_without_a_ticker_says_so():
     lines = status_text(make_ports(), "Ada", None).splitlines()
     assert lines[1:3] == ["  mode: awake", "  ticker: |rnot subscribed|n"]
