@@ -279,8 +279,7 @@ class AssistantScript(DefaultScript):
     def _report_long_tick(self):
         """A tick that has run past `LONG_TICK_SECONDS` is logged, once: its assistant skips
         every tick until it ends, and the admin is told why (`@assistant` shows it too)."""
-        running = self.tick_running()
-        stuck = long_tick(*running) if running else None
+        stuck = long_tick(self.tick_running())
         if stuck and not self.ndb.tick_reported:
             self.ndb.tick_reported = True
             logger.log_warn(f"[ai_assistant] {self.obj.key}: {stuck}; its ticks are skipped "

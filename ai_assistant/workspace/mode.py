@@ -193,18 +193,19 @@ class Mode:
         self.state.set(documents.SKIPPED_TICKS, self.skipped_ticks() + 1)
 
 
-def long_tick(mode, seconds):
+def long_tick(running):
     """
     What to say of a tick still running: "a sleep tick has run for 12 min and not ended".
 
     Args:
-        mode (str): The mode the tick started in.
-        seconds (float or None): How long it has run (None: no tick runs).
+        running (tuple or None): `(mode it started in, seconds it has run)`; None when no
+            tick runs.
 
     Returns:
-        str or None: None while it has run less than `LONG_TICK_SECONDS`.
+        str or None: None while it has run less than `LONG_TICK_SECONDS` (or none runs).
     """
-    if seconds is None or seconds < LONG_TICK_SECONDS:
+    if running is None or running[1] < LONG_TICK_SECONDS:
         return None
-    return f"{'a sleep' if mode == ASLEEP else 'an awake'} tick has run for " \
-           f"{seconds / 60:.0f} min and not ended"
+    mode, seconds = running
+    return (f"{'a sleep' if mode == ASLEEP else 'an awake'} tick has run for "
+            f"{seconds / 60:.0f} min and not ended")

@@ -285,7 +285,7 @@ def status_text(ports, heading, ticker_interval, running=None):
     mode = Mode(ports)
     phase = mode.phase()
     stats = LLMStats(ports.state).read()
-    stuck = long_tick(*running) if running else None
+    stuck = long_tick(running)
     lines = [
         heading,
         f"  mode: {mode.current()}" + (f" (phase: {phase})" if mode.asleep() else ""),
