@@ -271,8 +271,8 @@ class AssistantScript(DefaultScript):
         The tick running now, `(mode it started in, seconds it has run)`, or None when none
         runs (for `@assistant`'s status).
         """
-        started = self.ndb.tick_started
-        if not self.ndb.busy or started is None:
+        started = self.ndb.tick_started  # set and cleared with `busy`
+        if started is None:
             return None
         return self.ndb.tick_mode, time.monotonic() - started
 
