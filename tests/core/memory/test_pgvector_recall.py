@@ -375,3 +375,36 @@ def test_an_empty_memory_stands_for_no_journal_entry(assistant, postgres_memory_
     # as in the mirror: entry 8's only memory says nothing, so recall keeps the entry itself
     assert sources == {"7"}
     assert [memory["id"] for memory in memories] == [kept]
+
+
+def test_a_speakers_name_in_the_query_is_not_a_word_to_match(assistant):
+    """A query naming a speaker ("O'Neil's kiln") matches its other words: the database
+    finds the name words of every speaker whose name holds a query word, apostrophes and
+    possessives taken out, as recall's own ranking does (`journal_search`)."""
+    from ai_assistant.memory.embedder import get_embedder
+    from ai_assistant.memory.longterm import pgvector_recall
+
+    ada = assistant("ada")
+    weather = "Grey weather hung over the sea all day."
+    by_name = "O'Neil wrote O'Neil, O'Neil and O'Neil in the kiln book."
+    kiln = "The kiln cracked."
+    told(ada, weather, speaker="Cai")
+    told(ada, by_name, speaker="Cai")
+    told(ada, kiln, speaker="Cai")
+    told(ada, "The lamps are lit at dusk.", speaker="Tam O'Neil")
+    embedder = get_embedder()
+    pool = ada.semantic._memory.vector_store.connection_pool
+
+    def word_half(query):
+        memories, _, _ = pgvector_recall.recall_candidates(
+            pool, ada.semantic.key, embedder.embed(weather), query, per_half=1)
+        # the nearest by meaning is the weather line; the other fused one is the words' best
+        fused = {memory["memory"] for memory in memories if memory["fused"]} - {weather}
+        assert len(fused) == 1, fused
+        return fused.pop()
+
+    assert word_half("What did O'Neil's kiln do?") == kiln  # "oneil" names Tam O'Neil
+    assert word_half("What did the kiln do for oneil?") == kiln
+    assert word_half("Nothing but the words oneil kiln") == kiln
+    # a query of nothing but a name matches the name
+    assert word_half("O'Neil?") == by_name
