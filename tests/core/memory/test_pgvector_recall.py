@@ -379,8 +379,8 @@ def test_an_empty_memory_stands_for_no_journal_entry(assistant, postgres_memory_
 
 def test_a_speakers_name_in_the_query_is_not_a_word_to_match(assistant):
     """A query naming a speaker ("O'Neil's kiln") matches its other words: the database
-    finds the name words of every speaker whose name holds a query word, apostrophes and
-    possessives taken out, as recall's own ranking does (`journal_search`)."""
+    splits the scope's speakers' names into name words, apostrophes and possessives taken
+    out, as recall's own ranking does (`journal_search`)."""
     from ai_assistant.memory.embedder import get_embedder
     from ai_assistant.memory.longterm import pgvector_recall
 
